@@ -1,0 +1,2 @@
+//! `redline`: the Redline command-line tool.
+fn main() {}

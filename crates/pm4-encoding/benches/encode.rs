@@ -1,0 +1,2 @@
+//! Encoding throughput (filled in with the packet types).
+fn main() {}

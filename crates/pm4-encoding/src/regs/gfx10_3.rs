@@ -1,0 +1,6 @@
+//! Register map of the gfx10_3 family.
+
+use super::RegisterInfo;
+
+/// Every register of this family, ordered by dword offset.
+pub static REGISTERS: &[RegisterInfo] = &[];
