@@ -45,6 +45,23 @@ pub enum ShaderType {
     Compute,
 }
 
+/// The header bits a packet carries besides its opcode and length. Every typed packet keeps them,
+/// so that re-emitting a decoded packet reproduces its header word exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct HeaderFlags {
+    /// `SHADER_TYPE`.
+    pub shader_type: ShaderType,
+    /// `PREDICATE`.
+    pub predicate: bool,
+    /// `RESET_FILTER_CAM`.
+    pub reset_filter_cam: bool,
+}
+
+impl HeaderFlags {
+    /// `SHADER_TYPE` = compute, nothing else (what Mesa sets on dispatch packets).
+    pub const COMPUTE: Self = Self { shader_type: ShaderType::Compute, predicate: false, reset_filter_cam: false };
+}
+
 /// A decoded type-3 header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Type3Header {
@@ -89,6 +106,28 @@ impl Type3Header {
         #[allow(clippy::cast_possible_truncation)]
         let count = (body_dwords - 1) as u16;
         Self { opcode, count, shader_type, predicate: false, reset_filter_cam: false }
+    }
+
+    /// A header for `opcode` with `body_dwords` dwords after it and the given flags.
+    ///
+    /// PANIC: asserts `1 <= body_dwords <= MAX_BODY_DWORDS`.
+    #[must_use]
+    #[inline]
+    pub const fn with_flags(opcode: Opcode, body_dwords: usize, flags: HeaderFlags) -> Self {
+        let mut h = Self::new(opcode, body_dwords, flags.shader_type);
+        h.predicate = flags.predicate;
+        h.reset_filter_cam = flags.reset_filter_cam;
+        h
+    }
+
+    /// The flag bits of this header.
+    #[must_use]
+    pub const fn flags(self) -> HeaderFlags {
+        HeaderFlags {
+            shader_type: self.shader_type,
+            predicate: self.predicate,
+            reset_filter_cam: self.reset_filter_cam,
+        }
     }
 
     /// Number of body dwords this header announces (`COUNT + 1`), except for the header-only NOP.

@@ -30,7 +30,7 @@ pub mod writer;
 
 pub use decoder::{DecodeError, Decoded, Decoder};
 pub use family::{Family, Target, UnknownTarget};
-pub use header::{Header, HeaderError, ShaderType, Type3Header};
+pub use header::{Header, HeaderError, HeaderFlags, ShaderType, Type3Header};
 pub use opcode::Opcode;
 pub use packet::{Emit, Packet, PacketError};
 pub use writer::{CapacityError, Writer};

@@ -6,6 +6,10 @@ use crate::family::Family;
 use crate::header::Type3Header;
 use crate::opcode::Opcode;
 
+pub mod indirect_buffer;
+
+pub use indirect_buffer::IndirectBuffer;
+
 /// Why a packet body is not a valid instance of its packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PacketError {
@@ -61,6 +65,8 @@ pub trait Emit {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Packet<'a> {
+    /// `INDIRECT_BUFFER`.
+    IndirectBuffer(IndirectBuffer),
     /// A type-3 packet this crate does not type; its body is kept raw.
     Other {
         /// The header.
@@ -84,7 +90,10 @@ pub enum Packet<'a> {
 /// # Errors
 /// [`PacketError`] when the body does not fit the opcode's layout.
 pub fn parse(header: Type3Header, body: &[u32]) -> Result<Packet<'_>, PacketError> {
-    Ok(Packet::Other { header, body })
+    Ok(match header.opcode {
+        Opcode::IndirectBuffer => Packet::IndirectBuffer(IndirectBuffer::parse(header, body)?),
+        _ => Packet::Other { header, body },
+    })
 }
 
 impl Packet<'_> {
@@ -92,6 +101,7 @@ impl Packet<'_> {
     #[must_use]
     pub fn opcode(&self) -> Option<Opcode> {
         match self {
+            Packet::IndirectBuffer(_) => Some(Opcode::IndirectBuffer),
             Packet::Other { header, .. } => Some(header.opcode),
             Packet::Type0 { .. } | Packet::Type2 => None,
         }
@@ -99,7 +109,9 @@ impl Packet<'_> {
 
     /// Reports every field to `v`, naming registers and family-specific bits from `family`'s map.
     pub fn visit(&self, family: Family, v: &mut dyn Visitor) {
+        let _ = family;
         match *self {
+            Packet::IndirectBuffer(ref p) => p.visit(v),
             Packet::Other { body, .. } => v.payload("BODY", body),
             Packet::Type0 { base_reg, values } => {
                 for (reg, value) in (u32::from(base_reg)..).zip(values) {
@@ -107,6 +119,35 @@ impl Packet<'_> {
                 }
             }
             Packet::Type2 => {}
+        }
+    }
+}
+
+impl Emit for Packet<'_> {
+    fn buffer_len(&self) -> usize {
+        match self {
+            Packet::IndirectBuffer(p) => p.buffer_len(),
+            Packet::Other { body, .. } => 1 + body.len(),
+            Packet::Type0 { values, .. } => 1 + values.len(),
+            Packet::Type2 => 1,
+        }
+    }
+
+    fn emit(&self, out: &mut [u32]) {
+        assert_eq!(out.len(), self.buffer_len(), "output slice must match the packet length");
+        match self {
+            Packet::IndirectBuffer(p) => p.emit(out),
+            Packet::Other { header, body } => {
+                out[0] = header.encode();
+                out[1..].copy_from_slice(body);
+            }
+            Packet::Type0 { base_reg, values } => {
+                // Type-0 header: [29:16] COUNT = values - 1, [15:0] register (reference §4).
+                let count = u32::try_from(values.len() - 1).expect("type-0 packet too long");
+                out[0] = (count << 16) | u32::from(*base_reg);
+                out[1..].copy_from_slice(values);
+            }
+            Packet::Type2 => out[0] = crate::header::TYPE2_FILLER,
         }
     }
 }
