@@ -1,2 +1,36 @@
 //! `redline`: the Redline command-line tool.
-fn main() {}
+//!
+//! Today it disassembles PM4 command streams and AQL packets; the serving, benchmarking and replay
+//! commands land with their crates. Business logic lives in the library crates; this binary parses
+//! arguments, reads files and renders reports.
+
+use clap::{Parser, Subcommand};
+use daemon::disasm;
+use std::process::ExitCode;
+
+/// Retained replay of GPU decode steps on AMD GPUs.
+#[derive(Debug, Parser)]
+#[command(name = "redline", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Disasm(disasm::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Disasm(args) => disasm::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("redline: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
