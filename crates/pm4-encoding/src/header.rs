@@ -92,6 +92,12 @@ pub enum HeaderError {
         /// The offending bits in place.
         bits: u8,
     },
+    /// A type-2 word other than the filler `0x80000000` (bits [29:0] carry nothing defined).
+    #[error("type-2 word {word:#010x} is not the filler 0x80000000")]
+    Type2NotFiller {
+        /// The word.
+        word: u32,
+    },
 }
 
 impl Type3Header {
@@ -231,7 +237,8 @@ impl Header {
                 Ok(Header::Type0 { base_reg, count })
             }
             1 => Ok(Header::Type1),
-            2 => Ok(Header::Type2),
+            2 if word == TYPE2_FILLER => Ok(Header::Type2),
+            2 => Err(HeaderError::Type2NotFiller { word }),
             _ => match Type3Header::decode(word) {
                 Ok(h) => Ok(Header::Type3(h)),
                 Err(e) => Err(e),
@@ -274,6 +281,7 @@ mod tests {
     #[test]
     fn other_types() {
         assert_eq!(Header::decode(TYPE2_FILLER), Ok(Header::Type2));
+        assert_eq!(Header::decode(0xB37E_002B), Err(HeaderError::Type2NotFiller { word: 0xB37E_002B }));
         assert_eq!(Header::decode(0x4000_0000), Ok(Header::Type1));
         assert_eq!(Header::decode(0x0002_2E40), Ok(Header::Type0 { base_reg: 0x2E40, count: 2 }));
     }
