@@ -3,10 +3,45 @@
 //! Offsets and fields: `reference/amd-reference.md` §1–§3. Each family module declares the
 //! registers that exist on that family and nothing else: a register absent on a family (the SE4–SE7
 //! masks and DISPATCH_INTERLEAVE on gfx10.3, for example) is simply not in its table, never aliased.
+//!
+//! Each family module also holds the typed words (`ComputePgmRsrc2`, ...) of its registers: words
+//! whose fields differ between families are declared per family, words that are the same everywhere
+//! come from one private module and are re-exported by each family that has the register. The unit
+//! facts the lowering needs (LDS granule, scratch wave-size unit) are per-family constants, reached
+//! from shared code through the `match` on [`Family`] in the functions below.
 
 use crate::bits::FieldDesc;
 use crate::family::Family;
 
+/// Declares a family's register constants and its `REGISTERS` table from `NAME = dword [: Word];`
+/// lines. The constant's identifier is its `name` string, so the two cannot drift apart, and the
+/// table's dword order is checked at compile time because [`lookup`] binary-searches it.
+macro_rules! register_map {
+    ( $( $(#[$meta:meta])* $name:ident = $dword:literal $(: $word:ty)? ; )* ) => {
+        $(
+            #[doc = concat!("`", stringify!($name), "`, absolute dword `", stringify!($dword), "`.")]
+            $(#[$meta])*
+            pub const $name: $crate::regs::RegisterInfo = $crate::regs::RegisterInfo {
+                name: stringify!($name),
+                dword: $dword,
+                fields: register_map!(@fields $($word)?),
+            };
+        )*
+
+        const TABLE: &[$crate::regs::RegisterInfo] = &[$($name),*];
+
+        /// Every register of this family, ordered by dword offset.
+        pub static REGISTERS: &[$crate::regs::RegisterInfo] = TABLE;
+
+        // INVARIANT: `lookup` binary-searches `REGISTERS`; a table out of dword order, with a
+        // duplicate dword or outside the SH window does not compile.
+        const _: () = assert!($crate::regs::is_sh_table(TABLE), "register table not sorted in the SH window");
+    };
+    (@fields) => { &[] };
+    (@fields $word:ty) => { <$word>::FIELDS };
+}
+
+mod common;
 pub mod gfx10_3;
 pub mod gfx11;
 pub mod gfx12;
@@ -68,4 +103,130 @@ pub fn lookup(family: Family, dword: u32) -> Option<&'static RegisterInfo> {
 #[must_use]
 pub fn by_name(family: Family, name: &str) -> Option<&'static RegisterInfo> {
     registers(family).iter().find(|r| r.name == name)
+}
+
+/// Whether `table` is strictly ascending by dword (sorted, no duplicates) and inside the SH window.
+pub(crate) const fn is_sh_table(table: &[RegisterInfo]) -> bool {
+    let mut i = 0;
+    while i < table.len() {
+        let dword = table[i].dword;
+        if dword < SH_REG_BASE || dword >= SH_REG_END || (i > 0 && table[i - 1].dword >= dword) {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Bytes per unit of `COMPUTE_PGM_RSRC2.LDS_SIZE` on `family` (512 on every supported family).
+/// Source: reference §3 "Other register semantics" and §9 "LDS_SIZE granularity on gfx12"
+/// (Mesa `lds_encode_granularity`).
+#[must_use]
+pub const fn lds_encode_granule_bytes(family: Family) -> u32 {
+    match family {
+        Family::Gfx10_3 => gfx10_3::LDS_ENCODE_GRANULE_BYTES,
+        Family::Gfx11 => gfx11::LDS_ENCODE_GRANULE_BYTES,
+        Family::Gfx12 => gfx12::LDS_ENCODE_GRANULE_BYTES,
+    }
+}
+
+/// Bytes the hardware actually allocates LDS in on `family` (1024 on GFX10.3 and later).
+/// Source: reference §3 "Other register semantics", §9 (Mesa `lds_alloc_granularity`).
+#[must_use]
+pub const fn lds_alloc_granule_bytes(family: Family) -> u32 {
+    match family {
+        Family::Gfx10_3 => gfx10_3::LDS_ALLOC_GRANULE_BYTES,
+        Family::Gfx11 => gfx11::LDS_ALLOC_GRANULE_BYTES,
+        Family::Gfx12 => gfx12::LDS_ALLOC_GRANULE_BYTES,
+    }
+}
+
+/// Largest LDS size in bytes that `COMPUTE_PGM_RSRC2.LDS_SIZE` can encode on `family`
+/// (the field's all-ones value times [`lds_encode_granule_bytes`]; reference §3).
+#[must_use]
+pub const fn lds_size_max_bytes(family: Family) -> u32 {
+    match family {
+        Family::Gfx10_3 => gfx10_3::LDS_SIZE_MAX_BYTES,
+        Family::Gfx11 => gfx11::LDS_SIZE_MAX_BYTES,
+        Family::Gfx12 => gfx12::LDS_SIZE_MAX_BYTES,
+    }
+}
+
+/// Bytes per unit of `COMPUTE_TMPRING_SIZE.WAVESIZE` on `family`: 1024 on gfx10.3, 256 on gfx11
+/// and gfx12. Source: reference §3 "Other register semantics" (Mesa `ac_get_scratch_tmpring_size`,
+/// LLVM `S_00B860_WAVESIZE_*`).
+#[must_use]
+pub const fn tmpring_wavesize_unit_bytes(family: Family) -> u32 {
+    match family {
+        Family::Gfx10_3 => gfx10_3::TMPRING_WAVESIZE_UNIT_BYTES,
+        Family::Gfx11 => gfx11::TMPRING_WAVESIZE_UNIT_BYTES,
+        Family::Gfx12 => gfx12::TMPRING_WAVESIZE_UNIT_BYTES,
+    }
+}
+
+/// Largest scratch size per wave in bytes that `COMPUTE_TMPRING_SIZE.WAVESIZE` can encode on
+/// `family` (the field is 13, 15 or 18 bits wide on gfx10.3, gfx11, gfx12; reference §3).
+#[must_use]
+pub const fn tmpring_wavesize_max_bytes(family: Family) -> u32 {
+    match family {
+        Family::Gfx10_3 => gfx10_3::TMPRING_WAVESIZE_MAX_BYTES,
+        Family::Gfx11 => gfx11::TMPRING_WAVESIZE_MAX_BYTES,
+        Family::Gfx12 => gfx12::TMPRING_WAVESIZE_MAX_BYTES,
+    }
+}
+
+/// An LDS size that `COMPUTE_PGM_RSRC2.LDS_SIZE` cannot encode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[error(
+    "LDS size of {requested_bytes} bytes exceeds the {limit_bytes}-byte limit of COMPUTE_PGM_RSRC2.LDS_SIZE on {family}"
+)]
+pub struct LdsSizeTooLarge {
+    /// The family asked for.
+    pub family: Family,
+    /// The requested LDS size in bytes.
+    pub requested_bytes: u32,
+    /// [`lds_size_max_bytes`] of `family`.
+    pub limit_bytes: u32,
+}
+
+/// The `COMPUTE_PGM_RSRC2.LDS_SIZE` value for `lds_bytes` of LDS on `family`: the size rounded up
+/// to whole [`lds_encode_granule_bytes`] granules (reference §3, §9).
+///
+/// # Errors
+/// [`LdsSizeTooLarge`] when the rounded size does not fit the field.
+pub const fn lds_size_field(family: Family, lds_bytes: u32) -> Result<u32, LdsSizeTooLarge> {
+    if lds_bytes > lds_size_max_bytes(family) {
+        return Err(LdsSizeTooLarge { family, requested_bytes: lds_bytes, limit_bytes: lds_size_max_bytes(family) });
+    }
+    Ok(lds_bytes.div_ceil(lds_encode_granule_bytes(family)))
+}
+
+/// A per-wave scratch size that `COMPUTE_TMPRING_SIZE.WAVESIZE` cannot encode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[error(
+    "scratch size of {requested_bytes} bytes per wave exceeds the {limit_bytes}-byte limit of COMPUTE_TMPRING_SIZE.WAVESIZE on {family}"
+)]
+pub struct ScratchWaveSizeTooLarge {
+    /// The family asked for.
+    pub family: Family,
+    /// The requested scratch size per wave in bytes.
+    pub requested_bytes: u32,
+    /// [`tmpring_wavesize_max_bytes`] of `family`.
+    pub limit_bytes: u32,
+}
+
+/// The `COMPUTE_TMPRING_SIZE.WAVESIZE` value for `bytes_per_wave` of scratch on `family`: the size
+/// rounded up to whole [`tmpring_wavesize_unit_bytes`] units (reference §3).
+///
+/// # Errors
+/// [`ScratchWaveSizeTooLarge`] when the rounded size does not fit the field.
+pub const fn tmpring_wavesize_field(family: Family, bytes_per_wave: u32) -> Result<u32, ScratchWaveSizeTooLarge> {
+    if bytes_per_wave > tmpring_wavesize_max_bytes(family) {
+        return Err(ScratchWaveSizeTooLarge {
+            family,
+            requested_bytes: bytes_per_wave,
+            limit_bytes: tmpring_wavesize_max_bytes(family),
+        });
+    }
+    Ok(bytes_per_wave.div_ceil(tmpring_wavesize_unit_bytes(family)))
 }
