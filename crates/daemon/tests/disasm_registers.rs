@@ -56,7 +56,8 @@ fn names_every_reference_register_for_every_target() {
             let name = entry["name"].as_str().unwrap();
             let dword = hex(entry["dword"].as_str().unwrap());
             assert_eq!(packet["opcode"], "SET_SH_REG");
-            let regs: Vec<&Value> = packet["items"].as_array().unwrap().iter().filter(|i| i.get("register").is_some()).collect();
+            let regs: Vec<&Value> =
+                packet["items"].as_array().unwrap().iter().filter(|i| i.get("register").is_some()).collect();
             assert_eq!(regs.len(), 1, "{target} {name}: {packet}");
             assert_eq!(regs[0]["register"], name, "{target}: dword {dword:#x}");
             assert_eq!(regs[0]["dword"], dword, "{target} {name}");

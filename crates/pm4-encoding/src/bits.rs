@@ -1,6 +1,6 @@
 //! `hi:lo` bit fields of 32-bit words, and the macro that declares typed words from field tables.
 //!
-//! Every register and packet control word in this crate is declared with [`bitfield32!`], which
+//! Every register and packet control word in this crate is declared with [`bitfield32!`](crate::bitfield32), which
 //! generates a `Copy` newtype over `u32`, one getter and one `with_*` builder per field, and a
 //! `FIELDS` table (hardware name, `hi`, `lo`) that the disassembler and the reference-table tests
 //! read. Getters never panic; builders assert that the value fits (a programmer error otherwise).

@@ -1,8 +1,8 @@
 //! PM4 packet headers: type 3 (encode and decode), types 0, 1 and 2 (recognised when decoding).
 //!
 //! Layout: `reference/amd-reference.md` §4 "Header". Type 3:
-//! `[31:30] TYPE=3, [29:16] COUNT = body dwords - 1, [15:8] IT_OPCODE, [7:3] reserved,
-//! [2] RESET_FILTER_CAM, [1] SHADER_TYPE, [0] PREDICATE`.
+//! `[31:30]` TYPE=3, `[29:16]` COUNT = body dwords - 1, `[15:8]` IT_OPCODE, `[7:3]` reserved,
+//! `[2]` RESET_FILTER_CAM, `[1]` SHADER_TYPE, `[0]` PREDICATE.
 
 use crate::opcode::Opcode;
 
@@ -80,19 +80,19 @@ pub struct Type3Header {
 /// Why a header word is not a valid type-3 header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum HeaderError {
-    /// Bits [31:30] are not 3.
+    /// Bits `[31:30]` are not 3.
     #[error("packet type {found} where a type-3 header was expected")]
     NotType3 {
-        /// The type found in bits [31:30].
+        /// The type found in bits `[31:30]`.
         found: u8,
     },
-    /// Bits [7:3] must be zero.
+    /// Bits `[7:3]` must be zero.
     #[error("reserved header bits [7:3] are set ({bits:#04x})")]
     ReservedBits {
         /// The offending bits in place.
         bits: u8,
     },
-    /// A type-2 word other than the filler `0x80000000` (bits [29:0] carry nothing defined).
+    /// A type-2 word other than the filler `0x80000000` (bits `[29:0]` carry nothing defined).
     #[error("type-2 word {word:#010x} is not the filler 0x80000000")]
     Type2NotFiller {
         /// The word.
@@ -177,7 +177,7 @@ impl Type3Header {
             return Err(HeaderError::NotType3 { found: ty as u8 });
         }
         if word & field::RESERVED_MASK != 0 {
-            // CAST: masked to bits [7:3].
+            // CAST: masked to bits `[7:3]`.
             #[allow(clippy::cast_possible_truncation)]
             return Err(HeaderError::ReservedBits { bits: (word & field::RESERVED_MASK) as u8 });
         }
@@ -222,7 +222,7 @@ pub enum Header {
 }
 
 impl Header {
-    /// Classifies a header word by bits [31:30].
+    /// Classifies a header word by bits `[31:30]`.
     ///
     /// # Errors
     /// [`HeaderError::ReservedBits`] for a type-3 word with reserved bits set.

@@ -1,4 +1,4 @@
-//! Type-3 opcodes (`IT_OPCODE`, header bits [15:8]).
+//! Type-3 opcodes (`IT_OPCODE`, header bits `[15:8]`).
 //!
 //! Values and availability: `reference/amd-reference.md` §4 "Opcodes" (Linux `nvd.h`, Mesa `sid.h`).
 //! Every byte maps to a variant: codes this crate does not name become [`Opcode::Unknown`], so a
