@@ -34,24 +34,24 @@ pub fn detect(path: &Path, bytes: &[u8]) -> Format {
     }
 }
 
-/// Reads a file into bytes (little-endian dword order for hex input).
-pub fn load(path: &Path, format: Option<Format>) -> Result<(Vec<u8>, Format)> {
+/// Why input bytes could not be read as the requested format; reported as undecodable input.
+#[derive(Debug)]
+pub struct InputError(pub String);
+
+/// Reads a file: `Err(outer)` for I/O errors, `Ok(Err(InputError))` for content that is not valid
+/// in its format, else the bytes (hex words become little-endian bytes).
+pub fn load(path: &Path, format: Option<Format>) -> Result<std::result::Result<Vec<u8>, InputError>> {
     let raw = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let format = format.unwrap_or_else(|| detect(path, &raw));
-    let bytes = match format {
-        Format::Bin => raw,
-        Format::Hex => {
-            let text = std::str::from_utf8(&raw).map_err(|e| {
-                anyhow::anyhow!("{}: not UTF-8 text at byte {} (use --format bin?)", path.display(), e.valid_up_to())
-            })?;
-            parse_hex(text)
-                .with_context(|| format!("{}: invalid hex input", path.display()))?
-                .iter()
-                .flat_map(|w| w.to_le_bytes())
-                .collect()
-        }
-    };
-    Ok((bytes, format))
+    Ok(match format {
+        Format::Bin => Ok(raw),
+        Format::Hex => match std::str::from_utf8(&raw) {
+            Err(e) => Err(InputError(format!("not UTF-8 text at byte {} (use --format bin?)", e.valid_up_to()))),
+            Ok(text) => parse_hex(text)
+                .map(|words| words.iter().flat_map(|w| w.to_le_bytes()).collect())
+                .map_err(|e| InputError(format!("invalid hex input: {e}"))),
+        },
+    })
 }
 
 /// Parses hex words: tokens split on whitespace and commas, optional `0x`/`0X`, at most 8 digits,
@@ -78,13 +78,10 @@ pub fn parse_hex(text: &str) -> Result<Vec<u32>> {
     Ok(words)
 }
 
-/// Splits bytes into little-endian dwords.
-pub fn dwords(bytes: &[u8]) -> Result<Vec<u32>> {
+/// Splits bytes into little-endian dwords and the count of trailing bytes that do not fill one.
+pub fn dwords(bytes: &[u8]) -> (Vec<u32>, usize) {
     let (chunks, rest) = bytes.as_chunks::<4>();
-    if !rest.is_empty() {
-        bail!("input is {} bytes, not a whole number of dwords ({} trailing bytes)", bytes.len(), rest.len());
-    }
-    Ok(chunks.iter().map(|c| u32::from_le_bytes(*c)).collect())
+    (chunks.iter().map(|c| u32::from_le_bytes(*c)).collect(), rest.len())
 }
 
 #[cfg(test)]
@@ -107,8 +104,8 @@ mod tests {
 
     #[test]
     fn dwords_need_whole_words() {
-        assert_eq!(dwords(&[1, 0, 0, 0, 2, 0, 0, 0]).unwrap(), vec![1, 2]);
-        assert!(dwords(&[1, 0, 0]).unwrap_err().to_string().contains("3 trailing bytes"));
+        assert_eq!(dwords(&[1, 0, 0, 0, 2, 0, 0, 0]), (vec![1, 2], 0));
+        assert_eq!(dwords(&[1, 0, 0, 0, 9, 9, 9]), (vec![1], 3));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `redline disasm`: print PM4 streams and AQL packets one packet per block.
 
+mod aql;
 pub mod input;
 mod model;
 mod render;
@@ -8,7 +9,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use pm4_encoding::{Decoder, Target};
 
 use input::Format;
@@ -43,17 +44,26 @@ fn parse_target(s: &str) -> Result<Target, String> {
 }
 
 /// Runs the command; `Ok(1)` when the input stops decoding part-way.
+///
+/// # Errors
+/// I/O errors (unreadable file, closed stdout).
 pub fn run(args: &Args) -> Result<ExitCode> {
-    let (bytes, _format) = input::load(&args.file, args.format)?;
     let naming = args.arch.map_or(Naming::Consensus, |t| Naming::Family(t.family()));
+    let bytes = match input::load(&args.file, args.format)? {
+        Ok(bytes) => bytes,
+        Err(input::InputError(msg)) => {
+            eprintln!("redline: disasm: {}: {msg}", args.file.display());
+            return Ok(ExitCode::from(1));
+        }
+    };
     if args.aql {
-        anyhow::bail!("--aql is not available in this build");
+        return aql::run(&bytes, naming, args.json);
     }
-    let words = input::dwords(&bytes).with_context(|| format!("{}", args.file.display()))?;
-    pm4(&words, naming, args.json)
+    let (words, trailing) = input::dwords(&bytes);
+    pm4(&words, trailing, naming, args.json)
 }
 
-fn pm4(words: &[u32], naming: Naming, as_json: bool) -> Result<ExitCode> {
+fn pm4(words: &[u32], trailing: usize, naming: Naming, as_json: bool) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut text = String::new();
@@ -83,6 +93,20 @@ fn pm4(words: &[u32], naming: Naming, as_json: bool) -> Result<ExitCode> {
                 return Ok(ExitCode::from(1));
             }
         }
+    }
+    if trailing != 0 {
+        let byte = words.len() * 4;
+        let msg = format!("{trailing} trailing bytes do not form a dword");
+        if as_json {
+            serde_json::to_writer(
+                &mut out,
+                &serde_json::json!({ "error": msg, "offset": words.len(), "byte_offset": byte }),
+            )?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+        eprintln!("redline: disasm stopped (byte offset {byte:#x}): {msg}");
+        return Ok(ExitCode::from(1));
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

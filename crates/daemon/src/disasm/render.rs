@@ -38,7 +38,7 @@ pub(crate) fn text(block: &Block, out: &mut String) {
     }
 }
 
-fn text_item(item: &Item, out: &mut String) {
+pub(crate) fn text_item(item: &Item, out: &mut String) {
     match item {
         Item::Field { name, value } => {
             let _ = writeln!(out, "    {name} = {value:#x} ({value})");
@@ -74,7 +74,11 @@ fn text_fields(raw: u32, fields: &[FieldDesc], out: &mut String) {
     let mut known = 0u32;
     for f in fields {
         known |= f.mask();
-        let _ = writeln!(out, "        {} [{}:{}] = {}", f.name, f.hi, f.lo, f.get(raw));
+        if f.hi == f.lo {
+            let _ = writeln!(out, "        {} [{}] = {}", f.name, f.lo, f.get(raw));
+        } else {
+            let _ = writeln!(out, "        {} [{}:{}] = {}", f.name, f.hi, f.lo, f.get(raw));
+        }
     }
     if !fields.is_empty() && raw & !known != 0 {
         let _ = writeln!(out, "        (bits outside named fields: {:#010x})", raw & !known);
@@ -111,7 +115,7 @@ pub(crate) fn json(block: &Block) -> Value {
     Value::Object(obj)
 }
 
-fn json_item(item: &Item) -> Value {
+pub(crate) fn json_item(item: &Item) -> Value {
     match item {
         Item::Field { name, value } => json!({ "field": name, "value": value }),
         Item::Enum { name, value, symbol } => json!({ "field": name, "value": value, "symbol": symbol }),

@@ -1,0 +1,135 @@
+//! `redline disasm` end to end: formats, AQL packets, and undecodable input reported at the place
+//! it stops with exit code 1.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("redline-cli-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+fn redline(args: &[&str], file: &PathBuf) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_redline")).args(args).arg(file).output().expect("run redline")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// A ROCr-style PM4-IB packet (reference §5): header 0x1400 (VENDOR_SPECIFIC, system acquire and
+/// release), AmdFormat 1, INDIRECT_BUFFER to 0x7F12_3456_7800 of 64 dwords, dw_cnt_remain 10,
+/// completion signal 0x1234.
+fn pm4_ib_packet() -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(&0x1400u16.to_le_bytes());
+    p.extend_from_slice(&1u16.to_le_bytes());
+    for w in [0xC002_3F00u32, 0x3456_7800, 0x0000_7F12, 0x0080_0040, 0xA] {
+        p.extend_from_slice(&w.to_le_bytes());
+    }
+    p.extend_from_slice(&[0; 32]);
+    p.extend_from_slice(&0x1234u64.to_le_bytes());
+    assert_eq!(p.len(), 64);
+    p
+}
+
+#[test]
+fn binary_and_hex_inputs_agree() {
+    let s = Scratch::new("formats");
+    let words = [0xC001_7600u32, 0x20C, 0x0012_3400, 0xC003_1502, 4, 2, 1, 0x8045];
+    let bin: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let hex = "# a launch\nc0017600 0x20C,0x00123400\n0XC0031502 4 2 1 8045\n";
+    let a = redline(&["disasm", "--arch", "gfx1100"], &s.file("s.bin", &bin));
+    let b = redline(&["disasm", "--arch", "gfx1100", "--format", "hex"], &s.file("s.dat", hex.as_bytes()));
+    assert!(a.status.success() && b.status.success(), "{}{}", stderr(&a), stderr(&b));
+    assert_eq!(stdout(&a), stdout(&b));
+    let text = stdout(&a);
+    assert!(text.contains("SET_SH_REG"), "{text}");
+    assert!(text.contains("COMPUTE_PGM_LO [0x2e0c] = 0x00123400"), "{text}");
+    assert!(text.contains("DISPATCH_DIRECT"), "{text}");
+    assert!(text.contains("CS_W32_EN [15] = 1"), "{text}");
+}
+
+#[test]
+fn stops_at_the_undecodable_dword_with_exit_1() {
+    let s = Scratch::new("stop");
+    // A complete NOP, then a DISPATCH_DIRECT whose count runs past the end.
+    let file = s.file("cut.hex", b"c0001000 0 c0031502 1 1\n");
+    let out = redline(&["disasm", "--json"], &file);
+    assert_eq!(out.status.code(), Some(1));
+    let lines: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["opcode"], "NOP");
+    assert_eq!(lines[1]["offset"], 2);
+    assert!(lines[1]["error"].as_str().unwrap().contains("announces 4 body dwords"));
+    assert!(stderr(&out).contains("byte offset 0x8"), "{}", stderr(&out));
+}
+
+#[test]
+fn bad_hex_and_trailing_bytes_are_reported_with_exit_1() {
+    let s = Scratch::new("bad");
+    let out = redline(&["disasm"], &s.file("bad.hex", b"c0001000 0\n12 0xZZ\n"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("line 2, column 4"), "{}", stderr(&out));
+    let out = redline(&["disasm"], &s.file("odd.bin", &[0, 0, 0, 0x80, 7]));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("TYPE2"));
+    assert!(stderr(&out).contains("1 trailing bytes"), "{}", stderr(&out));
+}
+
+#[test]
+fn usage_and_io_errors_exit_2() {
+    let s = Scratch::new("usage");
+    let file = s.file("x.hex", b"80000000");
+    assert_eq!(redline(&["disasm", "--arch", "gfx900"], &file).status.code(), Some(2));
+    let missing = s.0.join("missing.bin");
+    let out = redline(&["disasm"], &missing);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot read"), "{}", stderr(&out));
+}
+
+#[test]
+fn aql_pm4_ib_packet_shows_the_carried_indirect_buffer() {
+    let s = Scratch::new("aql");
+    let mut bytes = pm4_ib_packet();
+    let file = s.file("q.aql", &bytes);
+    let out = redline(&["disasm", "--aql", "--json"], &file);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["type"], "VENDOR_SPECIFIC/AMD_PM4_IB");
+    assert_eq!(v["ib_jump_cmd"]["opcode"], "INDIRECT_BUFFER");
+    let items = v["ib_jump_cmd"]["items"].as_array().unwrap();
+    assert_eq!(items[0]["value"], 0x7F12_3456_7800u64);
+    assert_eq!(items[1]["fields"]["IB_SIZE"], 64);
+    assert_eq!(items[1]["fields"]["VALID"], 1);
+
+    // A fence scope of 3 is invalid: the second packet stops decoding at byte 0x40.
+    let mut bad = pm4_ib_packet();
+    bad[1] |= 0x06; // header bits [10:9] = 3
+    bytes.extend_from_slice(&bad);
+    let out = redline(&["disasm", "--aql"], &s.file("bad.aql", &bytes));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("INDIRECT_BUFFER"));
+    assert!(stderr(&out).contains("byte 0x40"), "{}", stderr(&out));
+}
