@@ -190,7 +190,7 @@ impl GcrCntl {
 pub struct AcquireMem {
     /// Header flag bits.
     pub flags: HeaderFlags,
-    /// dw0 `COHER_CNTL`: legacy bits [30:0] (0 on gfx10+), [31] engine select.
+    /// dw0 `COHER_CNTL`: legacy bits `[30:0]` (0 on gfx10+), `[31]` engine select.
     pub coher_cntl: u32,
     /// dw1 `COHER_SIZE`.
     pub coher_size: u32,
@@ -200,7 +200,7 @@ pub struct AcquireMem {
     pub coher_base_lo: u32,
     /// dw4 `COHER_BASE_HI`.
     pub coher_base_hi: u32,
-    /// dw5 `POLL_INTERVAL` ([15:0]; gfx11+ PWS form: bit 31 `PWS_ENA`).
+    /// dw5 `POLL_INTERVAL` (`[15:0]`; gfx11+ PWS form: bit 31 `PWS_ENA`).
     pub poll_interval: u32,
     /// dw6 `GCR_CNTL`.
     pub gcr_cntl: GcrCntl,

@@ -18,9 +18,9 @@ mod field {
     pub(super) const SRC_HI: usize = 2;
     pub(super) const DST_LO: usize = 3;
     pub(super) const DST_HI: usize = 4;
-    /// 32-bit memory destination: bits [1:0] of the low address dword must be zero.
+    /// 32-bit memory destination: bits `[1:0]` of the low address dword must be zero.
     pub(super) const DWORD_ALIGN_MASK: u32 = 0b11;
-    /// 64-bit memory source or destination: bits [2:0] must be zero.
+    /// 64-bit memory source or destination: bits `[2:0]` must be zero.
     pub(super) const QWORD_ALIGN_MASK: u32 = 0b111;
 }
 

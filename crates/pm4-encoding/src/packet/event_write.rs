@@ -1,7 +1,7 @@
 //! `EVENT_WRITE` (0x46): send a pipeline event (`CS_PARTIAL_FLUSH`, cache flushes, samples).
 //!
-//! Body (reference §4 "EVENT_WRITE"): dw0 `EVENT_TYPE` [5:0] (a `VGT_EVENT_TYPE`), `EVENT_INDEX`
-//! [11:8]; sample events add dw1..2 `ADDRESS_LO/HI`, qword aligned (bits [31:3]). So the body is
+//! Body (reference §4 "EVENT_WRITE"): dw0 `EVENT_TYPE` `[5:0]` (a `VGT_EVENT_TYPE`), `EVENT_INDEX`
+//! `[11:8]`; sample events add dw1..2 `ADDRESS_LO/HI`, qword aligned (bits `[31:3]`). So the body is
 //! 1 or 3 dwords.
 
 use crate::disasm::Visitor;
@@ -17,7 +17,7 @@ mod field {
     pub(super) const CONTROL: usize = 0;
     pub(super) const ADDRESS_LO: usize = 1;
     pub(super) const ADDRESS_HI: usize = 2;
-    /// `ADDRESS_LO` bits [2:0] must be zero: the address is qword aligned.
+    /// `ADDRESS_LO` bits `[2:0]` must be zero: the address is qword aligned.
     pub(super) const ADDRESS_ALIGN_MASK: u32 = 0b111;
     /// `EVENT_INDEX` of the `*_PARTIAL_FLUSH` events.
     pub(super) const PARTIAL_FLUSH_INDEX: u32 = 4;
@@ -93,6 +93,7 @@ impl EventWriteControl {
     /// PANIC: asserts that an `Unknown` value fits in 6 bits.
     #[must_use]
     pub const fn with_event_type(self, value: EventType) -> Self {
+        // Widening u8 -> u32 (`u32::from` is not callable in a const fn).
         self.with_event_type_raw(value.raw() as u32)
     }
 }
@@ -183,6 +184,7 @@ impl EventWrite {
 
 /// The control word for `event` and `event_index`, or the field that does not fit.
 const fn control(event: EventType, event_index: u32) -> Result<EventWriteControl, PacketError> {
+    // Widening u8 -> u32 (`u32::from` is not callable in a const fn).
     let event = event.raw() as u32;
     if !crate::bits::fits(event, 5, 0) {
         return Err(PacketError::FieldValue { opcode: Opcode::EventWrite, field: "EVENT_TYPE", value: event });

@@ -1,7 +1,7 @@
 //! `INDIRECT_BUFFER` (0x3F): execute another command buffer, or chain to it.
 //!
-//! Body (reference §4 "INDIRECT_BUFFER"): dw0 `IB_BASE_LO` (bits [31:2], dword aligned),
-//! dw1 `IB_BASE_HI`, dw2 `CONTROL` (`IB_SIZE` [19:0] dwords, `CHAIN` [20], `VALID` [23], ...).
+//! Body (reference §4 "INDIRECT_BUFFER"): dw0 `IB_BASE_LO` (bits `[31:2]`, dword aligned),
+//! dw1 `IB_BASE_HI`, dw2 `CONTROL` (`IB_SIZE` `[19:0]` dwords, `CHAIN` `[20]`, `VALID` `[23]`, ...).
 
 use crate::disasm::Visitor;
 use crate::header::{HeaderFlags, Type3Header};
@@ -14,7 +14,7 @@ mod field {
     pub(super) const IB_BASE_LO: usize = 0;
     pub(super) const IB_BASE_HI: usize = 1;
     pub(super) const CONTROL: usize = 2;
-    /// `IB_BASE_LO` bits [1:0] must be zero: the IB is dword aligned.
+    /// `IB_BASE_LO` bits `[1:0]` must be zero: the IB is dword aligned.
     pub(super) const BASE_LO_ALIGN_MASK: u32 = 0b11;
 }
 

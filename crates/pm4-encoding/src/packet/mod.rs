@@ -96,6 +96,32 @@ pub(crate) const fn split_u64(value: u64) -> (u32, u32) {
     (value as u32, (value >> 32) as u32)
 }
 
+/// Copies `src` into `dst` (equal lengths).
+///
+/// Register writes carry a few values, and a call to `memcpy` costs more than copying them, so
+/// short slices are copied inline without a loop (which the compiler would turn back into a
+/// `memcpy` call): 1..=3 dwords as the first, middle and last dword, 4..=8 as two overlapping
+/// four-dword blocks. Longer slices go to `copy_from_slice`.
+///
+/// PANIC: asserts equal lengths (the callers size `dst` from `src`).
+#[inline]
+pub(crate) fn copy_dwords(dst: &mut [u32], src: &[u32]) {
+    assert_eq!(dst.len(), src.len(), "copy between slices of different lengths");
+    match src.len() {
+        0 => {}
+        n @ 1..=3 => {
+            dst[0] = src[0];
+            dst[n / 2] = src[n / 2];
+            dst[n - 1] = src[n - 1];
+        }
+        n @ 4..=8 => {
+            dst[..4].copy_from_slice(&src[..4]);
+            dst[n - 4..].copy_from_slice(&src[n - 4..]);
+        }
+        _ => dst.copy_from_slice(src),
+    }
+}
+
 /// Joins a low and a high dword into a 64-bit address or value.
 #[inline]
 pub(crate) fn join_u64(lo: u32, hi: u32) -> u64 {
@@ -303,10 +329,11 @@ impl Emit for Packet<'_> {
         }
     }
 
+    /// PANIC: every arm asserts that `out` is exactly the packet's length (the typed packets in
+    /// their own `emit`, the raw ones through the indexing and `copy_from_slice` below), so no
+    /// second `buffer_len` dispatch is needed here.
     #[inline]
     fn emit(&self, out: &mut [u32]) {
-        // PANIC: the Writer sized `out` from buffer_len(); a mismatch is a programmer error.
-        assert_eq!(out.len(), self.buffer_len(), "output slice must match the packet length");
         match self {
             Packet::Nop(p) => p.emit(out),
             Packet::SetShReg(p) => p.emit(out),
@@ -321,17 +348,46 @@ impl Emit for Packet<'_> {
             Packet::CopyData(p) => p.emit(out),
             Packet::IndirectBuffer(p) => p.emit(out),
             Packet::Other { header, body } => {
-                out[0] = header.encode();
-                out[1..].copy_from_slice(body);
+                let (first, rest) = out.split_first_mut().expect("output slice must match the packet length");
+                *first = header.encode();
+                rest.copy_from_slice(body);
             }
             Packet::Type0 { base_reg, values } => {
                 // Type-0 header: [29:16] COUNT = values - 1, [15:0] register (reference §4).
                 let count = u32::try_from(values.len() - 1).expect("type-0 packet too long");
-                out[0] = (count << 16) | u32::from(*base_reg);
-                out[1..].copy_from_slice(values);
+                let (first, rest) = out.split_first_mut().expect("output slice must match the packet length");
+                *first = (count << 16) | u32::from(*base_reg);
+                rest.copy_from_slice(values);
             }
-            Packet::Type2 => out[0] = crate::header::TYPE2_FILLER,
+            Packet::Type2 => {
+                let [word] = out else { panic!("output slice must match the packet length") };
+                *word = crate::header::TYPE2_FILLER;
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_dwords;
+    use std::vec::Vec;
+
+    // Every length class of the inline copy (empty, 1..=3, 4..=8, longer) copies every dword once
+    // to its own place and nothing else.
+    #[test]
+    fn copy_dwords_every_length() {
+        for n in 0..=20u32 {
+            let src: Vec<u32> = (1..=n).collect();
+            let mut dst = std::vec![0; src.len()];
+            copy_dwords(&mut dst, &src);
+            assert_eq!(dst, src, "length {n}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "different lengths")]
+    fn copy_dwords_checks_lengths() {
+        copy_dwords(&mut [0; 3], &[1, 2]);
     }
 }
 

@@ -16,6 +16,7 @@ mod field {
 }
 
 /// Longest NOP payload in dwords: COUNT 0x3FFE. (COUNT 0x3FFF is the header-only marker.)
+// Widening u16 -> usize in a const item.
 pub const MAX_PAYLOAD_DWORDS: usize = field::HEADER_ONLY_COUNT as usize;
 
 /// A validated `NOP` packet.
@@ -101,7 +102,7 @@ impl Emit for Nop<'_> {
         // PANIC: the Writer sized `out` from buffer_len(); a mismatch is a programmer error.
         assert_eq!(out.len(), self.buffer_len(), "NOP output slice must match the packet length");
         out[0] = self.header();
-        out[1..].copy_from_slice(self.payload);
+        super::copy_dwords(&mut out[1..], self.payload);
     }
 }
 

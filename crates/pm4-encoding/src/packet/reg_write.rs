@@ -1,7 +1,7 @@
 //! The consecutive-register-write layout shared by `SET_SH_REG` and `SET_UCONFIG_REG`.
 //!
-//! Body (reference §4 "SET_SH_REG", "SET_UCONFIG_REG"): dw0 `REG_OFFSET` [15:0] relative to the
-//! packet's window base, `VMID_SHIFT` [27:23], `INDEX` [31:28]; dw1.. one value per consecutive
+//! Body (reference §4 "SET_SH_REG", "SET_UCONFIG_REG"): dw0 `REG_OFFSET` `[15:0]` relative to the
+//! packet's window base, `VMID_SHIFT` `[27:23]`, `INDEX` `[31:28]`; dw1.. one value per consecutive
 //! register. The two packets differ only in opcode and window (reference §1), so both are
 //! [`RegWrite`] with a different [`RegWindow`]: [`super::SetShReg`] and [`super::SetUconfigReg`].
 
@@ -33,6 +33,9 @@ crate::bitfield32! {
 }
 
 /// The register window of a register-write packet: its opcode and absolute dword bounds.
+///
+/// Implemented here for the SH and UCONFIG windows; the other `SET_*_REG` packets share the
+/// layout, so a caller can implement it for them too (the decoder types only these two).
 pub trait RegWindow {
     /// The packet's opcode.
     const OPCODE: Opcode;
@@ -101,7 +104,9 @@ impl<'a, W: RegWindow> RegWrite<'a, W> {
 
     /// `(absolute dword, value)` of every register written.
     pub fn registers(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        (self.first_dword()..).zip(self.values.iter().copied())
+        let first = self.first_dword();
+        // Wrapping: a hand-edited `control` must not make visiting panic.
+        self.values.iter().zip(0u32..).map(move |(&value, i)| (first.wrapping_add(i), value))
     }
 
     /// Reports the offset word, then every register write, named from `family`'s map.
@@ -148,12 +153,13 @@ impl<W: RegWindow> Emit for RegWrite<'_, W> {
 
     #[inline]
     fn emit(&self, out: &mut [u32]) {
-        // PANIC: the Writer sized `out` from buffer_len(); a mismatch, or a hand-emptied `values`,
-        // is a programmer error. The header asserts the body fits COUNT.
-        assert_eq!(out.len(), self.buffer_len(), "register write output slice must match the packet length");
-        assert!(!self.values.is_empty(), "a register write needs at least one value");
-        out[0] = Type3Header::with_flags(W::OPCODE, field::FIRST_VALUE + self.values.len(), self.flags).encode();
-        out[1 + field::CONTROL] = self.control.raw();
-        out[1 + field::FIRST_VALUE..].copy_from_slice(self.values);
+        // PANIC: the Writer sized `out` from buffer_len(); a mismatch (caught by the split and the
+        // equal-length copy), or a hand-edited `values` that is empty or too long for COUNT, is a
+        // programmer error.
+        assert!((1..MAX_BODY_DWORDS).contains(&self.values.len()), "a register write carries 1..=0x3FFF values");
+        let (head, values) = out.split_at_mut(1 + field::FIRST_VALUE);
+        head[0] = Type3Header::with_flags(W::OPCODE, field::FIRST_VALUE + self.values.len(), self.flags).encode();
+        head[1 + field::CONTROL] = self.control.raw();
+        super::copy_dwords(values, self.values);
     }
 }

@@ -22,9 +22,9 @@ mod field {
     pub(super) const DATA_LO: usize = 4;
     pub(super) const DATA_HI: usize = 5;
     pub(super) const INT_CTXID: usize = 6;
-    /// 32-bit data: `ADDRESS_LO` bits [1:0] must be zero.
+    /// 32-bit data: `ADDRESS_LO` bits `[1:0]` must be zero.
     pub(super) const DWORD_ALIGN_MASK: u32 = 0b11;
-    /// 64-bit data: `ADDRESS_LO` bits [2:0] must be zero.
+    /// 64-bit data: `ADDRESS_LO` bits `[2:0]` must be zero.
     pub(super) const QWORD_ALIGN_MASK: u32 = 0b111;
 }
 
@@ -61,7 +61,7 @@ crate::bitfield32! {
         [24] gcr_glk_wb, with_gcr_glk_wb = "GCR_GLK_WB";
         /// Cache policy of the data write (Linux: 0 LRU, 1 stream, 2 noa, 3 bypass).
         [26:25] cache_policy, with_cache_policy = "CACHE_POLICY";
-        /// Execute (Linux bit 28; Mesa's gfx11 table shows [29:28], bit 29 is kept raw).
+        /// Execute (Linux bit 28; Mesa's gfx11 table shows `[29:28]`, bit 29 is kept raw).
         [28] execute, with_execute = "EXECUTE";
         /// Scalar cache invalidate (gfx11, gfx12).
         [30] gcr_glk_inv, with_gcr_glk_inv = "GCR_GLK_INV";
@@ -152,6 +152,7 @@ impl EventCntl {
     /// PANIC: asserts that an `Unknown` value fits in 6 bits.
     #[must_use]
     pub const fn with_event_type(self, value: EventType) -> Self {
+        // Widening u8 -> u32 (`u32::from` is not callable in a const fn).
         self.with_event_type_raw(value.raw() as u32)
     }
 

@@ -19,9 +19,9 @@ mod field {
     pub(super) const REFERENCE: usize = 3;
     pub(super) const MASK: usize = 4;
     pub(super) const POLL_INTERVAL: usize = 5;
-    /// Memory polls: `POLL_ADDRESS_LO` bits [1:0] must be zero.
+    /// Memory polls: `POLL_ADDRESS_LO` bits `[1:0]` must be zero.
     pub(super) const ADDRESS_ALIGN_MASK: u32 = 0b11;
-    /// Register polls: the register is a dword offset in bits [17:0].
+    /// Register polls: the register is a dword offset in bits `[17:0]`.
     pub(super) const REG_MAX: u32 = (1 << 18) - 1;
 }
 
@@ -199,6 +199,7 @@ impl WaitRegMem {
             poll_address_hi,
             reference,
             mask,
+            // Widening u16 -> u32 (`u32::from` is not callable in a const fn).
             poll_interval: WaitRegMemPollInterval::from_raw(poll_interval as u32),
         })
     }

@@ -2,7 +2,7 @@
 //!
 //! Body (reference §4 "WRITE_DATA"): dw0 `CONTROL` (`DST_SEL`, `WR_ONE_ADDR`, `WR_CONFIRM`,
 //! `CACHE_POLICY`, `ENGINE_SEL`), dw1..2 `DST_ADDR_LO/HI` (memory: dword aligned; register: dword
-//! offset [17:0]), dw3.. the data (at least one dword).
+//! offset `[17:0]`), dw3.. the data (at least one dword).
 
 use crate::disasm::Visitor;
 use crate::family::Family;
@@ -17,9 +17,9 @@ mod field {
     pub(super) const DATA: usize = 3;
     /// Control, address and one data dword.
     pub(super) const MIN_BODY_DWORDS: usize = 4;
-    /// Memory destinations: `DST_ADDR_LO` bits [1:0] must be zero.
+    /// Memory destinations: `DST_ADDR_LO` bits `[1:0]` must be zero.
     pub(super) const ADDRESS_ALIGN_MASK: u32 = 0b11;
-    /// Register destinations: a dword offset in bits [17:0].
+    /// Register destinations: a dword offset in bits `[17:0]`.
     pub(super) const REG_MAX: u32 = (1 << 18) - 1;
 }
 
@@ -195,7 +195,7 @@ impl Emit for WriteData<'_> {
         out[1 + field::CONTROL] = self.control.raw();
         out[1 + field::DST_ADDR_LO] = lo;
         out[1 + field::DST_ADDR_HI] = hi;
-        out[1 + field::DATA..].copy_from_slice(self.data);
+        super::copy_dwords(&mut out[1 + field::DATA..], self.data);
     }
 }
 
