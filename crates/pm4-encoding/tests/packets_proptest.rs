@@ -4,7 +4,6 @@
 
 use pm4_encoding::bits::FieldDesc;
 use pm4_encoding::disasm::Visitor;
-use pm4_encoding::header::TYPE2_FILLER;
 use pm4_encoding::packet::copy_data::CopyDataControl;
 use pm4_encoding::packet::dispatch_direct::DispatchInitiator;
 use pm4_encoding::packet::event_write::EventWriteControl;
@@ -329,16 +328,9 @@ proptest! {
                     prop_assert_eq!(d.offset, next_offset);
                     next_offset += d.words.len();
                     let again = emit_one(&d.packet);
-                    if d.packet == Packet::Type2 {
-                        // The decoder accepts any type-2 word (bits [31:30] = 2) but `Packet::Type2`
-                        // carries no bits, so it re-emits the canonical filler. Bits [29:0] of a
-                        // type-2 word are the only input the typed model drops (see the report on
-                        // this branch); everything else must come back exactly.
-                        prop_assert_eq!(d.words[0] >> 30, 2);
-                        prop_assert_eq!(again, vec![TYPE2_FILLER]);
-                    } else {
-                        prop_assert_eq!(again, d.words);
-                    }
+                    // Every bit of every accepted packet comes back, type-2 filler included
+                    // (other type-2 words are header errors).
+                    prop_assert_eq!(again, d.words);
                 }
                 Err(e) => {
                     prop_assert_eq!(e.offset(), next_offset);
