@@ -7,10 +7,10 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use pm4_encoding::packet::{AcquireMem, DispatchDirect, DispatchInitiator, EventWrite, GcrCntl, SetShReg};
-use pm4_encoding::regs::gfx12;
 use pm4_encoding::Writer;
 use pm4_encoding::packet::acquire_mem::GliInv;
+use pm4_encoding::packet::{AcquireMem, DispatchDirect, DispatchInitiator, EventWrite, GcrCntl, SetShReg};
+use pm4_encoding::regs::gfx12;
 
 const DISPATCHES: usize = 1_000;
 
@@ -94,7 +94,11 @@ fn bench(c: &mut Criterion) {
 fn check_stream() {
     let mut out = vec![0u32; DISPATCHES * 64];
     let n = encode(&launches(), &mut out).expect("stream fits");
-    let packets = pm4_encoding::Decoder::new(&out[..n]).map(|p| p.expect("encoded stream decodes")).count();
+    let mut packets = 0;
+    for p in pm4_encoding::Decoder::new(&out[..n]) {
+        p.expect("encoded stream decodes");
+        packets += 1;
+    }
     assert_eq!(packets, DISPATCHES * 8);
     eprintln!("stream: {n} dwords, {packets} packets, {} dwords per dispatch", n / DISPATCHES);
 }

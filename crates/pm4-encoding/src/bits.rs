@@ -38,6 +38,7 @@ impl FieldDesc {
 
 /// Mask of bits `hi..=lo`.
 #[must_use]
+#[inline(always)]
 pub const fn mask(hi: u8, lo: u8) -> u32 {
     assert!(hi < 32 && lo <= hi, "bit range out of a 32-bit word");
     let width = (hi - lo) as u32 + 1;
@@ -47,12 +48,14 @@ pub const fn mask(hi: u8, lo: u8) -> u32 {
 
 /// Reads bits `hi..=lo` of `word`, shifted down.
 #[must_use]
+#[inline(always)]
 pub const fn get(word: u32, hi: u8, lo: u8) -> u32 {
     (word & mask(hi, lo)) >> lo
 }
 
 /// Whether `value` fits in a field of bits `hi..=lo`.
 #[must_use]
+#[inline(always)]
 pub const fn fits(value: u32, hi: u8, lo: u8) -> bool {
     value & !(mask(hi, lo) >> lo) == 0
 }
@@ -61,6 +64,7 @@ pub const fn fits(value: u32, hi: u8, lo: u8) -> bool {
 ///
 /// PANIC: asserts that `value` fits in the field; a value that does not is a programmer error.
 #[must_use]
+#[inline(always)]
 pub const fn set(word: u32, hi: u8, lo: u8, value: u32) -> u32 {
     assert!(fits(value, hi, lo), "value does not fit in the bit field");
     (word & !mask(hi, lo)) | (value << lo)
@@ -112,12 +116,14 @@ macro_rules! bitfield32 {
 
             /// Wraps a raw word; every bit pattern is representable.
             #[must_use]
+            #[inline(always)]
             pub const fn from_raw(raw: u32) -> Self {
                 Self(raw)
             }
 
             /// The raw word.
             #[must_use]
+            #[inline(always)]
             pub const fn raw(self) -> u32 {
                 self.0
             }
@@ -131,7 +137,7 @@ macro_rules! bitfield32 {
             $(
                 $(#[$fmeta])*
                 #[must_use]
-                #[inline]
+                #[inline(always)]
                 pub const fn $get(self) -> u32 {
                     $crate::bits::get(self.0, $hi, $crate::bitfield32!(@lo $hi $(, $lo)?))
                 }
@@ -140,7 +146,7 @@ macro_rules! bitfield32 {
                 ///
                 /// PANIC: asserts that `value` fits in the field.
                 #[must_use]
-                #[inline]
+                #[inline(always)]
                 pub const fn $with(self, value: u32) -> Self {
                     Self($crate::bits::set(self.0, $hi, $crate::bitfield32!(@lo $hi $(, $lo)?), value))
                 }

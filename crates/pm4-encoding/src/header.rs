@@ -105,7 +105,7 @@ impl Type3Header {
     ///
     /// PANIC: asserts `1 <= body_dwords <= MAX_BODY_DWORDS` (a type-3 packet always has a body).
     #[must_use]
-    #[inline]
+    #[inline(always)]
     pub const fn new(opcode: Opcode, body_dwords: usize, shader_type: ShaderType) -> Self {
         assert!(body_dwords >= 1 && body_dwords <= MAX_BODY_DWORDS, "type-3 body size out of range");
         // CAST: body_dwords - 1 <= 0x3FFF was asserted above.
@@ -118,7 +118,7 @@ impl Type3Header {
     ///
     /// PANIC: asserts `1 <= body_dwords <= MAX_BODY_DWORDS`.
     #[must_use]
-    #[inline]
+    #[inline(always)]
     pub const fn with_flags(opcode: Opcode, body_dwords: usize, flags: HeaderFlags) -> Self {
         let mut h = Self::new(opcode, body_dwords, flags.shader_type);
         h.predicate = flags.predicate;
@@ -148,7 +148,7 @@ impl Type3Header {
 
     /// Encodes the header word.
     #[must_use]
-    #[inline]
+    #[inline(always)]
     pub const fn encode(self) -> u32 {
         let mut word = (3 << field::TYPE_SHIFT)
             | ((self.count as u32 & field::COUNT_MASK) << field::COUNT_SHIFT)

@@ -32,7 +32,7 @@ impl<'a> Writer<'a> {
     ///
     /// # Errors
     /// [`CapacityError`] when the packet does not fit; the buffer is unchanged.
-    #[inline]
+    #[inline(always)]
     pub fn emit<P: Emit + ?Sized>(&mut self, packet: &P) -> Result<usize, CapacityError> {
         let needed = packet.buffer_len();
         let start = self.len;

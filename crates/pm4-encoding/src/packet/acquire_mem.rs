@@ -264,12 +264,12 @@ impl AcquireMem {
 }
 
 impl Emit for AcquireMem {
-    #[inline]
+    #[inline(always)]
     fn buffer_len(&self) -> usize {
         Self::BUFFER_LEN
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&self, out: &mut [u32]) {
         // PANIC: the Writer sized `out` from buffer_len(); a mismatch is a programmer error.
         let out: &mut [u32; Self::BUFFER_LEN] = out.try_into().expect("ACQUIRE_MEM needs exactly 8 dwords");

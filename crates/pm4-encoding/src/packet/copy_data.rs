@@ -200,12 +200,12 @@ const fn check_addresses(control: CopyDataControl, src: u64, dst: u64) -> Result
 }
 
 impl Emit for CopyData {
-    #[inline]
+    #[inline(always)]
     fn buffer_len(&self) -> usize {
         Self::BUFFER_LEN
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&self, out: &mut [u32]) {
         // PANIC: the Writer sized `out` from buffer_len(); a mismatch is a programmer error.
         let out: &mut [u32; Self::BUFFER_LEN] = out.try_into().expect("COPY_DATA needs exactly 6 dwords");

@@ -57,6 +57,7 @@ impl DispatchInitiator {
     /// What Mesa sends for a plain dispatch (reference §4 "DISPATCH_DIRECT" `typical_initiator`):
     /// `COMPUTE_SHADER_EN | FORCE_START_AT_000 | ORDER_MODE`, plus `CS_W32_EN` for wave32.
     #[must_use]
+    #[inline(always)]
     pub const fn typical(wave32: bool) -> Self {
         let word = Self::from_raw(0).with_compute_shader_en(1).with_force_start_at_000(1).with_order_mode(1);
         word.with_cs_w32_en(if wave32 { 1 } else { 0 })
@@ -93,6 +94,7 @@ impl DispatchDirect {
     /// A dispatch of `dim_x` × `dim_y` × `dim_z`, with `SHADER_TYPE` = compute as Mesa sends it.
     /// Every combination of values is encodable, so this cannot fail.
     #[must_use]
+    #[inline(always)]
     pub const fn new(dim_x: u32, dim_y: u32, dim_z: u32, initiator: DispatchInitiator) -> Self {
         Self { flags: HeaderFlags::COMPUTE, dim_x, dim_y, dim_z, initiator }
     }
@@ -122,12 +124,12 @@ impl DispatchDirect {
 }
 
 impl Emit for DispatchDirect {
-    #[inline]
+    #[inline(always)]
     fn buffer_len(&self) -> usize {
         Self::BUFFER_LEN
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&self, out: &mut [u32]) {
         // PANIC: the Writer sized `out` from buffer_len(); a mismatch is a programmer error.
         let out: &mut [u32; Self::BUFFER_LEN] = out.try_into().expect("DISPATCH_DIRECT needs exactly 5 dwords");

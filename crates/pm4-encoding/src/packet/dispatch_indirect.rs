@@ -62,12 +62,12 @@ impl DispatchIndirect {
 }
 
 impl Emit for DispatchIndirect {
-    #[inline]
+    #[inline(always)]
     fn buffer_len(&self) -> usize {
         Self::BUFFER_LEN
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&self, out: &mut [u32]) {
         // PANIC: the Writer sized `out` from buffer_len(); a mismatch is a programmer error.
         let out: &mut [u32; Self::BUFFER_LEN] = out.try_into().expect("DISPATCH_INDIRECT needs exactly 3 dwords");

@@ -196,12 +196,12 @@ const fn control(event: EventType, event_index: u32) -> Result<EventWriteControl
 }
 
 impl Emit for EventWrite {
-    #[inline]
+    #[inline(always)]
     fn buffer_len(&self) -> usize {
         1 + self.body_dwords()
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&self, out: &mut [u32]) {
         // PANIC: the Writer sized `out` from buffer_len(); a mismatch is a programmer error.
         assert_eq!(out.len(), self.buffer_len(), "EVENT_WRITE output slice must match the packet length");

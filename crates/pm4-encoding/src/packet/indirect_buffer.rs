@@ -125,12 +125,12 @@ impl IndirectBuffer {
 }
 
 impl Emit for IndirectBuffer {
-    #[inline]
+    #[inline(always)]
     fn buffer_len(&self) -> usize {
         Self::BUFFER_LEN
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&self, out: &mut [u32]) {
         // PANIC: the Writer sized `out` from buffer_len(); a mismatch is a programmer error.
         let out: &mut [u32; Self::BUFFER_LEN] = out.try_into().expect("INDIRECT_BUFFER needs exactly 4 dwords");

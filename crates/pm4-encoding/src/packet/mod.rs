@@ -104,7 +104,7 @@ pub(crate) const fn split_u64(value: u64) -> (u32, u32) {
 /// four-dword blocks. Longer slices go to `copy_from_slice`.
 ///
 /// PANIC: asserts equal lengths (the callers size `dst` from `src`).
-#[inline]
+#[inline(always)]
 pub(crate) fn copy_dwords(dst: &mut [u32], src: &[u32]) {
     assert_eq!(dst.len(), src.len(), "copy between slices of different lengths");
     match src.len() {
@@ -308,7 +308,7 @@ impl Packet<'_> {
 }
 
 impl Emit for Packet<'_> {
-    #[inline]
+    #[inline(always)]
     fn buffer_len(&self) -> usize {
         match self {
             Packet::Nop(p) => p.buffer_len(),
@@ -332,7 +332,7 @@ impl Emit for Packet<'_> {
     /// PANIC: every arm asserts that `out` is exactly the packet's length (the typed packets in
     /// their own `emit`, the raw ones through the indexing and `copy_from_slice` below), so no
     /// second `buffer_len` dispatch is needed here.
-    #[inline]
+    #[inline(always)]
     fn emit(&self, out: &mut [u32]) {
         match self {
             Packet::Nop(p) => p.emit(out),

@@ -92,12 +92,12 @@ impl<'a> Nop<'a> {
 }
 
 impl Emit for Nop<'_> {
-    #[inline]
+    #[inline(always)]
     fn buffer_len(&self) -> usize {
         1 + self.payload.len()
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&self, out: &mut [u32]) {
         // PANIC: the Writer sized `out` from buffer_len(); a mismatch is a programmer error.
         assert_eq!(out.len(), self.buffer_len(), "NOP output slice must match the packet length");

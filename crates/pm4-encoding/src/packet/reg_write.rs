@@ -64,6 +64,7 @@ impl<'a, W: RegWindow> RegWrite<'a, W> {
     /// # Errors
     /// [`PacketError::BodyLength`] when `values` is empty or too long for one packet;
     /// [`PacketError::RegisterOutsideWindow`] when the registers leave `W`'s window.
+    #[inline(always)]
     pub fn new(first_dword: u32, values: &'a [u32]) -> Result<Self, PacketError> {
         check_body_len::<W>(1 + values.len())?;
         check_window::<W>(first_dword, values.len())?;
@@ -119,6 +120,7 @@ impl<'a, W: RegWindow> RegWrite<'a, W> {
 }
 
 /// `BodyLength` unless `1 < body_dwords <= MAX_BODY_DWORDS`.
+#[inline(always)]
 fn check_body_len<W: RegWindow>(body_dwords: usize) -> Result<(), PacketError> {
     let expected = if body_dwords < field::MIN_BODY_DWORDS {
         field::MIN_BODY_DWORDS
@@ -131,6 +133,7 @@ fn check_body_len<W: RegWindow>(body_dwords: usize) -> Result<(), PacketError> {
 }
 
 /// `RegisterOutsideWindow` unless dwords `first..first + len` lie in `W`'s window.
+#[inline(always)]
 fn check_window<W: RegWindow>(first: u32, len: usize) -> Result<(), PacketError> {
     let end = u32::try_from(len).ok().and_then(|len| first.checked_add(len));
     match end {
@@ -146,12 +149,12 @@ fn check_window<W: RegWindow>(first: u32, len: usize) -> Result<(), PacketError>
 }
 
 impl<W: RegWindow> Emit for RegWrite<'_, W> {
-    #[inline]
+    #[inline(always)]
     fn buffer_len(&self) -> usize {
         1 + field::FIRST_VALUE + self.values.len()
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&self, out: &mut [u32]) {
         // PANIC: the Writer sized `out` from buffer_len(); a mismatch (caught by the split and the
         // equal-length copy), or a hand-edited `values` that is empty or too long for COUNT, is a

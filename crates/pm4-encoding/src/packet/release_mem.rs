@@ -298,12 +298,12 @@ const fn check_address(data_cntl: DataCntl, address: u64) -> Result<(), PacketEr
 }
 
 impl Emit for ReleaseMem {
-    #[inline]
+    #[inline(always)]
     fn buffer_len(&self) -> usize {
         Self::BUFFER_LEN
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&self, out: &mut [u32]) {
         // PANIC: the Writer sized `out` from buffer_len(); a mismatch is a programmer error.
         let out: &mut [u32; Self::BUFFER_LEN] = out.try_into().expect("RELEASE_MEM needs exactly 8 dwords");

@@ -263,12 +263,12 @@ impl WaitRegMem {
 }
 
 impl Emit for WaitRegMem {
-    #[inline]
+    #[inline(always)]
     fn buffer_len(&self) -> usize {
         Self::BUFFER_LEN
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&self, out: &mut [u32]) {
         // PANIC: the Writer sized `out` from buffer_len(); a mismatch is a programmer error.
         let out: &mut [u32; Self::BUFFER_LEN] = out.try_into().expect("WAIT_REG_MEM needs exactly 7 dwords");

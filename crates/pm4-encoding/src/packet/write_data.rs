@@ -179,12 +179,12 @@ fn check_address(control: WriteDataControl, dst_addr: u64) -> Result<(), PacketE
 }
 
 impl Emit for WriteData<'_> {
-    #[inline]
+    #[inline(always)]
     fn buffer_len(&self) -> usize {
         1 + field::DATA + self.data.len()
     }
 
-    #[inline]
+    #[inline(always)]
     fn emit(&self, out: &mut [u32]) {
         // PANIC: the Writer sized `out` from buffer_len(); a mismatch, or a hand-emptied `data`,
         // is a programmer error. The header asserts the body fits COUNT.
