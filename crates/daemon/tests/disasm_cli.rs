@@ -133,3 +133,23 @@ fn aql_pm4_ib_packet_shows_the_carried_indirect_buffer() {
     assert!(stdout(&out).contains("INDIRECT_BUFFER"));
     assert!(stderr(&out).contains("byte 0x40"), "{}", stderr(&out));
 }
+
+#[test]
+fn without_arch_only_what_every_family_agrees_on_is_named() {
+    let s = Scratch::new("consensus");
+    // DISPATCH_DIRECT with initiator bit 12 set (RESERVED on gfx10.3/gfx11, PING_PONG_EN on gfx12;
+    // reference §3), then SET_SH_REG of dword 0x2E2B (COMPUTE_RELAUNCH on gfx10.3,
+    // COMPUTE_STATIC_THREAD_MGMT_SE4 on gfx11/gfx12; reference §9) and of 0x2E0C (COMPUTE_PGM_LO
+    // everywhere).
+    let file = s.file("c.hex", b"c0031502 1 1 1 9045\nc0017600 22b 5\nc0017600 20c 6\n");
+    let plain = stdout(&redline(&["disasm"], &file));
+    assert!(!plain.contains("PING_PONG_EN") && !plain.contains("RESERVED"), "{plain}");
+    assert!(plain.contains("(bits outside named fields: 0x00001000)"), "{plain}");
+    assert!(plain.contains("(unnamed register) [0x2e2b]"), "{plain}");
+    assert!(plain.contains("COMPUTE_PGM_LO [0x2e0c]"), "{plain}");
+    let gfx12 = stdout(&redline(&["disasm", "--arch", "gfx1201"], &file));
+    assert!(gfx12.contains("PING_PONG_EN [12] = 1"), "{gfx12}");
+    assert!(gfx12.contains("COMPUTE_STATIC_THREAD_MGMT_SE4 [0x2e2b]"), "{gfx12}");
+    let gfx10 = stdout(&redline(&["disasm", "--arch", "gfx1030"], &file));
+    assert!(gfx10.contains("COMPUTE_RELAUNCH [0x2e2b]"), "{gfx10}");
+}

@@ -1,5 +1,7 @@
 //! What a disassembled packet says, independent of how it is printed.
 
+use std::borrow::Cow;
+
 use pm4_encoding::bits::FieldDesc;
 use pm4_encoding::disasm::Visitor;
 use pm4_encoding::regs::{self, RegisterInfo};
@@ -16,16 +18,6 @@ pub(crate) enum Naming {
 }
 
 impl Naming {
-    /// The family whose packet-level tables are used.
-    pub(crate) fn family(self) -> Family {
-        match self {
-            Naming::Family(f) => f,
-            // Packet-level words (DISPATCH_INITIATOR) only gain bits in later families; the newest
-            // map names the most of them, and registers are resolved by consensus separately.
-            Naming::Consensus => Family::Gfx12,
-        }
-    }
-
     fn register(self, dword: u32) -> Option<&'static RegisterInfo> {
         match self {
             Naming::Family(f) => regs::lookup(f, dword),
@@ -43,7 +35,7 @@ impl Naming {
 pub(crate) enum Item {
     Field { name: &'static str, value: u64 },
     Enum { name: &'static str, value: u64, symbol: Option<&'static str> },
-    Word { name: &'static str, raw: u32, fields: &'static [FieldDesc] },
+    Word { name: &'static str, raw: u32, fields: Cow<'static, [FieldDesc]> },
     Register { dword: u32, value: u32, name: Option<&'static str>, fields: &'static [FieldDesc] },
     Payload { name: &'static str, words: Vec<u32> },
 }
@@ -80,7 +72,7 @@ impl Visitor for Collector {
     }
 
     fn word(&mut self, name: &'static str, raw: u32, fields: &'static [FieldDesc]) {
-        self.items.push(Item::Word { name, raw, fields });
+        self.items.push(Item::Word { name, raw, fields: Cow::Borrowed(fields) });
     }
 
     fn register(&mut self, dword: u32, value: u32, _info: Option<&'static RegisterInfo>) {
@@ -100,8 +92,10 @@ impl Visitor for Collector {
 
 /// Describes one decoded packet.
 pub(crate) fn describe(decoded: &Decoded<'_>, naming: Naming) -> Block {
-    let mut collector = Collector { naming, items: Vec::new() };
-    decoded.packet.visit(naming.family(), &mut collector);
+    let items = match naming {
+        Naming::Family(family) => collect(decoded, naming, family),
+        Naming::Consensus => consensus(decoded),
+    };
     let kind = match Header::decode(decoded.words[0]) {
         Ok(Header::Type3(h)) => Kind::Type3 {
             opcode: h.opcode.to_string(),
@@ -116,5 +110,35 @@ pub(crate) fn describe(decoded: &Decoded<'_>, naming: Naming) -> Block {
         Ok(Header::Type1 | Header::Type2) | Err(_) => Kind::Type2,
     };
     debug_assert!(!matches!(decoded.packet, Packet::Type2) || matches!(kind, Kind::Type2));
-    Block { offset: decoded.offset, words: decoded.words.to_vec(), kind, items: collector.items }
+    Block { offset: decoded.offset, words: decoded.words.to_vec(), kind, items }
+}
+
+fn collect(decoded: &Decoded<'_>, naming: Naming, family: Family) -> Vec<Item> {
+    let mut collector = Collector { naming, items: Vec::new() };
+    decoded.packet.visit(family, &mut collector);
+    collector.items
+}
+
+/// Items as every family would show them: a control word keeps only the fields that all three
+/// families name identically (DISPATCH_INITIATOR bit 12 is RESERVED on gfx10.3/gfx11 but
+/// PING_PONG_EN on gfx12, for example).
+fn consensus(decoded: &Decoded<'_>) -> Vec<Item> {
+    let [first, rest @ ..] = Family::ALL.map(|f| collect(decoded, Naming::Consensus, f));
+    first
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| match item {
+            Item::Word { name, raw, fields } => {
+                let agreed = |f: &FieldDesc| {
+                    rest.iter().all(|other| match other.get(i) {
+                        Some(Item::Word { fields: theirs, .. }) => theirs.contains(f),
+                        _ => false,
+                    })
+                };
+                let kept: Vec<FieldDesc> = fields.iter().copied().filter(agreed).collect();
+                Item::Word { name, raw, fields: Cow::Owned(kept) }
+            }
+            other => other,
+        })
+        .collect()
 }
