@@ -11,6 +11,26 @@
 //! Every offset, opcode and field position comes from the project's reference table
 //! (`reference/amd-reference.md`), vendored as test data and checked by the tests.
 //! The crate is `no_std`, allocation-free and free of `unsafe`.
+//!
+//! ```
+//! use pm4_encoding::packet::{DispatchDirect, DispatchInitiator, Packet, SetShReg};
+//! use pm4_encoding::regs::gfx12;
+//! use pm4_encoding::{Decoder, Writer};
+//!
+//! // Program address (entry >> 8, entry >> 40) and one wave32 dispatch of 4 x 1 x 1 work-groups.
+//! let entry: u64 = 0x7f00_0012_3400;
+//! let pgm = [(entry >> 8) as u32, (entry >> 40) as u32];
+//! let mut buf = [0u32; 16];
+//! let mut w = Writer::new(&mut buf);
+//! w.emit(&SetShReg::new(gfx12::COMPUTE_PGM_LO.dword, &pgm)?)?;
+//! w.emit(&DispatchDirect::new(4, 1, 1, DispatchInitiator::typical(true)))?;
+//! let len = w.finish();
+//! assert_eq!(&buf[..len], &[0xC002_7600, 0x20C, 0x1234, 0x7F, 0xC003_1502, 4, 1, 1, 0x8045]);
+//!
+//! let packets: Vec<_> = Decoder::new(&buf[..len]).collect::<Result<_, _>>()?;
+//! assert!(matches!(packets[1].packet, Packet::DispatchDirect(d) if d.dim_x == 4));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
