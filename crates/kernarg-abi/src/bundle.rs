@@ -180,18 +180,18 @@ pub fn entries(bytes: &[u8]) -> Result<Vec<BundleEntry<'_>>, BundleError> {
     if !bytes.starts_with(BUNDLE_MAGIC) {
         return Err(BundleError::NotABundle);
     }
-    let count = read_u64(bytes, BUNDLE_MAGIC.len(), "entry count")?;
-    // CAST: usize to u64 is lossless.
-    let limit = (bytes.len().saturating_sub(HEADER_BYTES) / ENTRY_RECORD_MIN_BYTES) as u64;
-    if count > limit {
-        return Err(BundleError::TooManyEntries { count, limit, len: bytes.len() });
-    }
+    let claimed = read_u64(bytes, BUNDLE_MAGIC.len(), "entry count")?;
+    let limit = bytes.len().saturating_sub(HEADER_BYTES) / ENTRY_RECORD_MIN_BYTES;
+    let count = usize::try_from(claimed).ok().filter(|&n| n <= limit).ok_or(BundleError::TooManyEntries {
+        count: claimed,
+        // CAST: usize to u64 is lossless.
+        limit: limit as u64,
+        len: bytes.len(),
+    })?;
     let mut pos = HEADER_BYTES;
     let mut out = Vec::new();
     // Bounded: `count` records of at least 24 bytes each fit in the input (checked above).
     for index in 0..count {
-        // CAST: index < count <= limit, a usize value.
-        let index = index as usize;
         let offset = read_u64(bytes, pos, "entry offset")?;
         let size = read_u64(bytes, pos + 8, "entry size")?;
         let id_len = read_u64(bytes, pos + 16, "entry id length")?;

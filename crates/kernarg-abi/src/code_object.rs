@@ -331,7 +331,7 @@ fn kernel(elf: &Elf<'_>, metadata: KernelMetadata, symbol: crate::elf::Symbol) -
         return Err(ReadError::SymbolSize { symbol: name(), size: symbol.size, expected: size });
     }
     let address = symbol.value;
-    if address % KERNEL_DESCRIPTOR_ALIGN != 0 {
+    if !address.is_multiple_of(KERNEL_DESCRIPTOR_ALIGN) {
         return Err(ReadError::DescriptorMisaligned { symbol: name(), address, align: KERNEL_DESCRIPTOR_ALIGN });
     }
     let bytes = elf.load_bytes(address, size).ok_or_else(|| ReadError::SymbolNotLoaded { symbol: name(), address })?;
@@ -345,7 +345,7 @@ fn kernel(elf: &Elf<'_>, metadata: KernelMetadata, symbol: crate::elf::Symbol) -
         descriptor_address: address,
         offset,
     })?;
-    if entry % KERNEL_CODE_ENTRY_ALIGN != 0 {
+    if !entry.is_multiple_of(KERNEL_CODE_ENTRY_ALIGN) {
         return Err(ReadError::EntryMisaligned {
             kernel: metadata.name.to_string(),
             entry,

@@ -371,7 +371,7 @@ impl KernargLayout {
                 return Err(LayoutError::HiddenSize { index, kind: a.value_kind.clone(), size, expected });
             }
             let align = required_align(&a.value_kind, size);
-            if offset % align != 0 {
+            if !offset.is_multiple_of(align) {
                 return Err(LayoutError::Misaligned { index, kind: a.value_kind.clone(), offset, align });
             }
             previous_end = end;
