@@ -104,10 +104,16 @@ pub enum TargetFeature {
 }
 
 impl TargetFeature {
-    /// Decodes the two-bit field under `mask` (`EF_AMDGPU_FEATURE_*_V4`).
+    /// Decodes the two-bit field under `mask` (`EF_AMDGPU_FEATURE_XNACK_V4` or
+    /// `EF_AMDGPU_FEATURE_SRAMECC_V4`): 0 unsupported, 1 any, 2 off, 3 on (LLVM 19 `ELF.h`).
+    /// A zero mask reads as unsupported.
     #[must_use]
     pub const fn from_flags(e_flags: u32, mask: u32) -> Self {
-        match (e_flags & mask) >> mask.trailing_zeros() {
+        let field = match (e_flags & mask).checked_shr(mask.trailing_zeros()) {
+            Some(v) => v & 0b11,
+            None => 0,
+        };
+        match field {
             0 => Self::Unsupported,
             1 => Self::Any,
             2 => Self::Off,
@@ -352,6 +358,7 @@ mod tests {
         assert_eq!((any.xnack, any.sramecc), (TargetFeature::Any, TargetFeature::Any));
         assert_eq!(TargetId::from_e_flags(0x41 | 0x1000).unknown_flags, 0x1000);
         assert_eq!(TargetId::from_e_flags(0x0300_0054).generic_version, 3);
+        assert_eq!(TargetFeature::from_flags(u32::MAX, 0), TargetFeature::Unsupported);
     }
 
     #[test]
