@@ -1,10 +1,11 @@
-//! Cross-checks the reader against `llvm-readelf-19` run on every fixture, when the tool is
-//! installed. Without it the test prints a notice and passes, except under `CI=true`, where a
+//! Cross-checks the reader against `llvm-readelf-19` run on every fixture and every code object
+//! the `kernels` crate checks in, when the tool is installed. Without it the test prints a notice and passes, except under `CI=true`, where a
 //! missing tool is a failure (CI must not silently skip the independent check).
 
 mod common;
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The tool, from `LLVM_READELF` or `llvm-readelf-19` on the `PATH`.
@@ -14,9 +15,9 @@ fn tool() -> Option<String> {
     ok.then_some(name)
 }
 
-fn run(tool: &str, args: &[&str], file: &str) -> String {
-    let out = Command::new(tool).args(args).arg(common::path(file)).output().expect("run llvm-readelf");
-    assert!(out.status.success(), "{tool} {args:?} {file}: {}", String::from_utf8_lossy(&out.stderr));
+fn run(tool: &str, args: &[&str], file: &Path) -> String {
+    let out = Command::new(tool).args(args).arg(file).output().expect("run llvm-readelf");
+    assert!(out.status.success(), "{tool} {args:?} {}: {}", file.display(), String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
@@ -78,19 +79,24 @@ fn reader_agrees_with_llvm_readelf() {
         eprintln!("notice: llvm-readelf-19 not found; skipping the llvm-readelf cross-check");
         return;
     };
-    for file in common::CODE_OBJECTS {
-        let co = kernarg_abi::read(&common::fixture(file)).unwrap();
-        let header = run(&tool, &["-h"], file);
+    let mut files: Vec<PathBuf> = common::CODE_OBJECTS.iter().map(|f| common::path(f)).collect();
+    files.extend(kernels_objects(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/objects")));
+    assert!(files.len() > common::CODE_OBJECTS.len(), "kernels objects missing");
+    for path in &files {
+        let file = path.display().to_string();
+        let path = path.as_path();
+        let co = kernarg_abi::read(&std::fs::read(path).unwrap()).unwrap();
+        let header = run(&tool, &["-h"], path);
         let abi = format!("ABI Version:                       {}", co.version.abi_version());
         assert!(header.contains(&abi), "{file}: {abi}");
         let flags = header.lines().find(|l| l.trim_start().starts_with("Flags:")).unwrap();
         assert!(flags.contains(&format!(", {}", co.target.name)), "{file}: {flags}");
 
-        let notes = run(&tool, &["--notes"], file);
+        let notes = run(&tool, &["--notes"], path);
         assert!(notes.contains(&format!("amdhsa.target:   {}", quoted(&co.metadata_target))), "{file}");
         let kernels = note_kernels(&notes);
         assert_eq!(kernels.len(), co.kernels.len(), "{file}");
-        let syms = symbols(&run(&tool, &["--syms"], file));
+        let syms = symbols(&run(&tool, &["--syms"], path));
         for (k, n) in co.kernels.iter().zip(&kernels) {
             let m = &k.metadata;
             let at = format!("{file} {}", m.name);
@@ -119,6 +125,24 @@ fn reader_agrees_with_llvm_readelf() {
             assert_eq!(Some(&k.entry_address), syms.get(&m.name), "{at}");
         }
     }
+}
+
+/// `.co` files below `dir`.
+fn kernels_objects(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "co") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// llvm-readelf quotes YAML strings that contain `:`.
