@@ -16,26 +16,27 @@
 //! input's size or a documented limit ([`metadata::METADATA_DEPTH_MAX`],
 //! [`layout::KERNARG_SEGMENT_MAX_BYTES`]).
 //!
-//! ```no_run
+//! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use kernarg_abi::layout::{ArgValue, DispatchGeometry};
 //! use pm4_encoding::Target;
 //!
-//! let bytes = std::fs::read("kernels.co")?;
-//! let code_object = kernarg_abi::read_any(&bytes, Some(Target::Gfx1100))?;
-//! for kernel in &code_object.kernels {
-//!     let verdict = kernarg_abi::verdict(kernel, &code_object.target);
-//!     println!("{}: supported {}", kernel.name(), verdict.supported);
-//!     for reason in &verdict.reasons {
-//!         println!("  {}: {reason}", reason.code());
-//!     }
-//! }
+//! let bytes = include_bytes!("../tests/data/kernels-gfx1100.co");
+//! let code_object = kernarg_abi::read_any(bytes, Some(Target::Gfx1100))?;
+//! let scratch = code_object.kernel("scratch").ok_or("no kernel scratch")?;
+//! let verdict = kernarg_abi::verdict(scratch, &code_object.target);
+//! assert!(!verdict.supported);
+//! assert_eq!(verdict.reasons[0].code(), "private_segment");
+//!
+//! // add(float* a, const float* b, int n): 20 bytes of kernarg.
 //! let add = code_object.kernel("add").ok_or("no kernel add")?;
+//! assert!(kernarg_abi::verdict(add, &code_object.target).supported);
 //! let blob = add.kernarg_layout()?.build(
 //!     &[ArgValue::Pointer(0x7f00_0000_0000), ArgValue::Pointer(0x7f00_0001_0000), ArgValue::I32(1024)],
 //!     &DispatchGeometry::linear(1024, 64),
 //! )?;
-//! assert_eq!(blob.len(), add.metadata.kernarg_segment_size as usize);
+//! assert_eq!(blob.len(), 20);
+//! assert_eq!(&blob[16..], &1024i32.to_le_bytes());
 //! # Ok(())
 //! # }
 //! ```
