@@ -5,9 +5,27 @@
 //! - `objects/`: the built code objects, checked in with `objects/MANIFEST` (SHA-256 per file), so
 //!   nothing at build or run time needs clang; [`artifacts`] embeds them.
 //! - [`plan`] and [`compile`]: the build (`cargo run -p kernels --bin build-kernels`).
+//!
+//! CPU references, for the soft device that executes command streams without a GPU:
+//! - [`memory`]: the [`memory::DeviceMemory`] address space the references run against, and
+//!   [`memory::HostMemory`] for tests and tools.
+//! - [`launch`]: a [`launch::Launch`] (kernarg bytes and geometry) and typed kernarg reads.
+//! - [`signature`]: every kernel's explicit kernarg layout and the launch facts of its metadata.
+//! - [`cpu`]: one reference per kernel, reproducing the kernel's `f32` arithmetic and order.
+//! - [`effects`]: every kernel's buffer effects as data, resolved per launch.
+//! - [`registry`]: `(code-object SHA-256, kernel name)` to reference, effects and arguments.
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod compile;
+pub mod cpu;
+pub mod effects;
+pub mod launch;
+pub mod memory;
 pub mod plan;
+pub mod registry;
+pub mod signature;
 
 /// A checked-in code object, embedded in the library.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,116 @@
+//! One work-item per element: `fill`, `copy`, `axpy`, `add`, `mul`, `scale`.
+//!
+//! Each kernel computes `i = workgroup_id_x * hidden_group_size_x + workitem_id_x` and handles
+//! element `i` when `i < n`, so exactly the elements `i < min(n, grid_size_x)` are touched,
+//! whatever the work-group size, partial last work-group included.
+
+use super::{Grid, KernelError, load, store, widen};
+use crate::launch::Launch;
+use crate::memory::DeviceMemory;
+use crate::signature::{self, ArgDecl, Signature};
+
+/// The arguments and operation of one element-wise kernel.
+struct Map<'s, const I: usize> {
+    sig: &'s Signature,
+    out: ArgDecl,
+    inputs: [ArgDecl; I],
+    n: ArgDecl,
+}
+
+impl<const I: usize> Map<'_, I> {
+    /// `out[i] = op(inputs[..][i])` for every `i < min(n, grid_size_x)`, work-group by
+    /// work-group, loads before stores. Values are raw `f32` bits.
+    fn run(
+        &self,
+        launch: &Launch<'_>,
+        memory: &mut dyn DeviceMemory,
+        op: impl Fn([u32; I]) -> u32,
+    ) -> Result<(), KernelError> {
+        let grid = Grid::new(launch, self.sig)?;
+        let kernarg = launch.kernarg;
+        let out_base = self.out.read_ptr(kernarg)?;
+        let mut bases = [0u64; I];
+        for (base, arg) in bases.iter_mut().zip(&self.inputs) {
+            *base = arg.read_ptr(kernarg)?;
+        }
+        let n = self.n.read_u32(kernarg)?;
+
+        let mut loaded: [Vec<u32>; I] = std::array::from_fn(|_| Vec::new());
+        let mut results = Vec::new();
+        for (first, end) in grid.chunks_below(n) {
+            let count = widen(end - first);
+            for ((values, arg), &base) in loaded.iter_mut().zip(&self.inputs).zip(&bases) {
+                values.clear();
+                values.resize(count, 0);
+                load(memory, arg, base, first.into(), values)?;
+            }
+            results.clear();
+            results.extend((0..count).map(|j| op(std::array::from_fn(|input| loaded[input][j]))));
+            store(memory, &self.out, out_base, first.into(), &results)?;
+        }
+        Ok(())
+    }
+}
+
+/// `fill(float* out, float value, u32 n)`: `out[i] = value` (the exact bits of `value`).
+///
+/// # Errors
+/// [`KernelError`] for a short kernarg segment, a launch the kernel does not support, or a
+/// fault on `out`.
+pub fn fill(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), KernelError> {
+    use signature::fill::{N, OUT, VALUE};
+    let value = VALUE.read_u32(launch.kernarg)?;
+    Map { sig: &signature::FILL, out: OUT, inputs: [], n: N }.run(launch, memory, |[]| value)
+}
+
+/// `copy(float* dst, const float* src, u32 n)`: `dst[i] = src[i]` (the exact bits).
+///
+/// # Errors
+/// [`KernelError`] for a short kernarg segment, an unsupported launch, or a fault on an argument.
+pub fn copy(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), KernelError> {
+    use signature::copy::{DST, N, SRC};
+    Map { sig: &signature::COPY, out: DST, inputs: [SRC], n: N }.run(launch, memory, |[src]| src)
+}
+
+/// `axpy(float* y, const float* x, float a, u32 n)`: `y[i] = a * x[i] + y[i]`, a rounded
+/// multiply then a rounded add (no fused multiply-add).
+///
+/// # Errors
+/// [`KernelError`] for a short kernarg segment, an unsupported launch, or a fault on an argument.
+pub fn axpy(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), KernelError> {
+    use signature::axpy::{A, N, X, Y};
+    let a = A.read_f32(launch.kernarg)?;
+    Map { sig: &signature::AXPY, out: Y, inputs: [X, Y], n: N }
+        .run(launch, memory, |[x, y]| (a * f32::from_bits(x) + f32::from_bits(y)).to_bits())
+}
+
+/// `add(float* out, const float* a, const float* b, u32 n)`: `out[i] = a[i] + b[i]`.
+///
+/// # Errors
+/// [`KernelError`] for a short kernarg segment, an unsupported launch, or a fault on an argument.
+pub fn add(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), KernelError> {
+    use signature::binary::{A, B, N, OUT};
+    Map { sig: &signature::ADD, out: OUT, inputs: [A, B], n: N }
+        .run(launch, memory, |[a, b]| (f32::from_bits(a) + f32::from_bits(b)).to_bits())
+}
+
+/// `mul(float* out, const float* a, const float* b, u32 n)`: `out[i] = a[i] * b[i]`.
+///
+/// # Errors
+/// [`KernelError`] for a short kernarg segment, an unsupported launch, or a fault on an argument.
+pub fn mul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), KernelError> {
+    use signature::binary::{A, B, N, OUT};
+    Map { sig: &signature::MUL, out: OUT, inputs: [A, B], n: N }
+        .run(launch, memory, |[a, b]| (f32::from_bits(a) * f32::from_bits(b)).to_bits())
+}
+
+/// `scale(float* out, const float* x, float s, u32 n)`: `out[i] = s * x[i]`.
+///
+/// # Errors
+/// [`KernelError`] for a short kernarg segment, an unsupported launch, or a fault on an argument.
+pub fn scale(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), KernelError> {
+    use signature::scale::{N, OUT, S, X};
+    let s = S.read_f32(launch.kernarg)?;
+    Map { sig: &signature::SCALE, out: OUT, inputs: [X], n: N }
+        .run(launch, memory, |[x]| (s * f32::from_bits(x)).to_bits())
+}

@@ -1,0 +1,418 @@
+//! Declared resource effects: for every kernel, which pointer arguments it reads and writes and
+//! how many bytes from each, as data the soft device's hazard model and the tape's dependency
+//! derivation can inspect without running anything.
+//!
+//! An extent is a small expression ([`Extent`]) over the kernel's `u32` arguments and the launch
+//! geometry; [`resolve`] evaluates it for one launch into byte ranges. Every declared range
+//! contains everything the CPU reference (and the GPU kernel) may touch through that argument;
+//! `tests/effects_cover.rs` checks this on recorded accesses.
+
+use std::fmt;
+
+use crate::launch::{KernargError, Launch};
+use crate::signature::{self, ArgDecl, ArgKind};
+use Access::{Read, ReadWrite, Write};
+use Extent::{Arg, Const, GridSizeX, Min, Mul, WorkgroupCountX};
+
+/// How a kernel uses a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Loads only.
+    Read,
+    /// Stores only.
+    Write,
+    /// Loads and stores.
+    ReadWrite,
+}
+
+impl Access {
+    /// Whether the kernel may load from the range.
+    #[must_use]
+    pub fn reads(self) -> bool {
+        matches!(self, Access::Read | Access::ReadWrite)
+    }
+
+    /// Whether the kernel may store to the range.
+    #[must_use]
+    pub fn writes(self) -> bool {
+        matches!(self, Access::Write | Access::ReadWrite)
+    }
+}
+
+/// A byte count as an expression over a kernel's scalar arguments and the launch geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Extent {
+    /// A constant.
+    Const(u64),
+    /// The explicit `u32` argument with this index.
+    Arg(usize),
+    /// `grid_size[0]`, in work-items.
+    GridSizeX,
+    /// `workgroup_size[0]`.
+    WorkgroupSizeX,
+    /// `ceil(grid_size[0] / workgroup_size[0])`.
+    WorkgroupCountX,
+    /// The product.
+    Mul(&'static Extent, &'static Extent),
+    /// The smaller of the two.
+    Min(&'static Extent, &'static Extent),
+}
+
+/// One effect: an access to the buffer one pointer argument points at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EffectDecl {
+    /// Index of the pointer argument among the explicit arguments.
+    pub arg_index: usize,
+    /// Its name.
+    pub arg_name: &'static str,
+    /// How the kernel uses the buffer.
+    pub access: Access,
+    /// Bytes from the pointer on that the kernel may touch.
+    pub bytes: Extent,
+}
+
+/// A kernel's effects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EffectsDecl {
+    /// The kernel.
+    pub kernel: &'static str,
+    /// Its explicit arguments, which [`Extent::Arg`] and [`EffectDecl::arg_index`] index.
+    pub args: &'static [ArgDecl],
+    /// One entry per pointer argument.
+    pub effects: &'static [EffectDecl],
+}
+
+/// An effect of one launch: a byte range and how it is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ResolvedEffect {
+    /// Index of the pointer argument.
+    pub arg_index: usize,
+    /// The pointer's value: the first byte of the range.
+    pub address: u64,
+    /// Length of the range; may be 0.
+    pub bytes: u64,
+    /// How the kernel uses the range.
+    pub access: Access,
+}
+
+/// Why [`resolve`] could not compute a launch's effects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    /// An argument lies outside the kernarg segment.
+    #[error(transparent)]
+    Kernarg(#[from] KernargError),
+    /// The declaration names an argument index the kernel does not have.
+    #[error("argument index {arg_index} is out of range for {count} explicit arguments")]
+    NoSuchArgument {
+        /// The index.
+        arg_index: usize,
+        /// The kernel's explicit argument count.
+        count: usize,
+    },
+    /// The declaration uses an argument of the wrong kind.
+    #[error("argument {arg_index} is a {found:?}, the declaration needs a {expected:?}")]
+    WrongArgumentKind {
+        /// The index.
+        arg_index: usize,
+        /// What the declaration needs.
+        expected: ArgKind,
+        /// What the argument is.
+        found: ArgKind,
+    },
+    /// The extent counts work-groups of size 0.
+    #[error("the extent counts work-groups, but the work-group size in x is 0")]
+    ZeroWorkgroupSize,
+    /// The extent of argument `arg_index` does not fit 64 bits.
+    #[error("the extent of argument {arg_index} overflows 64 bits")]
+    ExtentOverflow {
+        /// The pointer argument.
+        arg_index: usize,
+    },
+    /// The range of argument `arg_index` runs past the end of the address space.
+    #[error("argument {arg_index}: {bytes} bytes at {address:#x} run past the end of the address space")]
+    AddressOverflow {
+        /// The pointer argument.
+        arg_index: usize,
+        /// The pointer.
+        address: u64,
+        /// The extent.
+        bytes: u64,
+    },
+}
+
+/// The byte ranges `decl` declares for `launch`, in declaration order. Arguments are read from the
+/// launch's kernarg bytes; nothing else about the launch is validated here.
+///
+/// # Errors
+/// [`ResolveError`] for a short kernarg segment, a declaration that does not fit its arguments,
+/// or an extent or range that overflows 64 bits.
+pub fn resolve(decl: &EffectsDecl, launch: &Launch<'_>) -> Result<Vec<ResolvedEffect>, ResolveError> {
+    decl.effects
+        .iter()
+        .map(|effect| {
+            let arg_index = effect.arg_index;
+            let address = arg(decl.args, arg_index, ArgKind::GlobalBuffer)?.read_ptr(launch.kernarg)?;
+            let bytes = effect.bytes.eval(decl.args, launch)?.ok_or(ResolveError::ExtentOverflow { arg_index })?;
+            if bytes > 0 && address.checked_add(bytes).is_none() {
+                return Err(ResolveError::AddressOverflow { arg_index, address, bytes });
+            }
+            Ok(ResolvedEffect { arg_index, address, bytes, access: effect.access })
+        })
+        .collect()
+}
+
+/// Explicit argument `arg_index`, which must be of kind `expected`.
+fn arg(args: &'static [ArgDecl], arg_index: usize, expected: ArgKind) -> Result<&'static ArgDecl, ResolveError> {
+    let a = args.get(arg_index).ok_or(ResolveError::NoSuchArgument { arg_index, count: args.len() })?;
+    if a.kind != expected {
+        return Err(ResolveError::WrongArgumentKind { arg_index, expected, found: a.kind });
+    }
+    Ok(a)
+}
+
+impl Extent {
+    /// The value for `launch`; `Ok(None)` when it overflows 64 bits.
+    ///
+    /// # Errors
+    /// [`ResolveError`] for a short kernarg segment, an argument index that is not a `u32`
+    /// argument, or [`Extent::WorkgroupCountX`] with a work-group size of 0.
+    pub fn eval(&self, args: &'static [ArgDecl], launch: &Launch<'_>) -> Result<Option<u64>, ResolveError> {
+        Ok(match *self {
+            Extent::Const(value) => Some(value),
+            Extent::Arg(index) => Some(arg(args, index, ArgKind::U32)?.read_u32(launch.kernarg)?.into()),
+            Extent::GridSizeX => Some(launch.grid_size[0].into()),
+            Extent::WorkgroupSizeX => Some(launch.workgroup_size[0].into()),
+            Extent::WorkgroupCountX => Some(launch.workgroup_count_x().ok_or(ResolveError::ZeroWorkgroupSize)?.into()),
+            Extent::Mul(a, b) => match (a.eval(args, launch)?, b.eval(args, launch)?) {
+                (Some(a), Some(b)) => a.checked_mul(b),
+                _ => None,
+            },
+            Extent::Min(a, b) => match (a.eval(args, launch)?, b.eval(args, launch)?) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                // The other side bounds the minimum.
+                (Some(v), None) | (None, Some(v)) => Some(v),
+                (None, None) => None,
+            },
+        })
+    }
+
+    /// The expression written out with the argument names of `args`, e.g. `4 * min(n, grid_size_x)`.
+    #[must_use]
+    pub fn display<'a>(&'a self, args: &'a [ArgDecl]) -> impl fmt::Display + 'a {
+        ExtentDisplay { extent: self, args }
+    }
+}
+
+struct ExtentDisplay<'a> {
+    extent: &'a Extent,
+    args: &'a [ArgDecl],
+}
+
+impl fmt::Display for ExtentDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sub = |extent| ExtentDisplay { extent, args: self.args };
+        match *self.extent {
+            Extent::Const(v) => write!(f, "{v}"),
+            Extent::Arg(i) => match self.args.get(i) {
+                Some(a) => f.write_str(a.name),
+                None => write!(f, "arg{i}"),
+            },
+            Extent::GridSizeX => f.write_str("grid_size_x"),
+            Extent::WorkgroupSizeX => f.write_str("workgroup_size_x"),
+            Extent::WorkgroupCountX => f.write_str("number_of_workgroups_x"),
+            Extent::Mul(a, b) => write!(f, "{} * {}", sub(a), sub(b)),
+            Extent::Min(a, b) => write!(f, "min({}, {})", sub(a), sub(b)),
+        }
+    }
+}
+
+/// `4 * min(n, grid_size_x)` for `n` at argument index 2: one `f32` per work-item whose global
+/// id is below `n`.
+const PER_ITEM_N2: Extent = Mul(&Const(4), &Min(&Arg(2), &GridSizeX));
+/// [`PER_ITEM_N2`] for `n` at argument index 3.
+const PER_ITEM_N3: Extent = Mul(&Const(4), &Min(&Arg(3), &GridSizeX));
+
+const fn effect(arg_index: usize, arg: ArgDecl, access: Access, bytes: Extent) -> EffectDecl {
+    EffectDecl { arg_index, arg_name: arg.name, access, bytes }
+}
+
+/// `fill`: writes `out[0, 4 * min(n, grid_size_x))`.
+pub static FILL: EffectsDecl = EffectsDecl {
+    kernel: "fill",
+    args: signature::FILL.explicit_args,
+    effects: &[effect(0, signature::fill::OUT, Write, PER_ITEM_N2)],
+};
+
+/// `copy`: reads `src` and writes `dst`, `4 * min(n, grid_size_x)` bytes each.
+pub static COPY: EffectsDecl = EffectsDecl {
+    kernel: "copy",
+    args: signature::COPY.explicit_args,
+    effects: &[effect(0, signature::copy::DST, Write, PER_ITEM_N2), effect(1, signature::copy::SRC, Read, PER_ITEM_N2)],
+};
+
+/// `axpy`: reads and writes `y`, reads `x`, `4 * min(n, grid_size_x)` bytes each.
+pub static AXPY: EffectsDecl = EffectsDecl {
+    kernel: "axpy",
+    args: signature::AXPY.explicit_args,
+    effects: &[effect(0, signature::axpy::Y, ReadWrite, PER_ITEM_N3), effect(1, signature::axpy::X, Read, PER_ITEM_N3)],
+};
+
+const BINARY: &[EffectDecl] = &[
+    effect(0, signature::binary::OUT, Write, PER_ITEM_N3),
+    effect(1, signature::binary::A, Read, PER_ITEM_N3),
+    effect(2, signature::binary::B, Read, PER_ITEM_N3),
+];
+
+/// `add`: reads `a` and `b`, writes `out`, `4 * min(n, grid_size_x)` bytes each.
+pub static ADD: EffectsDecl = EffectsDecl { kernel: "add", args: signature::ADD.explicit_args, effects: BINARY };
+
+/// `mul`: reads `a` and `b`, writes `out`, `4 * min(n, grid_size_x)` bytes each.
+pub static MUL: EffectsDecl = EffectsDecl { kernel: "mul", args: signature::MUL.explicit_args, effects: BINARY };
+
+/// `scale`: reads `x`, writes `out`, `4 * min(n, grid_size_x)` bytes each.
+pub static SCALE: EffectsDecl = EffectsDecl {
+    kernel: "scale",
+    args: signature::SCALE.explicit_args,
+    effects: &[effect(0, signature::scale::OUT, Write, PER_ITEM_N3), effect(1, signature::scale::X, Read, PER_ITEM_N3)],
+};
+
+/// `matvec` (rows 3, cols 4): writes `y[0, 4 * min(rows, grid_size_x))`, reads that many rows of
+/// `a` and `4 * cols` bytes of `x`.
+pub static MATVEC: EffectsDecl = EffectsDecl {
+    kernel: "matvec",
+    args: signature::MATVEC.explicit_args,
+    effects: &[
+        effect(0, signature::matvec::Y, Write, Mul(&Const(4), &Min(&Arg(3), &GridSizeX))),
+        effect(1, signature::matvec::A, Read, Mul(&Mul(&Const(4), &Min(&Arg(3), &GridSizeX)), &Arg(4))),
+        effect(2, signature::matvec::X, Read, Mul(&Const(4), &Arg(4))),
+    ],
+};
+
+/// `block_sum`: writes one `f32` per work-group to `out`, reads `4 * min(n, grid_size_x)` bytes
+/// of `x`.
+pub static BLOCK_SUM: EffectsDecl = EffectsDecl {
+    kernel: "block_sum",
+    args: signature::BLOCK_SUM.explicit_args,
+    effects: &[
+        effect(0, signature::block_sum::OUT, Write, Mul(&Const(4), &WorkgroupCountX)),
+        effect(1, signature::block_sum::X, Read, PER_ITEM_N2),
+    ],
+};
+
+/// `rmsnorm` (rows 3, cols 4): one row per work-group, so `min(rows, number_of_workgroups_x)`
+/// rows of `x` read and of `out` written, and `4 * cols` bytes of `weight` read.
+pub static RMSNORM: EffectsDecl = EffectsDecl {
+    kernel: "rmsnorm",
+    args: signature::RMSNORM.explicit_args,
+    effects: &[
+        effect(0, signature::rmsnorm::OUT, Write, Mul(&Mul(&Const(4), &Min(&Arg(3), &WorkgroupCountX)), &Arg(4))),
+        effect(1, signature::rmsnorm::X, Read, Mul(&Mul(&Const(4), &Min(&Arg(3), &WorkgroupCountX)), &Arg(4))),
+        effect(2, signature::rmsnorm::WEIGHT, Read, Mul(&Const(4), &Arg(4))),
+    ],
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [&EffectsDecl; 9] = [&FILL, &COPY, &AXPY, &ADD, &MUL, &SCALE, &MATVEC, &BLOCK_SUM, &RMSNORM];
+
+    fn arg_indices(e: &Extent, out: &mut Vec<usize>) {
+        match *e {
+            Extent::Arg(i) => out.push(i),
+            Extent::Mul(a, b) | Extent::Min(a, b) => {
+                arg_indices(a, out);
+                arg_indices(b, out);
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn declarations_fit_their_signatures() {
+        for decl in ALL {
+            let mut pointers: Vec<usize> = decl.effects.iter().map(|e| e.arg_index).collect();
+            for e in decl.effects {
+                assert_eq!(decl.args[e.arg_index].name, e.arg_name, "{}", decl.kernel);
+                assert_eq!(decl.args[e.arg_index].kind, ArgKind::GlobalBuffer, "{}.{}", decl.kernel, e.arg_name);
+                let mut scalars = Vec::new();
+                arg_indices(&e.bytes, &mut scalars);
+                for i in scalars {
+                    assert_eq!(decl.args[i].kind, ArgKind::U32, "{}.{} extent", decl.kernel, e.arg_name);
+                }
+            }
+            // Exactly one effect per pointer argument.
+            pointers.sort_unstable();
+            let expected: Vec<usize> =
+                (0..decl.args.len()).filter(|&i| decl.args[i].kind == ArgKind::GlobalBuffer).collect();
+            assert_eq!(pointers, expected, "{}", decl.kernel);
+        }
+    }
+
+    #[test]
+    fn extents_display_with_argument_names() {
+        let shown: Vec<String> = RMSNORM.effects.iter().map(|e| e.bytes.display(RMSNORM.args).to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "4 * min(rows, number_of_workgroups_x) * cols",
+                "4 * min(rows, number_of_workgroups_x) * cols",
+                "4 * cols"
+            ]
+        );
+        assert_eq!(FILL.effects[0].bytes.display(FILL.args).to_string(), "4 * min(n, grid_size_x)");
+    }
+
+    fn kernarg_fill(out: u64, n: u32) -> [u8; 16] {
+        let mut k = [0u8; 16];
+        k[..8].copy_from_slice(&out.to_le_bytes());
+        k[12..].copy_from_slice(&n.to_le_bytes());
+        k
+    }
+
+    #[test]
+    fn resolves_extents_for_a_launch() {
+        let k = kernarg_fill(0x1000, 100);
+        let mut launch =
+            Launch { kernarg: &k, grid_size: [64, 1, 1], workgroup_size: [32, 1, 1], dynamic_lds_bytes: 0 };
+        let expect = |bytes| Ok(vec![ResolvedEffect { arg_index: 0, address: 0x1000, bytes, access: Write }]);
+        assert_eq!(resolve(&FILL, &launch), expect(256));
+        launch.grid_size[0] = 1000;
+        assert_eq!(resolve(&FILL, &launch), expect(400));
+        let k = kernarg_fill(0, 0);
+        launch.kernarg = &k;
+        assert_eq!(
+            resolve(&FILL, &launch),
+            Ok(vec![ResolvedEffect { arg_index: 0, address: 0, bytes: 0, access: Write }])
+        );
+    }
+
+    #[test]
+    fn resolution_errors_are_typed() {
+        let k = kernarg_fill(u64::MAX - 3, 2);
+        let launch = Launch { kernarg: &k, grid_size: [64, 1, 1], workgroup_size: [0, 1, 1], dynamic_lds_bytes: 0 };
+        assert_eq!(
+            resolve(&FILL, &launch),
+            Err(ResolveError::AddressOverflow { arg_index: 0, address: u64::MAX - 3, bytes: 8 })
+        );
+        assert_eq!(
+            resolve(&FILL, &Launch { kernarg: &k[..15], ..launch }),
+            Err(ResolveError::Kernarg(KernargError::OutOfRange { offset: 12, size: 4, len: 15 }))
+        );
+        let mut k = [0u8; 24];
+        k[16..20].copy_from_slice(&1u32.to_le_bytes());
+        assert_eq!(resolve(&BLOCK_SUM, &Launch { kernarg: &k, ..launch }), Err(ResolveError::ZeroWorkgroupSize));
+        let mut k = [0xffu8; 32];
+        k[..24].fill(0);
+        let big =
+            Launch { kernarg: &k, grid_size: [u32::MAX, 1, 1], workgroup_size: [256, 1, 1], dynamic_lds_bytes: 0 };
+        // 4 * (2^32 - 1) * (2^32 - 1) does not fit 64 bits.
+        assert_eq!(resolve(&MATVEC, &big), Err(ResolveError::ExtentOverflow { arg_index: 1 }));
+        const WRONG_KIND: &[EffectDecl] = &[effect(1, signature::fill::VALUE, Read, Const(4))];
+        const NO_SUCH_ARG: &[EffectDecl] = &[effect(7, signature::fill::OUT, Read, Const(4))];
+        let bad = EffectsDecl { kernel: "bad", args: FILL.args, effects: WRONG_KIND };
+        assert!(matches!(resolve(&bad, &launch), Err(ResolveError::WrongArgumentKind { arg_index: 1, .. })));
+        let bad = EffectsDecl { kernel: "bad", args: FILL.args, effects: NO_SUCH_ARG };
+        assert_eq!(resolve(&bad, &launch), Err(ResolveError::NoSuchArgument { arg_index: 7, count: 3 }));
+    }
+}

@@ -1,0 +1,334 @@
+//! The device address space the CPU references read and write.
+//!
+//! [`DeviceMemory`] is the abstraction the soft device implements over its GPU virtual address
+//! space; [`HostMemory`] is a plain implementation (allocations at chosen addresses) for tests
+//! and tools. Values cross the boundary little-endian, as the GPU stores them, and `f32` values
+//! keep their exact bits (NaN payloads included).
+
+use std::collections::BTreeMap;
+
+/// Why an access faulted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FaultReason {
+    /// No allocation contains the first byte of the access.
+    #[error("no allocation contains the first byte")]
+    Unmapped,
+    /// The access starts inside an allocation and runs past its end.
+    #[error("the access runs past the end of the allocation at {base:#x} of {size} bytes")]
+    OutOfBounds {
+        /// First byte of the allocation.
+        base: u64,
+        /// Size of the allocation in bytes.
+        size: u64,
+    },
+    /// The last byte of the access would lie beyond the end of the 64-bit address space.
+    #[error("the access wraps around the end of the address space")]
+    AddressWraps,
+}
+
+/// A read or write the address space refused; nothing was transferred.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("memory fault on {len} bytes at {address:#x}: {reason}")]
+pub struct MemoryFault {
+    /// First byte of the access.
+    pub address: u64,
+    /// Length of the access in bytes.
+    pub len: u64,
+    /// Why it faulted.
+    pub reason: FaultReason,
+}
+
+/// A device address space.
+///
+/// An access either transfers all its bytes or faults and transfers none. Implementations may
+/// accept a zero-length access at any address; the CPU references never issue one.
+pub trait DeviceMemory {
+    /// Copies `out.len()` bytes starting at `address` into `out`.
+    ///
+    /// # Errors
+    /// [`MemoryFault`] when any byte of the range is not readable.
+    fn read(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryFault>;
+
+    /// Copies `data` to the bytes starting at `address`.
+    ///
+    /// # Errors
+    /// [`MemoryFault`] when any byte of the range is not writable; nothing is written then.
+    fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault>;
+
+    /// Reads `out.len()` little-endian `u32` values starting at `address` (one access).
+    ///
+    /// # Errors
+    /// [`MemoryFault`] as for [`DeviceMemory::read`].
+    fn read_u32s(&self, address: u64, out: &mut [u32]) -> Result<(), MemoryFault> {
+        let mut bytes = vec![0u8; size_of_val(out)];
+        self.read(address, &mut bytes)?;
+        for (value, chunk) in out.iter_mut().zip(bytes.as_chunks::<4>().0) {
+            *value = u32::from_le_bytes(*chunk);
+        }
+        Ok(())
+    }
+
+    /// Writes `data` as little-endian `u32` values starting at `address` (one access).
+    ///
+    /// # Errors
+    /// [`MemoryFault`] as for [`DeviceMemory::write`].
+    fn write_u32s(&mut self, address: u64, data: &[u32]) -> Result<(), MemoryFault> {
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.write(address, &bytes)
+    }
+
+    /// Reads `out.len()` little-endian `f32` values starting at `address`, bit for bit.
+    ///
+    /// # Errors
+    /// [`MemoryFault`] as for [`DeviceMemory::read`].
+    fn read_f32s(&self, address: u64, out: &mut [f32]) -> Result<(), MemoryFault> {
+        let mut bits = vec![0u32; out.len()];
+        self.read_u32s(address, &mut bits)?;
+        for (value, bits) in out.iter_mut().zip(bits) {
+            *value = f32::from_bits(bits);
+        }
+        Ok(())
+    }
+
+    /// Writes `data` as little-endian `f32` values starting at `address`, bit for bit.
+    ///
+    /// # Errors
+    /// [`MemoryFault`] as for [`DeviceMemory::write`].
+    fn write_f32s(&mut self, address: u64, data: &[f32]) -> Result<(), MemoryFault> {
+        let bits: Vec<u32> = data.iter().map(|v| v.to_bits()).collect();
+        self.write_u32s(address, &bits)
+    }
+
+    /// Reads one little-endian `u32`.
+    ///
+    /// # Errors
+    /// [`MemoryFault`] as for [`DeviceMemory::read`].
+    fn read_u32(&self, address: u64) -> Result<u32, MemoryFault> {
+        let mut bytes = [0u8; 4];
+        self.read(address, &mut bytes)?;
+        Ok(u32::from_le_bytes(bytes))
+    }
+
+    /// Reads one little-endian `f32`, bit for bit.
+    ///
+    /// # Errors
+    /// [`MemoryFault`] as for [`DeviceMemory::read`].
+    fn read_f32(&self, address: u64) -> Result<f32, MemoryFault> {
+        self.read_u32(address).map(f32::from_bits)
+    }
+}
+
+/// Why [`HostMemory::allocate`] refused an allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AllocateError {
+    /// Address 0 stays unmapped so that a null pointer always faults.
+    #[error("an allocation cannot start at address 0")]
+    NullAddress,
+    /// Empty allocations would make two allocations share an address.
+    #[error("an allocation at {base:#x} must have at least one byte")]
+    Empty {
+        /// Requested first byte.
+        base: u64,
+    },
+    /// The allocation would end beyond the last byte of the address space.
+    #[error("an allocation of {size} bytes at {base:#x} wraps around the end of the address space")]
+    Wraps {
+        /// Requested first byte.
+        base: u64,
+        /// Requested size in bytes.
+        size: u64,
+    },
+    /// Larger than [`HostMemory::ALLOCATION_BYTES_MAX`] or than the host could provide.
+    #[error("an allocation of {size} bytes at {base:#x} exceeds the limit of {limit} bytes or host memory")]
+    TooLarge {
+        /// Requested first byte.
+        base: u64,
+        /// Requested size in bytes.
+        size: u64,
+        /// [`HostMemory::ALLOCATION_BYTES_MAX`].
+        limit: u64,
+    },
+    /// The range overlaps an existing allocation.
+    #[error(
+        "an allocation of {size} bytes at {base:#x} overlaps the allocation at {existing_base:#x} of {existing_size} bytes"
+    )]
+    Overlaps {
+        /// Requested first byte.
+        base: u64,
+        /// Requested size in bytes.
+        size: u64,
+        /// First byte of the allocation it overlaps.
+        existing_base: u64,
+        /// Size of the allocation it overlaps.
+        existing_size: u64,
+    },
+}
+
+/// Zero-filled allocations at chosen, non-zero, non-overlapping addresses.
+///
+/// An access must lie inside one allocation: an access that runs from one allocation into the
+/// next, even an adjacent one, faults (a kernel argument is one buffer).
+#[derive(Clone, Debug, Default)]
+pub struct HostMemory {
+    /// Allocation contents by first byte.
+    allocations: BTreeMap<u64, Vec<u8>>,
+}
+
+impl HostMemory {
+    /// The largest single allocation, in bytes.
+    pub const ALLOCATION_BYTES_MAX: u64 = 1 << 32;
+
+    /// An address space with nothing mapped.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Maps `size` zero bytes at `base`.
+    ///
+    /// # Errors
+    /// [`AllocateError`] for address 0, an empty or oversized allocation, one that wraps around
+    /// the address space or one that overlaps an existing allocation.
+    pub fn allocate(&mut self, base: u64, size: u64) -> Result<(), AllocateError> {
+        if base == 0 {
+            return Err(AllocateError::NullAddress);
+        }
+        if size == 0 {
+            return Err(AllocateError::Empty { base });
+        }
+        let end = base.checked_add(size).ok_or(AllocateError::Wraps { base, size })?;
+        if let Some((&existing_base, existing)) = self.allocations.range(..end).next_back() {
+            let existing_size = len_u64(existing);
+            if existing_base >= base || existing_base + existing_size > base {
+                return Err(AllocateError::Overlaps { base, size, existing_base, existing_size });
+            }
+        }
+        let too_large = AllocateError::TooLarge { base, size, limit: Self::ALLOCATION_BYTES_MAX };
+        if size > Self::ALLOCATION_BYTES_MAX {
+            return Err(too_large);
+        }
+        let len = usize::try_from(size).map_err(|_| too_large)?;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(len).map_err(|_| too_large)?;
+        bytes.resize(len, 0);
+        self.allocations.insert(base, bytes);
+        Ok(())
+    }
+
+    /// The bytes of the allocation that starts at `base`.
+    #[must_use]
+    pub fn allocation(&self, base: u64) -> Option<&[u8]> {
+        self.allocations.get(&base).map(Vec::as_slice)
+    }
+
+    /// First byte and size of every allocation, in address order.
+    pub fn allocations(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.allocations.iter().map(|(&base, bytes)| (base, len_u64(bytes)))
+    }
+
+    /// The allocation holding all of `[address, address + len)` and the offset of `address` in it.
+    fn locate(&self, address: u64, len: usize) -> Result<(u64, usize), MemoryFault> {
+        let len_bytes = u64::try_from(len).unwrap_or(u64::MAX);
+        let fault = |reason| MemoryFault { address, len: len_bytes, reason };
+        let end = address.checked_add(len_bytes).ok_or(fault(FaultReason::AddressWraps))?;
+        let (&base, bytes) = self.allocations.range(..=address).next_back().ok_or(fault(FaultReason::Unmapped))?;
+        let size = len_u64(bytes);
+        // INVARIANT: base <= address, and base + size does not wrap (checked at allocation).
+        let offset = address - base;
+        if offset >= size {
+            return Err(fault(FaultReason::Unmapped));
+        }
+        if end > base + size {
+            return Err(fault(FaultReason::OutOfBounds { base, size }));
+        }
+        // INVARIANT: offset < size, and size came from a usize length.
+        let offset = usize::try_from(offset).map_err(|_| fault(FaultReason::Unmapped))?;
+        Ok((base, offset))
+    }
+}
+
+/// A byte length as `u64` (lossless on every supported host).
+fn len_u64(bytes: &[u8]) -> u64 {
+    u64::try_from(bytes.len()).unwrap_or(u64::MAX)
+}
+
+impl DeviceMemory for HostMemory {
+    fn read(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryFault> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        let (base, offset) = self.locate(address, out.len())?;
+        if let Some(bytes) = self.allocations.get(&base) {
+            out.copy_from_slice(&bytes[offset..offset + out.len()]);
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let (base, offset) = self.locate(address, data.len())?;
+        if let Some(bytes) = self.allocations.get_mut(&base) {
+            bytes[offset..offset + data.len()].copy_from_slice(data);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memory() -> HostMemory {
+        let mut m = HostMemory::new();
+        m.allocate(0x1000, 16).unwrap();
+        m.allocate(0x1010, 8).unwrap();
+        m
+    }
+
+    #[test]
+    fn reads_back_what_was_written() {
+        let mut m = memory();
+        m.write_f32s(0x1004, &[1.5, -0.0, f32::from_bits(0x7fa0_0001)]).unwrap();
+        let mut out = [0f32; 3];
+        m.read_f32s(0x1004, &mut out).unwrap();
+        assert_eq!(out.map(f32::to_bits), [0x3fc0_0000, 0x8000_0000, 0x7fa0_0001]);
+        assert_eq!(&m.allocation(0x1000).unwrap()[4..8], &[0, 0, 0xc0, 0x3f]);
+        assert_eq!(m.read_u32(0x1010).unwrap(), 0);
+    }
+
+    #[test]
+    fn faults_name_address_length_and_reason() {
+        let mut m = memory();
+        let mut four = [0u8; 4];
+        assert_eq!(
+            m.read(0x0ffc, &mut four),
+            Err(MemoryFault { address: 0x0ffc, len: 4, reason: FaultReason::Unmapped })
+        );
+        assert_eq!(
+            m.write(0x100e, &four),
+            Err(MemoryFault { address: 0x100e, len: 4, reason: FaultReason::OutOfBounds { base: 0x1000, size: 16 } })
+        );
+        assert_eq!(m.read(0x1018, &mut four).unwrap_err().reason, FaultReason::Unmapped);
+        assert_eq!(m.read(u64::MAX - 1, &mut four).unwrap_err().reason, FaultReason::AddressWraps);
+        // The failed write left the allocation untouched.
+        assert!(m.allocation(0x1000).unwrap().iter().all(|&b| b == 0));
+        assert_eq!(m.read(0, &mut []), Ok(()));
+    }
+
+    #[test]
+    fn allocations_are_checked() {
+        let mut m = memory();
+        assert_eq!(m.allocate(0, 4), Err(AllocateError::NullAddress));
+        assert_eq!(m.allocate(0x2000, 0), Err(AllocateError::Empty { base: 0x2000 }));
+        assert_eq!(m.allocate(u64::MAX, 2), Err(AllocateError::Wraps { base: u64::MAX, size: 2 }));
+        assert!(matches!(m.allocate(0x0ff0, 0x11), Err(AllocateError::Overlaps { existing_base: 0x1000, .. })));
+        assert!(matches!(m.allocate(0x1017, 1), Err(AllocateError::Overlaps { existing_base: 0x1010, .. })));
+        assert!(matches!(m.allocate(0x0800, 0x1000), Err(AllocateError::Overlaps { .. })));
+        assert!(matches!(m.allocate(0x1_0000, 1 << 40), Err(AllocateError::TooLarge { .. })));
+        m.allocate(0x0ff0, 0x10).unwrap();
+        m.allocate(0x1018, 1).unwrap();
+        assert_eq!(m.allocations().collect::<Vec<_>>(), [(0x0ff0, 16), (0x1000, 16), (0x1010, 8), (0x1018, 1)]);
+    }
+}

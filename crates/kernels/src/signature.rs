@@ -1,0 +1,270 @@
+//! Kernel signatures: the explicit kernarg layout of every kernel, and the launch facts from its
+//! code-object metadata that the CPU references rely on.
+//!
+//! Every number here is what `llvm-readelf-19 --notes` prints for the checked-in code objects
+//! (`.args[].offset/.size/.value_kind`, the `hidden_group_size_x` offset,
+//! `.max_flat_workgroup_size`, `.group_segment_fixed_size`); `tests/registry_notes.rs` checks
+//! them against every registered code object. Explicit arguments sit at natural alignment from
+//! offset 0; the hidden arguments of code object v5 start at the next multiple of 8.
+
+use crate::launch::{self, KernargError};
+
+/// How an explicit argument is passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArgKind {
+    /// A 64-bit global address (`.value_kind: global_buffer`).
+    GlobalBuffer,
+    /// A 32-bit unsigned integer by value (`.value_kind: by_value`).
+    U32,
+    /// A 32-bit float by value (`.value_kind: by_value`).
+    F32,
+}
+
+/// One explicit kernel argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ArgDecl {
+    /// The parameter name in the HIP source.
+    pub name: &'static str,
+    /// Byte offset in the kernarg segment.
+    pub offset: usize,
+    /// Size in bytes.
+    pub size: usize,
+    /// How it is passed.
+    pub kind: ArgKind,
+}
+
+impl ArgDecl {
+    const fn global_buffer(name: &'static str, offset: usize) -> Self {
+        Self { name, offset, size: 8, kind: ArgKind::GlobalBuffer }
+    }
+
+    const fn u32(name: &'static str, offset: usize) -> Self {
+        Self { name, offset, size: 4, kind: ArgKind::U32 }
+    }
+
+    const fn f32(name: &'static str, offset: usize) -> Self {
+        Self { name, offset, size: 4, kind: ArgKind::F32 }
+    }
+
+    /// This argument read from `kernarg` as a device address.
+    ///
+    /// # Errors
+    /// [`KernargError::OutOfRange`] when the kernarg segment is too short.
+    pub fn read_ptr(&self, kernarg: &[u8]) -> Result<u64, KernargError> {
+        launch::read_ptr(kernarg, self.offset)
+    }
+
+    /// This argument read from `kernarg` as a `u32`.
+    ///
+    /// # Errors
+    /// [`KernargError::OutOfRange`] when the kernarg segment is too short.
+    pub fn read_u32(&self, kernarg: &[u8]) -> Result<u32, KernargError> {
+        launch::read_u32(kernarg, self.offset)
+    }
+
+    /// This argument read from `kernarg` as an `f32`, bit for bit.
+    ///
+    /// # Errors
+    /// [`KernargError::OutOfRange`] when the kernarg segment is too short.
+    pub fn read_f32(&self, kernarg: &[u8]) -> Result<f32, KernargError> {
+        launch::read_f32(kernarg, self.offset)
+    }
+}
+
+/// What a kernel's code object says about its arguments and launches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Signature {
+    /// The kernel symbol name (`.name`).
+    pub name: &'static str,
+    /// Explicit arguments in declaration order.
+    pub explicit_args: &'static [ArgDecl],
+    /// Kernarg offset of the 16-bit `hidden_group_size_x`, from which the kernel reads its
+    /// work-group size; `None` for a kernel without hidden arguments.
+    pub hidden_group_size_x: Option<usize>,
+    /// `.max_flat_workgroup_size`: the largest work-group the code object supports.
+    pub max_flat_workgroup_size: u16,
+    /// `.group_segment_fixed_size`: static LDS bytes.
+    pub static_lds_bytes: u32,
+}
+
+impl Signature {
+    /// The explicit argument called `name` and its index.
+    #[must_use]
+    pub fn arg(&self, name: &str) -> Option<(usize, &'static ArgDecl)> {
+        self.explicit_args.iter().enumerate().find(|(_, a)| a.name == name)
+    }
+}
+
+/// The default flat work-group size limit of HIP kernels without a launch-bounds attribute.
+const DEFAULT_MAX_FLAT_WORKGROUP_SIZE: u16 = 1024;
+
+/// `fill(float* out, float value, u32 n)`.
+pub mod fill {
+    use super::ArgDecl;
+    /// `float* out`.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `float value`.
+    pub const VALUE: ArgDecl = ArgDecl::f32("value", 8);
+    /// `u32 n`.
+    pub const N: ArgDecl = ArgDecl::u32("n", 12);
+}
+
+/// `copy(float* dst, const float* src, u32 n)`.
+pub mod copy {
+    use super::ArgDecl;
+    /// `float* dst`.
+    pub const DST: ArgDecl = ArgDecl::global_buffer("dst", 0);
+    /// `const float* src`.
+    pub const SRC: ArgDecl = ArgDecl::global_buffer("src", 8);
+    /// `u32 n`.
+    pub const N: ArgDecl = ArgDecl::u32("n", 16);
+}
+
+/// `axpy(float* y, const float* x, float a, u32 n)`.
+pub mod axpy {
+    use super::ArgDecl;
+    /// `float* y`.
+    pub const Y: ArgDecl = ArgDecl::global_buffer("y", 0);
+    /// `const float* x`.
+    pub const X: ArgDecl = ArgDecl::global_buffer("x", 8);
+    /// `float a`.
+    pub const A: ArgDecl = ArgDecl::f32("a", 16);
+    /// `u32 n`.
+    pub const N: ArgDecl = ArgDecl::u32("n", 20);
+}
+
+/// `add`/`mul(float* out, const float* a, const float* b, u32 n)` (module `elementwise`).
+pub mod binary {
+    use super::ArgDecl;
+    /// `float* out`.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `const float* a`.
+    pub const A: ArgDecl = ArgDecl::global_buffer("a", 8);
+    /// `const float* b`.
+    pub const B: ArgDecl = ArgDecl::global_buffer("b", 16);
+    /// `u32 n`.
+    pub const N: ArgDecl = ArgDecl::u32("n", 24);
+}
+
+/// `scale(float* out, const float* x, float s, u32 n)`.
+pub mod scale {
+    use super::ArgDecl;
+    /// `float* out`.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `const float* x`.
+    pub const X: ArgDecl = ArgDecl::global_buffer("x", 8);
+    /// `float s`.
+    pub const S: ArgDecl = ArgDecl::f32("s", 16);
+    /// `u32 n`.
+    pub const N: ArgDecl = ArgDecl::u32("n", 20);
+}
+
+/// `rmsnorm(float* out, const float* x, const float* weight, u32 rows, u32 cols, float eps)`.
+pub mod rmsnorm {
+    use super::ArgDecl;
+    /// `float* out`.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `const float* x`.
+    pub const X: ArgDecl = ArgDecl::global_buffer("x", 8);
+    /// `const float* weight`.
+    pub const WEIGHT: ArgDecl = ArgDecl::global_buffer("weight", 16);
+    /// `u32 rows`.
+    pub const ROWS: ArgDecl = ArgDecl::u32("rows", 24);
+    /// `u32 cols`.
+    pub const COLS: ArgDecl = ArgDecl::u32("cols", 28);
+    /// `float eps`.
+    pub const EPS: ArgDecl = ArgDecl::f32("eps", 32);
+    /// `RMSNORM_BLOCK` in `hip/rmsnorm.hip`: the required work-group size.
+    pub const BLOCK: u16 = 256;
+}
+
+/// `matvec(float* y, const float* a, const float* x, u32 rows, u32 cols)`.
+pub mod matvec {
+    use super::ArgDecl;
+    /// `float* y`.
+    pub const Y: ArgDecl = ArgDecl::global_buffer("y", 0);
+    /// `const float* a`.
+    pub const A: ArgDecl = ArgDecl::global_buffer("a", 8);
+    /// `const float* x`.
+    pub const X: ArgDecl = ArgDecl::global_buffer("x", 16);
+    /// `u32 rows`.
+    pub const ROWS: ArgDecl = ArgDecl::u32("rows", 24);
+    /// `u32 cols`.
+    pub const COLS: ArgDecl = ArgDecl::u32("cols", 28);
+}
+
+/// `block_sum(float* out, const float* x, u32 n)`.
+pub mod block_sum {
+    use super::ArgDecl;
+    /// `float* out`.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `const float* x`.
+    pub const X: ArgDecl = ArgDecl::global_buffer("x", 8);
+    /// `u32 n`.
+    pub const N: ArgDecl = ArgDecl::u32("n", 16);
+}
+
+const fn plain(name: &'static str, explicit_args: &'static [ArgDecl], hidden_group_size_x: usize) -> Signature {
+    Signature {
+        name,
+        explicit_args,
+        hidden_group_size_x: Some(hidden_group_size_x),
+        max_flat_workgroup_size: DEFAULT_MAX_FLAT_WORKGROUP_SIZE,
+        static_lds_bytes: 0,
+    }
+}
+
+/// `fill` in module `fill`.
+pub static FILL: Signature = plain("fill", &[fill::OUT, fill::VALUE, fill::N], 28);
+/// `copy` in module `copy`.
+pub static COPY: Signature = plain("copy", &[copy::DST, copy::SRC, copy::N], 36);
+/// `axpy` in module `axpy` (and the wave64 fixture).
+pub static AXPY: Signature = plain("axpy", &[axpy::Y, axpy::X, axpy::A, axpy::N], 36);
+/// `add` in module `elementwise`.
+pub static ADD: Signature = plain("add", &[binary::OUT, binary::A, binary::B, binary::N], 44);
+/// `mul` in module `elementwise`.
+pub static MUL: Signature = plain("mul", &[binary::OUT, binary::A, binary::B, binary::N], 44);
+/// `scale` in module `scale`.
+pub static SCALE: Signature = plain("scale", &[scale::OUT, scale::X, scale::S, scale::N], 36);
+/// `matvec` in module `matvec`.
+pub static MATVEC: Signature = plain("matvec", &[matvec::Y, matvec::A, matvec::X, matvec::ROWS, matvec::COLS], 44);
+/// `block_sum` in module `block_sum` (its LDS is all dynamic).
+pub static BLOCK_SUM: Signature = plain("block_sum", &[block_sum::OUT, block_sum::X, block_sum::N], 36);
+/// `rmsnorm` in module `rmsnorm`: no hidden arguments (it never asks for its group size), a
+/// launch-bounds attribute of exactly [`rmsnorm::BLOCK`] and `float partial[256]` of static LDS.
+pub static RMSNORM: Signature = Signature {
+    name: "rmsnorm",
+    explicit_args: &[rmsnorm::OUT, rmsnorm::X, rmsnorm::WEIGHT, rmsnorm::ROWS, rmsnorm::COLS, rmsnorm::EPS],
+    hidden_group_size_x: None,
+    max_flat_workgroup_size: rmsnorm::BLOCK,
+    static_lds_bytes: 4 * 256,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [&Signature; 9] = [&FILL, &COPY, &AXPY, &ADD, &MUL, &SCALE, &MATVEC, &BLOCK_SUM, &RMSNORM];
+
+    #[test]
+    fn explicit_args_are_naturally_aligned_and_packed_from_zero() {
+        for sig in ALL {
+            let mut end: usize = 0;
+            for a in sig.explicit_args {
+                let aligned = end.next_multiple_of(a.size);
+                assert_eq!(a.offset, aligned, "{}.{}", sig.name, a.name);
+                end = a.offset + a.size;
+            }
+            if let Some(hidden) = sig.hidden_group_size_x {
+                // hidden_block_count_x/y/z (3 x 4 bytes) precede hidden_group_size_x.
+                assert_eq!(hidden, end.next_multiple_of(8) + 12, "{}", sig.name);
+            }
+        }
+    }
+
+    #[test]
+    fn args_are_found_by_name() {
+        assert_eq!(RMSNORM.arg("cols"), Some((4, &rmsnorm::COLS)));
+        assert_eq!(FILL.arg("missing"), None);
+    }
+}

@@ -1,0 +1,166 @@
+//! Helpers shared by the CPU-reference tests: kernarg building from the signatures, buffers with
+//! guard elements, a deterministic generator, and a recording address space.
+#![allow(dead_code)]
+
+use std::cell::RefCell;
+
+use kernels::effects::ResolvedEffect;
+use kernels::launch::Launch;
+use kernels::memory::{DeviceMemory, HostMemory, MemoryFault};
+use kernels::signature::{ArgKind, Signature};
+
+/// Bytes of the kernarg segment the code object declares (`.kernarg_segment_size`): the explicit
+/// arguments, then 256 bytes of code-object-v5 hidden arguments from the next multiple of 8.
+pub(crate) fn segment_len(sig: &Signature) -> usize {
+    let end = sig.explicit_args.iter().map(|a| a.offset + a.size).max().unwrap_or(0);
+    if sig.hidden_group_size_x.is_some() { end.next_multiple_of(8) + 256 } else { end }
+}
+
+/// A kernarg segment under construction, arguments set by name.
+pub(crate) struct Kernarg {
+    sig: &'static Signature,
+    bytes: Vec<u8>,
+}
+
+impl Kernarg {
+    pub(crate) fn new(sig: &'static Signature) -> Self {
+        Self { sig, bytes: vec![0; segment_len(sig)] }
+    }
+
+    fn put(mut self, name: &str, kind: ArgKind, value: &[u8]) -> Self {
+        let (_, arg) = self.sig.arg(name).unwrap_or_else(|| panic!("{} has no argument {name}", self.sig.name));
+        assert_eq!(arg.kind, kind, "{}.{name}", self.sig.name);
+        assert_eq!(arg.size, value.len());
+        self.bytes[arg.offset..arg.offset + arg.size].copy_from_slice(value);
+        self
+    }
+
+    pub(crate) fn ptr(self, name: &str, address: u64) -> Self {
+        self.put(name, ArgKind::GlobalBuffer, &address.to_le_bytes())
+    }
+
+    pub(crate) fn u32(self, name: &str, value: u32) -> Self {
+        self.put(name, ArgKind::U32, &value.to_le_bytes())
+    }
+
+    pub(crate) fn f32(self, name: &str, value: f32) -> Self {
+        self.put(name, ArgKind::F32, &value.to_le_bytes())
+    }
+
+    /// Sets `hidden_group_size_x`, which the runtime writes from the dispatch's work-group size.
+    pub(crate) fn group_size(mut self, workgroup_size_x: u16) -> Self {
+        if let Some(offset) = self.sig.hidden_group_size_x {
+            self.bytes[offset..offset + 2].copy_from_slice(&workgroup_size_x.to_le_bytes());
+        }
+        self
+    }
+
+    pub(crate) fn bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+/// A one-dimensional launch without dynamic LDS.
+pub(crate) fn launch_1d(kernarg: &[u8], grid_size_x: u32, workgroup_size_x: u16) -> Launch<'_> {
+    Launch { kernarg, grid_size: [grid_size_x, 1, 1], workgroup_size: [workgroup_size_x, 1, 1], dynamic_lds_bytes: 0 }
+}
+
+/// Guard elements after every buffer, to catch stores past the end.
+pub(crate) const GUARD: usize = 8;
+/// Bits of every element a kernel must not have written (a signalling NaN nothing computes).
+pub(crate) const SENTINEL: u32 = 0x7fa0_dead;
+
+/// Maps `values` plus [`GUARD`] sentinel elements at `base`.
+pub(crate) fn buffer(memory: &mut HostMemory, base: u64, values: &[f32]) {
+    let len = values.len() + GUARD;
+    memory.allocate(base, 4 * len as u64).unwrap();
+    let mut bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+    bits.resize(len, SENTINEL);
+    memory.write_u32s(base, &bits).unwrap();
+}
+
+/// Maps `len` sentinel elements plus [`GUARD`] more at `base`.
+pub(crate) fn sentinel_buffer(memory: &mut HostMemory, base: u64, len: usize) {
+    memory.allocate(base, 4 * (len + GUARD) as u64).unwrap();
+    memory.write_u32s(base, &vec![SENTINEL; len + GUARD]).unwrap();
+}
+
+/// The `len` + [`GUARD`] elements at `base`, as bits.
+pub(crate) fn read_bits(memory: &HostMemory, base: u64, len: usize) -> Vec<u32> {
+    let mut bits = vec![0u32; len + GUARD];
+    memory.read_u32s(base, &mut bits).unwrap();
+    bits
+}
+
+/// SplitMix64: deterministic test data without a dependency.
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A float uniformly in `[lo, hi)` (24 random bits).
+    pub(crate) fn f32_in(&mut self, lo: f32, hi: f32) -> f32 {
+        let unit = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+        lo + (hi - lo) * unit
+    }
+
+    pub(crate) fn f32s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+        (0..n).map(|_| self.f32_in(lo, hi)).collect()
+    }
+}
+
+/// A [`DeviceMemory`] that records every access it is asked for (faulting ones included) and
+/// passes it on.
+pub(crate) struct Recorder<'m> {
+    pub(crate) inner: &'m mut HostMemory,
+    pub(crate) reads: RefCell<Vec<(u64, u64)>>,
+    pub(crate) writes: Vec<(u64, u64)>,
+}
+
+impl<'m> Recorder<'m> {
+    pub(crate) fn new(inner: &'m mut HostMemory) -> Self {
+        Self { inner, reads: RefCell::new(Vec::new()), writes: Vec::new() }
+    }
+}
+
+impl DeviceMemory for Recorder<'_> {
+    fn read(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryFault> {
+        self.reads.borrow_mut().push((address, out.len() as u64));
+        self.inner.read(address, out)
+    }
+
+    fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {
+        self.writes.push((address, data.len() as u64));
+        self.inner.write(address, data)
+    }
+}
+
+/// Whether `[address, address + len)` lies inside one effect that allows `wanted`.
+fn covered(effects: &[ResolvedEffect], address: u64, len: u64, wanted: fn(&ResolvedEffect) -> bool) -> bool {
+    let end = u128::from(address) + u128::from(len);
+    effects
+        .iter()
+        .filter(|e| wanted(e))
+        .any(|e| address >= e.address && end <= u128::from(e.address) + u128::from(e.bytes))
+}
+
+/// Every recorded read lies in a read effect and every write in a write effect.
+pub(crate) fn check_within(effects: &[ResolvedEffect], recorder: &Recorder<'_>) -> Result<(), String> {
+    for &(address, len) in recorder.reads.borrow().iter().filter(|(_, len)| *len > 0) {
+        if !covered(effects, address, len, |e| e.access.reads()) {
+            return Err(format!("read of {len} bytes at {address:#x} is outside the read effects {effects:x?}"));
+        }
+    }
+    for &(address, len) in recorder.writes.iter().filter(|(_, len)| *len > 0) {
+        if !covered(effects, address, len, |e| e.access.writes()) {
+            return Err(format!("write of {len} bytes at {address:#x} is outside the write effects {effects:x?}"));
+        }
+    }
+    Ok(())
+}
