@@ -2,3 +2,12 @@
 //! logic lives in the workspace's library crates; this crate only turns it into a tool.
 
 pub mod disasm;
+pub mod inspect;
+
+/// Parses a `--target`/`--arch` value into a supported target.
+///
+/// # Errors
+/// A message listing the supported targets.
+pub fn parse_target(s: &str) -> Result<pm4_encoding::Target, String> {
+    s.parse::<pm4_encoding::Target>().map_err(|e| format!("{s:?}: {e}"))
+}

@@ -5,7 +5,7 @@
 //! arguments, reads files and renders reports.
 
 use clap::{Parser, Subcommand};
-use daemon::disasm;
+use daemon::{disasm, inspect};
 use std::process::ExitCode;
 
 /// Retained replay of GPU decode steps on AMD GPUs.
@@ -19,12 +19,14 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Disasm(disasm::Args),
+    Inspect(inspect::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Disasm(args) => disasm::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -24,7 +24,7 @@ use model::Naming;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// GPU target whose register map names the registers (gfx1030, gfx1100, gfx1151, gfx1200, gfx1201).
-    #[arg(long, value_name = "gfxNNNN", value_parser = parse_target)]
+    #[arg(long, value_name = "gfxNNNN", value_parser = crate::parse_target)]
     arch: Option<Target>,
     /// Input encoding; default: by extension (.bin/.ib/.pm4/.aql binary, .hex/.txt hex), else by content.
     #[arg(long, value_enum)]
@@ -37,10 +37,6 @@ pub struct Args {
     json: bool,
     /// The file to disassemble.
     file: PathBuf,
-}
-
-fn parse_target(s: &str) -> Result<Target, String> {
-    s.parse::<Target>().map_err(|e| format!("{s:?}: {e}"))
 }
 
 /// Runs the command; `Ok(1)` when the input stops decoding part-way.
