@@ -1,0 +1,130 @@
+//! Dynamic bindings: the named values of a tape that follow the decode position.
+//!
+//! A binding is owned by one launch and says how one value of it is computed from the position:
+//! - [`BindingKind::KernargU32`]: the little-endian `u32` at `offset` of the launch's kernarg blob
+//!   is `position + addend` (checked: it must fit in `u32`);
+//! - [`BindingKind::GridAxis`]: the launch's grid on `axis` is `ceil((position + addend) /
+//!   divisor)` work-groups (the grid in work-items is that times the work-group size on the axis),
+//!   never more than `max_workgroups`, the size the plan was prepared for.
+
+use alloc::string::String;
+
+use serde::{Deserialize, Serialize};
+
+/// How a bound value follows the position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BindingKind {
+    /// `u32` kernarg word at byte `offset` = `position + addend`.
+    KernargU32 {
+        /// Byte offset in the kernarg blob; the 4 bytes lie inside it.
+        offset: u32,
+        /// Added to the position.
+        addend: i64,
+    },
+    /// Grid on `axis` = `ceil((position + addend) / divisor)` work-groups, at most `max_workgroups`.
+    GridAxis {
+        /// 0, 1 or 2.
+        axis: u8,
+        /// Added to the position.
+        addend: i64,
+        /// Positive.
+        divisor: u32,
+        /// Hard maximum, in work-groups.
+        max_workgroups: u32,
+    },
+}
+
+/// A named binding owned by one launch.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Binding {
+    /// A name unique within the tape (`"layer3.attn.kv_len"`).
+    pub name: String,
+    /// Index of the owning launch in the tape.
+    pub launch: u32,
+    /// What is bound.
+    pub kind: BindingKind,
+}
+
+/// Why a binding cannot produce a value for a position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BindingError {
+    /// `position + addend` is negative or does not fit in `u32`.
+    #[error("position {position} + addend {addend} is outside u32")]
+    OutOfRange {
+        /// The position.
+        position: u32,
+        /// The addend.
+        addend: i64,
+    },
+    /// The grid would exceed the prepared maximum.
+    #[error("grid of {workgroups} work-groups at position {position} exceeds the maximum {max_workgroups}")]
+    GridAboveMax {
+        /// The position.
+        position: u32,
+        /// The computed grid.
+        workgroups: u32,
+        /// The limit.
+        max_workgroups: u32,
+    },
+    /// A grid binding with divisor 0 or an axis above 2.
+    #[error("malformed grid binding (axis {axis}, divisor {divisor})")]
+    Malformed {
+        /// The axis.
+        axis: u8,
+        /// The divisor.
+        divisor: u32,
+    },
+}
+
+impl BindingKind {
+    /// The bound value at `position`: the kernarg word, or the grid in work-groups.
+    ///
+    /// # Errors
+    /// [`BindingError`] when the value is out of range or above the grid maximum.
+    pub fn value_at(&self, position: u32) -> Result<u32, BindingError> {
+        let shifted = |addend: i64| {
+            u32::try_from(i64::from(position) + addend).map_err(|_| BindingError::OutOfRange { position, addend })
+        };
+        match *self {
+            BindingKind::KernargU32 { addend, .. } => shifted(addend),
+            BindingKind::GridAxis { axis, addend, divisor, max_workgroups } => {
+                if divisor == 0 || axis > 2 {
+                    return Err(BindingError::Malformed { axis, divisor });
+                }
+                let workgroups = shifted(addend)?.div_ceil(divisor);
+                if workgroups > max_workgroups {
+                    return Err(BindingError::GridAboveMax { position, workgroups, max_workgroups });
+                }
+                Ok(workgroups)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernarg_word() {
+        let k = BindingKind::KernargU32 { offset: 12, addend: 1 };
+        assert_eq!(k.value_at(41), Ok(42));
+        assert_eq!(
+            BindingKind::KernargU32 { offset: 0, addend: -5 }.value_at(4),
+            Err(BindingError::OutOfRange { position: 4, addend: -5 })
+        );
+    }
+
+    #[test]
+    fn grid_axis() {
+        let g = BindingKind::GridAxis { axis: 0, addend: 1, divisor: 64, max_workgroups: 3 };
+        assert_eq!(g.value_at(0), Ok(1));
+        assert_eq!(g.value_at(63), Ok(1));
+        assert_eq!(g.value_at(64), Ok(2));
+        assert_eq!(g.value_at(191), Ok(3));
+        assert_eq!(
+            g.value_at(192),
+            Err(BindingError::GridAboveMax { position: 192, workgroups: 4, max_workgroups: 3 })
+        );
+    }
+}
