@@ -1,1 +1,729 @@
-//! (being written)
+//! Calibration: the dynamic bindings of a step, derived from two recordings of it.
+//!
+//! Record the same decode step at two positions `p0 < p1` ([`Sample`]s). Everything that does not
+//! follow the position must be byte-identical between the two; everything that differs must be
+//! explained by a [`BindingKind`] that reproduces both samples. [`calibrate`] checks this per
+//! launch, in launch order, and returns the first violation as a [`CalibrationError`].
+//!
+//! # Rules
+//! Per launch, in this order:
+//! 1. **Shape** — same artifact, wave size, LDS, work-group size, kernarg length (at most
+//!    [`KERNARG_BYTES_MAX`]) and pointer count (at most [`POINTERS_MAX`]).
+//! 2. **Pointers** — slot by slot the same `kernarg_offset`, the slot's 8 bytes inside the blob,
+//!    and the same resolved target (allocation and offset); a different target is a
+//!    [`CalibrationError::MovedPointer`].
+//! 3. **Effects** — identical: both [`Effects::Unknown`], or the same [`Effect`]s in the same
+//!    order. Effects whose extent follows the position (a KV range that grows) are rejected
+//!    here; the recording must declare them over the prepared maximum so they do not move.
+//! 4. **Kernarg words** — the blob is compared per aligned little-endian `u32` word. An equal word
+//!    is immutable. A differing word that overlaps a pointer slot is a
+//!    [`CalibrationError::MovedPointer`]. Any other differing word must satisfy
+//!    `b_word - a_word == p1 - p0`, and becomes `KernargU32 { offset, addend: a_word - p0 }`
+//!    (so `a_word = p0 + addend`, `b_word = p1 + addend`); otherwise it is a
+//!    [`CalibrationError::InconsistentDelta`]. Because `p0 != p1`, a position word always
+//!    differs, so no binding hides behind an equal word. Differing bytes in a tail shorter than a
+//!    word are [`CalibrationError::ImmutableBytesDiffer`].
+//! 5. **Grid** — per axis. An axis without caller-supplied [`GridRule`]s must have the same grid
+//!    in work-items in both samples. One pair of samples cannot determine `(addend, divisor)`,
+//!    so an axis that has rules is taken to follow the position: exactly one distinct
+//!    `(addend, divisor)` among its rules must reproduce the recorded work-group counts
+//!    (`ceil((p + addend) / divisor)`) at both positions — none is
+//!    [`CalibrationError::UnexplainedGrid`], two different ones
+//!    [`CalibrationError::AmbiguousGrid`] — and both samples' grids must be whole work-groups,
+//!    because replay writes `work-groups × work-group size` work-items.
+//!
+//! Every binding must produce a value at `max_position`, the largest position the plan is
+//! prepared for; a grid binding's `max_workgroups` is its value there (`ceil` of a non-decreasing
+//! argument, so it bounds every position up to `max_position`).
+//!
+//! # Names
+//! Deterministic and unique within the step: `launch{i}.kernarg@{offset}` and
+//! `launch{i}.grid.{x|y|z}` ([`kernarg_name`], [`grid_name`]). Bindings are returned by launch,
+//! then kernarg words by offset, then grid axes x, y, z.
+//!
+//! # Bounds
+//! At most [`LAUNCHES_MAX`] launches, [`GRID_RULES_MAX`] rules and [`BINDINGS_MAX`] bindings;
+//! work is linear in the total kernarg bytes plus, per differing word, the launch's pointer
+//! count.
+
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use crate::binding::{Binding, BindingError, BindingKind};
+use crate::record::{AllocationId, ArtifactId, Effect, Effects, LaunchRecord, Lds};
+
+/// Most launches per sample (the dependency derivation's limit).
+pub const LAUNCHES_MAX: usize = crate::deps::LAUNCHES_MAX;
+/// Longest kernarg blob, bytes. HIP caps explicit arguments at 4 KiB; this leaves room for hidden
+/// arguments and padding while keeping every offset far inside `u32`.
+pub const KERNARG_BYTES_MAX: usize = 64 * 1024;
+/// Most pointer slots per launch: as many 8-byte slots as fit in the longest blob.
+pub const POINTERS_MAX: usize = KERNARG_BYTES_MAX / POINTER_BYTES;
+/// Most grid rules per call: one per axis of every launch.
+pub const GRID_RULES_MAX: usize = 3 * LAUNCHES_MAX;
+/// Most bindings one step may have. A decode step binds a handful of values per attention
+/// launch; thousands means the two samples are not the same step.
+pub const BINDINGS_MAX: usize = 4096;
+
+const POINTER_BYTES: usize = 8;
+const WORD_BYTES: usize = 4;
+const AXIS_NAMES: [&str; 3] = ["x", "y", "z"];
+
+/// One recording of the step.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample<'a> {
+    /// The decode position it was recorded at.
+    pub position: u32,
+    /// Its launches, in order.
+    pub launches: &'a [LaunchRecord],
+}
+
+/// A caller's claim that a launch's grid on one axis follows the position as
+/// `ceil((position + addend) / divisor)` work-groups (typically derived from the kernel: a
+/// divisor of rows per work-group).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GridRule {
+    /// Index of the launch.
+    pub launch: usize,
+    /// 0, 1 or 2.
+    pub axis: u8,
+    /// Added to the position.
+    pub addend: i64,
+    /// Positive.
+    pub divisor: u32,
+}
+
+/// The value of a pointer slot, as resolved or as the raw blob bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PointerValue {
+    /// The recorder's resolution of the pointer.
+    Resolved {
+        /// The allocation.
+        allocation: AllocationId,
+        /// Offset from its start, bytes.
+        offset_bytes: u64,
+    },
+    /// The slot's 8 bytes, little-endian.
+    Bytes(u64),
+}
+
+/// Why two samples do not calibrate. `launch` is an index into both samples; `a` is the value at
+/// `p0`, `b` at `p1`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CalibrationError {
+    /// The positions are not strictly increasing.
+    #[error("positions must increase: p0 = {p0}, p1 = {p1}")]
+    PositionsNotIncreasing {
+        /// First sample's position.
+        p0: u32,
+        /// Second sample's position.
+        p1: u32,
+    },
+    /// The prepared maximum lies below the second sample.
+    #[error("maximum position {max_position} is below the sample position {p1}")]
+    MaxPositionBelowSample {
+        /// The maximum.
+        max_position: u32,
+        /// Second sample's position.
+        p1: u32,
+    },
+    /// Different launch counts.
+    #[error("launch counts differ: {a} vs {b}")]
+    LaunchCountDiffers {
+        /// At `p0`.
+        a: usize,
+        /// At `p1`.
+        b: usize,
+    },
+    /// More launches than [`LAUNCHES_MAX`].
+    #[error("{launches} launches exceed the limit of {limit}")]
+    TooManyLaunches {
+        /// Launches per sample.
+        launches: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// More grid rules than [`GRID_RULES_MAX`].
+    #[error("{rules} grid rules exceed the limit of {limit}")]
+    TooManyGridRules {
+        /// Rules given.
+        rules: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A grid rule names a launch that does not exist.
+    #[error("grid rule {rule} names launch {launch} of {launches}")]
+    GridRuleLaunchOutOfRange {
+        /// Index of the rule.
+        rule: usize,
+        /// The launch it names.
+        launch: usize,
+        /// Launches per sample.
+        launches: usize,
+    },
+    /// A grid rule with an axis above 2 or divisor 0.
+    #[error("grid rule {rule} is malformed (axis {axis}, divisor {divisor})")]
+    MalformedGridRule {
+        /// Index of the rule.
+        rule: usize,
+        /// Its axis.
+        axis: u8,
+        /// Its divisor.
+        divisor: u32,
+    },
+    /// Different code.
+    #[error("launch {launch}: artifacts differ ({a:?} vs {b:?})")]
+    ArtifactDiffers {
+        /// The launch.
+        launch: usize,
+        /// At `p0`.
+        a: Box<ArtifactId>,
+        /// At `p1`.
+        b: Box<ArtifactId>,
+    },
+    /// Different wave sizes.
+    #[error("launch {launch}: wave sizes differ ({a} vs {b})")]
+    WaveSizeDiffers {
+        /// The launch.
+        launch: usize,
+        /// At `p0`.
+        a: u8,
+        /// At `p1`.
+        b: u8,
+    },
+    /// Different LDS.
+    #[error("launch {launch}: LDS differs ({a:?} vs {b:?})")]
+    LdsDiffers {
+        /// The launch.
+        launch: usize,
+        /// At `p0`.
+        a: Lds,
+        /// At `p1`.
+        b: Lds,
+    },
+    /// Different work-group sizes.
+    #[error("launch {launch}: work-group sizes differ ({a:?} vs {b:?})")]
+    WorkgroupSizeDiffers {
+        /// The launch.
+        launch: usize,
+        /// At `p0`, work-items per axis.
+        a: [u16; 3],
+        /// At `p1`.
+        b: [u16; 3],
+    },
+    /// Different kernarg blob lengths.
+    #[error("launch {launch}: kernarg lengths differ ({a} vs {b} bytes)")]
+    KernargLengthDiffers {
+        /// The launch.
+        launch: usize,
+        /// At `p0`, bytes.
+        a: usize,
+        /// At `p1`, bytes.
+        b: usize,
+    },
+    /// A kernarg blob longer than [`KERNARG_BYTES_MAX`].
+    #[error("launch {launch}: kernarg of {len_bytes} bytes exceeds the limit of {limit}")]
+    KernargTooLong {
+        /// The launch.
+        launch: usize,
+        /// Its length, bytes.
+        len_bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Different numbers of pointer slots.
+    #[error("launch {launch}: pointer counts differ ({a} vs {b})")]
+    PointerCountDiffers {
+        /// The launch.
+        launch: usize,
+        /// At `p0`.
+        a: usize,
+        /// At `p1`.
+        b: usize,
+    },
+    /// More pointer slots than [`POINTERS_MAX`].
+    #[error("launch {launch}: {pointers} pointers exceed the limit of {limit}")]
+    TooManyPointers {
+        /// The launch.
+        launch: usize,
+        /// Its pointer count.
+        pointers: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The `index`-th pointer slot sits at different kernarg offsets.
+    #[error("launch {launch}: pointer {index} is at kernarg offset {a} vs {b}")]
+    PointerSlotDiffers {
+        /// The launch.
+        launch: usize,
+        /// Index in `pointers`.
+        index: usize,
+        /// Offset at `p0`.
+        a: u32,
+        /// Offset at `p1`.
+        b: u32,
+    },
+    /// A pointer slot's 8 bytes do not lie inside the kernarg blob.
+    #[error("launch {launch}: pointer at kernarg offset {kernarg_offset} is outside the {kernarg_len} byte blob")]
+    PointerOutsideKernarg {
+        /// The launch.
+        launch: usize,
+        /// The slot.
+        kernarg_offset: u32,
+        /// The blob length, bytes.
+        kernarg_len: usize,
+    },
+    /// A pointer that changed between the samples (its resolved target, or kernarg bytes
+    /// overlapping its slot).
+    #[error("launch {launch}: pointer at kernarg offset {kernarg_offset} moved ({a:?} vs {b:?})")]
+    MovedPointer {
+        /// The launch.
+        launch: usize,
+        /// The slot.
+        kernarg_offset: u32,
+        /// At `p0`.
+        a: PointerValue,
+        /// At `p1`.
+        b: PointerValue,
+    },
+    /// Different effect counts; `None` is [`Effects::Unknown`].
+    #[error("launch {launch}: effect counts differ ({a:?} vs {b:?})")]
+    EffectCountDiffers {
+        /// The launch.
+        launch: usize,
+        /// At `p0`.
+        a: Option<usize>,
+        /// At `p1`.
+        b: Option<usize>,
+    },
+    /// The `index`-th effect differs.
+    #[error("launch {launch}: effect {index} differs ({a:?} vs {b:?})")]
+    EffectDiffers {
+        /// The launch.
+        launch: usize,
+        /// Index in the effect list.
+        index: usize,
+        /// At `p0`.
+        a: Effect,
+        /// At `p1`.
+        b: Effect,
+    },
+    /// A differing kernarg word that does not move with the position.
+    #[error("launch {launch}: kernarg word at {offset} went {a} -> {b}, but the position went {p0} -> {p1}")]
+    InconsistentDelta {
+        /// The launch.
+        launch: usize,
+        /// Byte offset of the aligned word.
+        offset: u32,
+        /// The word at `p0`.
+        a: u32,
+        /// The word at `p1`.
+        b: u32,
+        /// First position.
+        p0: u32,
+        /// Second position.
+        p1: u32,
+    },
+    /// Differing kernarg bytes outside any whole word (the unaligned tail of the blob).
+    #[error("launch {launch}: immutable kernarg bytes {range:?} differ")]
+    ImmutableBytesDiffer {
+        /// The launch.
+        launch: usize,
+        /// First to last differing byte, half-open.
+        range: Range<u32>,
+    },
+    /// A grid axis no single caller rule explains (or, without rules, a grid that changed).
+    #[error("launch {launch}: grid axis {axis} of {a} -> {b} work-groups is not explained by a grid rule")]
+    UnexplainedGrid {
+        /// The launch.
+        launch: usize,
+        /// The axis.
+        axis: u8,
+        /// Work-groups at `p0`.
+        a: u32,
+        /// Work-groups at `p1`.
+        b: u32,
+        /// Work-items at `p0`.
+        a_work_items: u32,
+        /// Work-items at `p1`.
+        b_work_items: u32,
+    },
+    /// Two different rules both reproduce the samples.
+    #[error("launch {launch}: grid axis {axis} is explained by both {first:?} and {second:?}")]
+    AmbiguousGrid {
+        /// The launch.
+        launch: usize,
+        /// The axis.
+        axis: u8,
+        /// The first matching rule.
+        first: GridRule,
+        /// A later matching rule with a different addend or divisor.
+        second: GridRule,
+    },
+    /// A bound grid axis whose recorded grid is not a whole number of work-groups.
+    #[error("launch {launch}: grid axis {axis} of {work_items} work-items is not whole work-groups of {workgroup}")]
+    GridNotWholeWorkgroups {
+        /// The launch.
+        launch: usize,
+        /// The axis.
+        axis: u8,
+        /// The recorded grid, work-items.
+        work_items: u32,
+        /// The work-group size on the axis, work-items.
+        workgroup: u16,
+    },
+    /// A binding that cannot produce a value at the prepared maximum position.
+    #[error("launch {launch}: binding {kind:?} has no value at position {max_position}: {error}")]
+    UnreachableMaximum {
+        /// The launch.
+        launch: usize,
+        /// The binding (for a grid, with `max_workgroups` not yet set).
+        kind: BindingKind,
+        /// The maximum position.
+        max_position: u32,
+        /// Why.
+        error: BindingError,
+    },
+    /// More bindings than [`BINDINGS_MAX`].
+    #[error("more than {limit} bindings")]
+    TooManyBindings {
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// Name of the binding of the kernarg word at `offset` of launch `launch`.
+#[must_use]
+pub fn kernarg_name(launch: usize, offset: u32) -> String {
+    format!("launch{launch}.kernarg@{offset}")
+}
+
+/// Name of the binding of launch `launch`'s grid on `axis` (`x`, `y`, `z`; `axis{n}` above 2).
+#[must_use]
+pub fn grid_name(launch: usize, axis: u8) -> String {
+    match AXIS_NAMES.get(usize::from(axis)) {
+        Some(name) => format!("launch{launch}.grid.{name}"),
+        None => format!("launch{launch}.grid.axis{axis}"),
+    }
+}
+
+/// Derives the bindings that turn sample `a` into sample `b` (see the module documentation for
+/// the exact rules), valid for positions up to `max_position`.
+///
+/// # Errors
+/// The first [`CalibrationError`] found, launches in order.
+pub fn calibrate(
+    a: Sample<'_>,
+    b: Sample<'_>,
+    grid_rules: &[GridRule],
+    max_position: u32,
+) -> Result<Vec<Binding>, CalibrationError> {
+    let positions = Positions { p0: a.position, p1: b.position, max: max_position };
+    if positions.p0 >= positions.p1 {
+        return Err(CalibrationError::PositionsNotIncreasing { p0: positions.p0, p1: positions.p1 });
+    }
+    if max_position < positions.p1 {
+        return Err(CalibrationError::MaxPositionBelowSample { max_position, p1: positions.p1 });
+    }
+    let launches = a.launches.len();
+    if launches != b.launches.len() {
+        return Err(CalibrationError::LaunchCountDiffers { a: launches, b: b.launches.len() });
+    }
+    if launches > LAUNCHES_MAX {
+        return Err(CalibrationError::TooManyLaunches { launches, limit: LAUNCHES_MAX });
+    }
+    let rules = rules_by_launch(grid_rules, launches)?;
+    let mut out = Bindings(Vec::new());
+    for (launch, ((ra, rb), rules)) in a.launches.iter().zip(b.launches).zip(&rules).enumerate() {
+        let pair = Pair { launch, a: ra, b: rb };
+        pair.check_shape()?;
+        pair.check_pointers()?;
+        pair.check_effects()?;
+        pair.kernarg_bindings(positions, &mut out)?;
+        pair.grid_bindings(rules, positions, &mut out)?;
+    }
+    Ok(out.0)
+}
+
+/// The two sample positions and the prepared maximum.
+#[derive(Clone, Copy)]
+struct Positions {
+    p0: u32,
+    p1: u32,
+    max: u32,
+}
+
+/// The result under construction, bounded by [`BINDINGS_MAX`].
+struct Bindings(Vec<Binding>);
+
+impl Bindings {
+    fn push(&mut self, launch: usize, name: String, kind: BindingKind) -> Result<(), CalibrationError> {
+        if self.0.len() >= BINDINGS_MAX {
+            return Err(CalibrationError::TooManyBindings { limit: BINDINGS_MAX });
+        }
+        self.0.push(Binding { name, launch: small_u32(launch), kind });
+        Ok(())
+    }
+}
+
+/// `value` as `u32`. INVARIANT: only called on launch indices (at most [`LAUNCHES_MAX`]) and
+/// kernarg offsets (at most [`KERNARG_BYTES_MAX`]), both far below `u32::MAX`, so the saturation
+/// never happens.
+fn small_u32(value: usize) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+/// Validates the rules and groups them by launch, keeping their order.
+fn rules_by_launch(grid_rules: &[GridRule], launches: usize) -> Result<Vec<Vec<GridRule>>, CalibrationError> {
+    if grid_rules.len() > GRID_RULES_MAX {
+        return Err(CalibrationError::TooManyGridRules { rules: grid_rules.len(), limit: GRID_RULES_MAX });
+    }
+    let mut grouped = alloc::vec![Vec::new(); launches];
+    for (rule, r) in grid_rules.iter().enumerate() {
+        if r.axis > 2 || r.divisor == 0 {
+            return Err(CalibrationError::MalformedGridRule { rule, axis: r.axis, divisor: r.divisor });
+        }
+        let Some(slot) = grouped.get_mut(r.launch) else {
+            return Err(CalibrationError::GridRuleLaunchOutOfRange { rule, launch: r.launch, launches });
+        };
+        slot.push(*r);
+    }
+    Ok(grouped)
+}
+
+/// One launch in both samples.
+struct Pair<'a> {
+    launch: usize,
+    a: &'a LaunchRecord,
+    b: &'a LaunchRecord,
+}
+
+impl Pair<'_> {
+    /// Rule 1: everything that must be equal as a whole.
+    fn check_shape(&self) -> Result<(), CalibrationError> {
+        let (launch, a, b) = (self.launch, self.a, self.b);
+        if a.artifact != b.artifact {
+            let (a, b) = (Box::new(a.artifact.clone()), Box::new(b.artifact.clone()));
+            return Err(CalibrationError::ArtifactDiffers { launch, a, b });
+        }
+        if a.wave_size != b.wave_size {
+            return Err(CalibrationError::WaveSizeDiffers { launch, a: a.wave_size, b: b.wave_size });
+        }
+        if a.lds != b.lds {
+            return Err(CalibrationError::LdsDiffers { launch, a: a.lds, b: b.lds });
+        }
+        let (wa, wb) = (a.geometry.workgroup_work_items, b.geometry.workgroup_work_items);
+        if wa != wb {
+            return Err(CalibrationError::WorkgroupSizeDiffers { launch, a: wa, b: wb });
+        }
+        if a.kernarg.len() != b.kernarg.len() {
+            return Err(CalibrationError::KernargLengthDiffers { launch, a: a.kernarg.len(), b: b.kernarg.len() });
+        }
+        if a.kernarg.len() > KERNARG_BYTES_MAX {
+            let len_bytes = a.kernarg.len();
+            return Err(CalibrationError::KernargTooLong { launch, len_bytes, limit: KERNARG_BYTES_MAX });
+        }
+        if a.pointers.len() != b.pointers.len() {
+            return Err(CalibrationError::PointerCountDiffers { launch, a: a.pointers.len(), b: b.pointers.len() });
+        }
+        if a.pointers.len() > POINTERS_MAX {
+            return Err(CalibrationError::TooManyPointers { launch, pointers: a.pointers.len(), limit: POINTERS_MAX });
+        }
+        Ok(())
+    }
+
+    /// Rule 2: same slots, inside the blob, same targets.
+    fn check_pointers(&self) -> Result<(), CalibrationError> {
+        let launch = self.launch;
+        let kernarg_len = self.a.kernarg.len();
+        for (index, (pa, pb)) in self.a.pointers.iter().zip(&self.b.pointers).enumerate() {
+            let kernarg_offset = pa.kernarg_offset;
+            if kernarg_offset != pb.kernarg_offset {
+                return Err(CalibrationError::PointerSlotDiffers {
+                    launch,
+                    index,
+                    a: kernarg_offset,
+                    b: pb.kernarg_offset,
+                });
+            }
+            if slot_range(kernarg_offset, kernarg_len).is_none() {
+                return Err(CalibrationError::PointerOutsideKernarg { launch, kernarg_offset, kernarg_len });
+            }
+            if (pa.allocation, pa.offset_bytes) != (pb.allocation, pb.offset_bytes) {
+                let a = PointerValue::Resolved { allocation: pa.allocation, offset_bytes: pa.offset_bytes };
+                let b = PointerValue::Resolved { allocation: pb.allocation, offset_bytes: pb.offset_bytes };
+                return Err(CalibrationError::MovedPointer { launch, kernarg_offset, a, b });
+            }
+        }
+        Ok(())
+    }
+
+    /// Rule 3: identical effects.
+    fn check_effects(&self) -> Result<(), CalibrationError> {
+        let launch = self.launch;
+        let (ea, eb) = match (&self.a.effects, &self.b.effects) {
+            (Effects::Unknown, Effects::Unknown) => return Ok(()),
+            (Effects::Known(ea), Effects::Known(eb)) if ea.len() == eb.len() => (ea, eb),
+            (ea, eb) => {
+                return Err(CalibrationError::EffectCountDiffers { launch, a: known_len(ea), b: known_len(eb) });
+            }
+        };
+        match ea.iter().zip(eb).enumerate().find(|(_, (x, y))| x != y) {
+            Some((index, (&a, &b))) => Err(CalibrationError::EffectDiffers { launch, index, a, b }),
+            None => Ok(()),
+        }
+    }
+
+    /// Rule 4: every differing word is a position word; the tail is identical.
+    fn kernarg_bindings(&self, positions: Positions, out: &mut Bindings) -> Result<(), CalibrationError> {
+        let launch = self.launch;
+        let (words_a, tail_a) = self.a.kernarg.as_chunks::<WORD_BYTES>();
+        let (words_b, tail_b) = self.b.kernarg.as_chunks::<WORD_BYTES>();
+        for (index, (wa, wb)) in words_a.iter().zip(words_b).enumerate() {
+            if wa == wb {
+                continue;
+            }
+            let start = index * WORD_BYTES;
+            self.check_not_pointer(start..start + WORD_BYTES)?;
+            let (offset, a, b) = (small_u32(start), u32::from_le_bytes(*wa), u32::from_le_bytes(*wb));
+            let (p0, p1) = (positions.p0, positions.p1);
+            if i64::from(b) - i64::from(a) != i64::from(p1) - i64::from(p0) {
+                return Err(CalibrationError::InconsistentDelta { launch, offset, a, b, p0, p1 });
+            }
+            let kind = BindingKind::KernargU32 { offset, addend: i64::from(a) - i64::from(p0) };
+            kind.value_at(positions.max).map_err(|error| CalibrationError::UnreachableMaximum {
+                launch,
+                kind,
+                max_position: positions.max,
+                error,
+            })?;
+            out.push(launch, kernarg_name(launch, offset), kind)?;
+        }
+        let differing = || tail_a.iter().zip(tail_b).enumerate().filter(|(_, (x, y))| x != y).map(|(i, _)| i);
+        if let (Some(first), Some(last)) = (differing().next(), differing().next_back()) {
+            let base = words_a.len() * WORD_BYTES;
+            let range = base + first..base + last + 1;
+            self.check_not_pointer(range.clone())?;
+            return Err(CalibrationError::ImmutableBytesDiffer {
+                launch,
+                range: small_u32(range.start)..small_u32(range.end),
+            });
+        }
+        Ok(())
+    }
+
+    /// A differing byte range that overlaps a pointer slot is a moved pointer.
+    fn check_not_pointer(&self, bytes: Range<usize>) -> Result<(), CalibrationError> {
+        let kernarg_len = self.a.kernarg.len();
+        for p in &self.a.pointers {
+            let Some(slot) = slot_range(p.kernarg_offset, kernarg_len) else { continue };
+            if slot.start < bytes.end && bytes.start < slot.end {
+                let a = PointerValue::Bytes(slot_value(&self.a.kernarg, slot.clone()));
+                let b = PointerValue::Bytes(slot_value(&self.b.kernarg, slot));
+                return Err(CalibrationError::MovedPointer {
+                    launch: self.launch,
+                    kernarg_offset: p.kernarg_offset,
+                    a,
+                    b,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Rule 5: per axis, equal without rules, or explained by exactly one rule.
+    fn grid_bindings(
+        &self,
+        rules: &[GridRule],
+        positions: Positions,
+        out: &mut Bindings,
+    ) -> Result<(), CalibrationError> {
+        let launch = self.launch;
+        let (ga, gb) = (self.a.geometry, self.b.geometry);
+        let (wga, wgb) = (ga.grid_workgroups(), gb.grid_workgroups());
+        for axis in 0u8..3 {
+            let x = usize::from(axis);
+            let (items_a, items_b) = (ga.grid_work_items[x], gb.grid_work_items[x]);
+            let unexplained = CalibrationError::UnexplainedGrid {
+                launch,
+                axis,
+                a: wga[x],
+                b: wgb[x],
+                a_work_items: items_a,
+                b_work_items: items_b,
+            };
+            let mut candidates = rules.iter().filter(|r| r.axis == axis).peekable();
+            if candidates.peek().is_none() {
+                if items_a != items_b {
+                    return Err(unexplained);
+                }
+                continue;
+            }
+            let rule = explaining_rule(launch, axis, candidates, (wga[x], wgb[x]), positions)?.ok_or(unexplained)?;
+            let workgroup = ga.workgroup_work_items[x];
+            for (work_items, workgroups) in [(items_a, wga[x]), (items_b, wgb[x])] {
+                if workgroup == 0 || u64::from(workgroups) * u64::from(workgroup) != u64::from(work_items) {
+                    return Err(CalibrationError::GridNotWholeWorkgroups { launch, axis, work_items, workgroup });
+                }
+            }
+            let unbounded =
+                BindingKind::GridAxis { axis, addend: rule.addend, divisor: rule.divisor, max_workgroups: u32::MAX };
+            let max_workgroups = unbounded.value_at(positions.max).map_err(|error| {
+                CalibrationError::UnreachableMaximum { launch, kind: unbounded, max_position: positions.max, error }
+            })?;
+            let kind = BindingKind::GridAxis { axis, addend: rule.addend, divisor: rule.divisor, max_workgroups };
+            debug_assert_eq!(kind.value_at(positions.p0), Ok(wga[x]));
+            debug_assert_eq!(kind.value_at(positions.p1), Ok(wgb[x]));
+            out.push(launch, grid_name(launch, axis), kind)?;
+        }
+        Ok(())
+    }
+}
+
+/// The single distinct rule among `candidates` that gives `workgroups` at the two positions;
+/// `None` when none does.
+fn explaining_rule<'r>(
+    launch: usize,
+    axis: u8,
+    candidates: impl Iterator<Item = &'r GridRule>,
+    workgroups: (u32, u32),
+    positions: Positions,
+) -> Result<Option<GridRule>, CalibrationError> {
+    let mut found: Option<GridRule> = None;
+    for rule in candidates {
+        let kind = BindingKind::GridAxis { axis, addend: rule.addend, divisor: rule.divisor, max_workgroups: u32::MAX };
+        if kind.value_at(positions.p0) != Ok(workgroups.0) || kind.value_at(positions.p1) != Ok(workgroups.1) {
+            continue;
+        }
+        match found {
+            None => found = Some(*rule),
+            Some(first) if (first.addend, first.divisor) == (rule.addend, rule.divisor) => {}
+            Some(first) => return Err(CalibrationError::AmbiguousGrid { launch, axis, first, second: *rule }),
+        }
+    }
+    Ok(found)
+}
+
+/// The byte range of the 8-byte pointer slot at `kernarg_offset`, if it lies inside the blob.
+fn slot_range(kernarg_offset: u32, kernarg_len: usize) -> Option<Range<usize>> {
+    let start = usize::try_from(kernarg_offset).ok()?;
+    let end = start.checked_add(POINTER_BYTES)?;
+    (end <= kernarg_len).then_some(start..end)
+}
+
+/// The little-endian value of a slot returned by [`slot_range`] (0 if it does not fit, which
+/// [`Pair::check_pointers`] already excluded).
+fn slot_value(kernarg: &[u8], slot: Range<usize>) -> u64 {
+    kernarg.get(slot).and_then(|s| <[u8; POINTER_BYTES]>::try_from(s).ok()).map_or(0, u64::from_le_bytes)
+}
+
+/// The effect count, `None` for [`Effects::Unknown`].
+fn known_len(effects: &Effects) -> Option<usize> {
+    match effects {
+        Effects::Known(list) => Some(list.len()),
+        Effects::Unknown => None,
+    }
+}
