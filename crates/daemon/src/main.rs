@@ -5,7 +5,7 @@
 //! arguments, reads files and renders reports.
 
 use clap::{Parser, Subcommand};
-use daemon::{disasm, inspect};
+use daemon::{disasm, inspect, tape};
 use std::process::ExitCode;
 
 /// Retained replay of GPU decode steps on AMD GPUs.
@@ -20,6 +20,9 @@ struct Cli {
 enum Command {
     Disasm(disasm::Args),
     Inspect(inspect::Args),
+    /// Work with stored tapes (`tape show`).
+    #[command(subcommand)]
+    Tape(tape::Command),
 }
 
 fn main() -> ExitCode {
@@ -27,6 +30,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Disasm(args) => disasm::run(&args),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Tape(cmd) => tape::run(&cmd),
     };
     match result {
         Ok(code) => code,
