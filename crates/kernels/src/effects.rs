@@ -14,30 +14,9 @@ use crate::signature::{self, ArgDecl, ArgKind};
 use Access::{Read, ReadWrite, Write};
 use Extent::{Arg, Const, GridSizeX, Min, Mul, WorkgroupCountX};
 
-/// How a kernel uses a buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Access {
-    /// Loads only.
-    Read,
-    /// Stores only.
-    Write,
-    /// Loads and stores.
-    ReadWrite,
-}
-
-impl Access {
-    /// Whether the kernel may load from the range.
-    #[must_use]
-    pub fn reads(self) -> bool {
-        matches!(self, Access::Read | Access::ReadWrite)
-    }
-
-    /// Whether the kernel may store to the range.
-    #[must_use]
-    pub fn writes(self) -> bool {
-        matches!(self, Access::Write | Access::ReadWrite)
-    }
-}
+/// How a kernel uses a buffer: the tape's own access kind, so resolved effects go into launch
+/// records unchanged.
+pub use tape_core::Access;
 
 /// A byte count as an expression over a kernel's scalar arguments and the launch geometry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
