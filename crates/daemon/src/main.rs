@@ -10,7 +10,16 @@ use std::process::ExitCode;
 
 /// Retained replay of GPU decode steps on AMD GPUs.
 #[derive(Debug, Parser)]
-#[command(name = "redline", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "redline",
+    version,
+    about = "Redline: retained replay of LLM decode steps on AMD GPUs (gfx10.3, gfx11, gfx12)",
+    long_about = "Redline: retained replay of LLM decode steps on AMD GPUs (gfx10.3, gfx11, gfx12).\n\n\
+        Tools for the command streams, code objects and tapes the replay route is built from. \
+        Exit codes: 0 success, 1 the input is invalid or does not decode (the message names where), \
+        2 usage or I/O error.",
+    propagate_version = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
