@@ -1,0 +1,6 @@
+//! The soft device: a CPU model of the parts of an AMD GPU that Redline drives, so that every
+//! route can be exercised and checked without a GPU (see `DESIGN.md` §5).
+//!
+//! - [`memory`]: the GPU virtual address space.
+
+pub mod memory;
