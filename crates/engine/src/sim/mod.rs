@@ -2,5 +2,7 @@
 //! route can be exercised and checked without a GPU (see `DESIGN.md` §5).
 //!
 //! - [`memory`]: the GPU virtual address space.
+//! - [`loader`]: code objects placed at VAs, and the kernel table.
 
+pub mod loader;
 pub mod memory;
