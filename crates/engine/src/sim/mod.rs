@@ -3,6 +3,8 @@
 //!
 //! - [`memory`]: the GPU virtual address space.
 //! - [`loader`]: code objects placed at VAs, and the kernel table.
+//! - [`exec`]: one dispatch through a CPU reference, with its declared effects enforced.
 
+pub mod exec;
 pub mod loader;
 pub mod memory;
