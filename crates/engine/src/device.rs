@@ -1,0 +1,478 @@
+//! The [`Device`] trait: what the routes need from a GPU, whichever backend provides it.
+//!
+//! A device owns a GPU virtual address space. Device memory is named by its virtual address
+//! (VA), never by a host pointer; every allocation also has an [`AllocationId`] so that recorded
+//! effects can name the allocation they touch. Identities restart when the device is
+//! [`reset`](Device::reset).
+//!
+//! Scope of this trait today: memory, host↔device copies, code-object loading and the ordinary
+//! launch path (one dispatch at a time, in order, finished when `launch` returns). AQL queues,
+//! completion signals and executable indirect-buffer memory are not part of it yet; they arrive
+//! with the retained route rather than as placeholders now.
+
+use kernarg_abi::ReadError;
+use kernels::cpu::KernelError;
+use kernels::effects::ResolveError;
+use kernels::memory::MemoryFault;
+use pm4_encoding::Target;
+use tape_core::{Access, AllocationId};
+
+/// A live device allocation: what [`Device::allocate`] returns and [`Device::free`] takes back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceAllocation {
+    /// Identity within the current device session (restarts on [`Device::reset`]).
+    pub id: AllocationId,
+    /// First byte.
+    pub va: u64,
+    /// Size in bytes (at least the size asked for).
+    pub size: u64,
+}
+
+impl DeviceAllocation {
+    /// The VA `offset` bytes into the allocation, when that byte lies inside it.
+    #[must_use]
+    pub fn at(&self, offset: u64) -> Option<u64> {
+        (offset < self.size).then(|| self.va + offset)
+    }
+}
+
+/// One kernel of a loaded code object, at its device addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadedKernel {
+    /// `.name` from the metadata.
+    pub name: String,
+    /// VA of the 64-byte kernel descriptor (`.kd`): the AQL packet's `kernel_object`.
+    pub kd_va: u64,
+    /// VA of the first instruction (PGM_LO/HI), 256-byte aligned.
+    pub entry_va: u64,
+    /// `.kernarg_segment_size`: the exact length of a launch's kernarg bytes.
+    pub kernarg_segment_size: u32,
+    /// `.kernarg_segment_align`.
+    pub kernarg_segment_align: u32,
+    /// `.group_segment_fixed_size`: static LDS bytes.
+    pub group_segment_fixed_size: u32,
+    /// `.private_segment_fixed_size`: scratch bytes per work-item.
+    pub private_segment_fixed_size: u32,
+    /// `.wavefront_size` (32 or 64).
+    pub wavefront_size: u32,
+    /// `.max_flat_workgroup_size`.
+    pub max_flat_workgroup_size: u32,
+}
+
+/// A code object placed in device memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadedCodeObject {
+    /// The allocation holding the loaded segments.
+    pub allocation: DeviceAllocation,
+    /// Load base: the VA that ELF virtual address 0 maps to.
+    pub load_va: u64,
+    /// SHA-256 of the bytes given to [`Device::load_code_object`].
+    pub sha256: [u8; 32],
+    /// Every kernel of the code object, in metadata order.
+    pub kernels: Vec<LoadedKernel>,
+}
+
+impl LoadedCodeObject {
+    /// The kernel called `name`.
+    #[must_use]
+    pub fn kernel(&self, name: &str) -> Option<&LoadedKernel> {
+        self.kernels.iter().find(|k| k.name == name)
+    }
+}
+
+/// One ordinary launch: what an AQL kernel-dispatch packet carries, with the kernarg segment as
+/// bytes the device places in its own kernarg memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchRequest<'a> {
+    /// The kernel's descriptor VA ([`LoadedKernel::kd_va`]), as in the packet's `kernel_object`.
+    pub kernel_object: u64,
+    /// Grid size in work-items per dimension (not in work-groups).
+    pub grid_work_items: [u32; 3],
+    /// Work-group size in work-items per dimension.
+    pub workgroup_work_items: [u16; 3],
+    /// Dynamic LDS bytes on top of the kernel's static group segment.
+    pub dynamic_lds_bytes: u32,
+    /// The exact kernarg segment: [`LoadedKernel::kernarg_segment_size`] bytes.
+    pub kernarg: &'a [u8],
+}
+
+/// Why an allocation was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AllocateError {
+    /// Zero bytes were asked for.
+    #[error("an allocation must have at least one byte")]
+    Empty,
+    /// One allocation larger than the device's per-allocation limit.
+    #[error("an allocation of {size} bytes exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// Requested bytes.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The device already holds its maximum number of allocations.
+    #[error("the device already holds {limit} allocations, its limit")]
+    TooMany {
+        /// The limit.
+        limit: usize,
+    },
+    /// The allocation would take the device past its total byte limit.
+    #[error("{size} more bytes on top of {in_use} in use exceed the device limit of {limit} bytes")]
+    OutOfMemory {
+        /// Requested bytes (rounded to the granule).
+        size: u64,
+        /// Bytes in use.
+        in_use: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// No unused VA range of this size is left.
+    #[error("no unused virtual address range of {size} bytes is left")]
+    AddressSpaceExhausted {
+        /// Requested bytes (rounded to the granule).
+        size: u64,
+    },
+    /// A caller-given VA range outside the device's address space.
+    #[error("{size} bytes at {va:#x} are outside the address space [{min:#x}, {end:#x})")]
+    OutOfRange {
+        /// Requested first byte.
+        va: u64,
+        /// Requested bytes.
+        size: u64,
+        /// Lowest VA an allocation may start at.
+        min: u64,
+        /// One past the highest VA an allocation may end at.
+        end: u64,
+    },
+    /// A caller-given VA that is not aligned as the device requires.
+    #[error("{va:#x} is not {align}-byte aligned")]
+    Misaligned {
+        /// Requested first byte.
+        va: u64,
+        /// Required alignment.
+        align: u64,
+    },
+    /// A caller-given VA range overlapping a live allocation.
+    #[error("{size} bytes at {va:#x} overlap the allocation of {existing_size} bytes at {existing_va:#x}")]
+    Overlaps {
+        /// Requested first byte.
+        va: u64,
+        /// Requested bytes.
+        size: u64,
+        /// First byte of the allocation it overlaps.
+        existing_va: u64,
+        /// Size of that allocation.
+        existing_size: u64,
+    },
+}
+
+/// Why [`Device::free`] refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FreeError {
+    /// No live allocation has this identity at this VA (freed already, or from before a reset).
+    #[error("no live allocation {id:?} at {va:#x}")]
+    NotLive {
+        /// The identity given.
+        id: AllocationId,
+        /// The VA given.
+        va: u64,
+    },
+    /// The allocation belongs to the device (loaded code, kernarg memory), not to the caller.
+    #[error("allocation {id:?} at {va:#x} is owned by the device")]
+    DeviceOwned {
+        /// The identity given.
+        id: AllocationId,
+        /// The VA given.
+        va: u64,
+    },
+}
+
+/// Why a host↔device copy failed; nothing was copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TransferError {
+    /// The device range is not inside one allocation.
+    #[error(transparent)]
+    Fault(#[from] MemoryFault),
+}
+
+/// Why a code object could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file is larger than the device accepts.
+    #[error("a code object of {len} bytes exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// File length.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The device already holds its maximum number of code objects.
+    #[error("the device already holds {limit} code objects, its limit")]
+    TooMany {
+        /// The limit.
+        limit: usize,
+    },
+    /// The code object does not read as one for this device's target.
+    #[error("code object: {0}")]
+    Read(#[from] ReadError),
+    /// The ELF program headers could not be read.
+    #[error("ELF program headers: {0}")]
+    ProgramHeaders(object::read::Error),
+    /// No PT_LOAD segment.
+    #[error("the code object has no PT_LOAD segment")]
+    NoLoadSegment,
+    /// More PT_LOAD segments than the loader handles.
+    #[error("{count} PT_LOAD segments exceed the limit of {limit}")]
+    TooManySegments {
+        /// Segments found.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A PT_LOAD segment whose file bytes are not inside the file, or larger than its memory.
+    #[error(
+        "PT_LOAD segment {index}: {filesz} file bytes at offset {offset:#x} (memsz {memsz}) do not fit the {len}-byte file"
+    )]
+    SegmentFile {
+        /// Segment index among the program headers.
+        index: usize,
+        /// `p_offset`.
+        offset: u64,
+        /// `p_filesz`.
+        filesz: u64,
+        /// `p_memsz`.
+        memsz: u64,
+        /// File length.
+        len: usize,
+    },
+    /// The loaded image would be larger than the loader handles.
+    #[error("the loaded image spans {span} bytes, over the limit of {limit}")]
+    ImageTooLarge {
+        /// `max(p_vaddr + p_memsz)` over the PT_LOAD segments, or `u64::MAX` on overflow.
+        span: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// A PT_LOAD alignment that is not a power of two or is larger than the loader handles.
+    #[error("PT_LOAD segment {index}: alignment {align} is not a power of two up to {limit}")]
+    SegmentAlign {
+        /// Segment index among the program headers.
+        index: usize,
+        /// `p_align`.
+        align: u64,
+        /// The largest alignment handled.
+        limit: u64,
+    },
+    /// Device memory for the image could not be allocated.
+    #[error("image memory: {0}")]
+    Allocate(#[from] AllocateError),
+}
+
+/// Why an ordinary launch failed. Checks happen before the kernel runs; a failure while it runs
+/// may leave earlier stores in memory, as on a GPU.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// No loaded kernel has its descriptor at this VA.
+    #[error("no loaded kernel descriptor at {kernel_object:#x}")]
+    UnknownKernel {
+        /// The request's `kernel_object`.
+        kernel_object: u64,
+    },
+    /// The kernarg bytes are not the kernel's kernarg segment size.
+    #[error("kernel {kernel}: {found} kernarg bytes, the segment is {expected}")]
+    KernargSize {
+        /// Kernel name.
+        kernel: String,
+        /// `.kernarg_segment_size`.
+        expected: u32,
+        /// Bytes given.
+        found: usize,
+    },
+    /// The kernarg segment is larger than the device's kernarg memory per dispatch.
+    #[error("kernel {kernel}: a {size}-byte kernarg segment exceeds the device limit of {limit}")]
+    KernargTooLarge {
+        /// Kernel name.
+        kernel: String,
+        /// Segment size.
+        size: u32,
+        /// The limit.
+        limit: u64,
+    },
+    /// The kernarg segment could not be read back from device memory.
+    #[error("kernel {kernel}: kernarg memory: {fault}")]
+    KernargFault {
+        /// Kernel name.
+        kernel: String,
+        /// The fault.
+        fault: MemoryFault,
+    },
+    /// A grid or work-group dimension is 0.
+    #[error("kernel {kernel}: grid {grid:?} or work-group {workgroup:?} has a zero dimension")]
+    ZeroDimension {
+        /// Kernel name.
+        kernel: String,
+        /// Grid size in work-items.
+        grid: [u32; 3],
+        /// Work-group size.
+        workgroup: [u16; 3],
+    },
+    /// The work-group has more work-items than `.max_flat_workgroup_size`.
+    #[error("kernel {kernel}: work-group of {work_items} work-items exceeds its limit of {limit}")]
+    WorkgroupTooLarge {
+        /// Kernel name.
+        kernel: String,
+        /// Work-items per work-group.
+        work_items: u64,
+        /// `.max_flat_workgroup_size`.
+        limit: u32,
+    },
+    /// Static plus dynamic LDS exceed the work-group's LDS.
+    #[error("kernel {kernel}: {static_bytes} static + {dynamic_bytes} dynamic LDS bytes exceed {limit}")]
+    LdsTooLarge {
+        /// Kernel name.
+        kernel: String,
+        /// `.group_segment_fixed_size`.
+        static_bytes: u32,
+        /// The request's dynamic LDS.
+        dynamic_bytes: u32,
+        /// LDS bytes per work-group.
+        limit: u32,
+    },
+    /// The metadata's wavefront size disagrees with the descriptor's wave32 bit, or is neither
+    /// 32 nor 64.
+    #[error("kernel {kernel}: .wavefront_size {metadata} with descriptor ENABLE_WAVEFRONT_SIZE32 = {wave32}")]
+    WaveSize {
+        /// Kernel name.
+        kernel: String,
+        /// `.wavefront_size`.
+        metadata: u32,
+        /// The descriptor's wave32 bit.
+        wave32: bool,
+    },
+    /// The kernel has no CPU reference: the soft device cannot execute it.
+    #[error("kernel {kernel} at {kernel_object:#x} has no CPU implementation")]
+    NoCpuImplementation {
+        /// Kernel name.
+        kernel: String,
+        /// Its descriptor VA.
+        kernel_object: u64,
+    },
+    /// The kernel's declared effects could not be resolved for this launch.
+    #[error("kernel {kernel}: effects: {source}")]
+    Effects {
+        /// Kernel name.
+        kernel: String,
+        /// Why.
+        source: ResolveError,
+    },
+    /// A declared, non-empty effect range is not inside one allocation.
+    #[error("kernel {kernel}: argument {arg_index} declares {bytes} bytes at {va:#x}, not inside one allocation")]
+    EffectUnmapped {
+        /// Kernel name.
+        kernel: String,
+        /// The pointer argument.
+        arg_index: usize,
+        /// First byte of the range.
+        va: u64,
+        /// Length of the range.
+        bytes: u64,
+    },
+    /// The kernel touched memory its declared effects do not allow.
+    #[error(transparent)]
+    EffectViolation(#[from] EffectViolation),
+    /// The kernel itself failed (a launch precondition, or a fault inside its declared ranges).
+    #[error("kernel {kernel}: {source}")]
+    Kernel {
+        /// Kernel name.
+        kernel: String,
+        /// Why.
+        source: KernelError,
+    },
+}
+
+/// An access by a kernel outside what its declared effects allow.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("kernel {kernel}: {access:?} of {len} bytes at {va:#x} is outside its declared effects")]
+pub struct EffectViolation {
+    /// Kernel name.
+    pub kernel: String,
+    /// First byte of the access.
+    pub va: u64,
+    /// Length of the access.
+    pub len: u64,
+    /// [`Access::Read`] or [`Access::Write`].
+    pub access: Access,
+}
+
+/// A GPU as the routes use it.
+///
+/// Every method either completes or returns an error; a backend never returns partial success
+/// silently. Implementations document their limits as constants.
+pub trait Device {
+    /// The GPU target this device executes.
+    fn target(&self) -> Target;
+
+    /// Allocates `size` bytes of zeroed device memory at a VA the device chooses.
+    ///
+    /// # Errors
+    /// [`AllocateError`] for an empty or oversized request, or when a device limit is reached.
+    fn allocate(&mut self, size: u64) -> Result<DeviceAllocation, AllocateError>;
+
+    /// Frees a live allocation returned by [`Device::allocate`].
+    ///
+    /// # Errors
+    /// [`FreeError`] when `allocation` is not live or not the caller's.
+    fn free(&mut self, allocation: DeviceAllocation) -> Result<(), FreeError>;
+
+    /// Copies `data` to device memory at `va`; the range must lie inside one allocation.
+    ///
+    /// # Errors
+    /// [`TransferError`] when it does not; nothing is written then.
+    fn write(&mut self, va: u64, data: &[u8]) -> Result<(), TransferError>;
+
+    /// Copies device memory at `va` into `out`; the range must lie inside one allocation.
+    ///
+    /// # Errors
+    /// [`TransferError`] when it does not.
+    fn read(&mut self, va: u64, out: &mut [u8]) -> Result<(), TransferError>;
+
+    /// Loads a code object (an ELF file or an offload bundle with an entry for this target).
+    ///
+    /// # Errors
+    /// [`LoadError`] when it is not a code object for this target or does not fit the device.
+    fn load_code_object(&mut self, bytes: &[u8]) -> Result<LoadedCodeObject, LoadError>;
+
+    /// Runs one dispatch on the ordinary path; when this returns `Ok`, its stores are visible to
+    /// [`Device::read`] and to later launches.
+    ///
+    /// # Errors
+    /// [`LaunchError`] for a request the kernel or device rejects, or a fault while it runs.
+    fn launch(&mut self, request: &LaunchRequest<'_>) -> Result<(), LaunchError>;
+
+    /// The allocation containing `va` and the offset of `va` in it.
+    fn resolve(&self, va: u64) -> Option<(AllocationId, u64)>;
+
+    /// Frees every allocation and code object; allocation identities restart.
+    fn reset(&mut self);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocation_offsets_stay_inside() {
+        let a = DeviceAllocation { id: AllocationId(3), va: 0x7f00_0000_0000, size: 0x1000 };
+        assert_eq!(a.at(0), Some(0x7f00_0000_0000));
+        assert_eq!(a.at(0xfff), Some(0x7f00_0000_0fff));
+        assert_eq!(a.at(0x1000), None);
+    }
+
+    #[test]
+    fn errors_name_the_offending_values() {
+        let e = AllocateError::Overlaps { va: 0x2000, size: 16, existing_va: 0x1000, existing_size: 0x1001 };
+        assert_eq!(e.to_string(), "16 bytes at 0x2000 overlap the allocation of 4097 bytes at 0x1000");
+        let v = EffectViolation { kernel: "axpy".into(), va: 0x10, len: 4, access: Access::Write };
+        assert_eq!(v.to_string(), "kernel axpy: Write of 4 bytes at 0x10 is outside its declared effects");
+    }
+}

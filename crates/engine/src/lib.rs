@@ -1,0 +1,13 @@
+//! Redline's engine: the [`device::Device`] trait and its backends.
+//!
+//! - [`device`]: the trait the routes use, its request and result types and errors.
+//! - [`sim`]: the soft device, which executes everything on the CPU through the kernels' CPU
+//!   references.
+//!
+//! The crate forbids `unsafe` for now: the backends that need it (HSA, HIP) come later.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod device;
+pub mod sim;

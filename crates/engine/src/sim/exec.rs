@@ -1,0 +1,231 @@
+//! Executing one dispatch on the soft device.
+//!
+//! The executor reads the kernarg segment from sim memory, checks the dispatch against the
+//! kernel (geometry, LDS, wave size), resolves the kernel's declared effects for this launch and
+//! runs its CPU reference against an [`EffectGuard`]: a [`DeviceMemory`] that lets the kernel
+//! read only inside declared readable ranges and write only inside declared writable ranges. A
+//! wrong declaration therefore cannot hide a missing dependency: an access it does not cover is
+//! a fault, not a silent success.
+
+use std::cell::RefCell;
+
+use kernels::effects::{self, ResolvedEffect};
+use kernels::launch::Launch;
+use kernels::memory::{DeviceMemory, FaultReason, MemoryFault};
+use tape_core::{Access, AllocationId};
+
+use crate::device::{EffectViolation, LaunchError};
+use crate::sim::loader::{CodeObjects, KernelSlot};
+use crate::sim::memory::SimMemory;
+
+/// LDS bytes one work-group can use (static plus dynamic) on every supported family.
+pub const LDS_BYTES_MAX: u32 = 64 * 1024;
+
+/// One dispatch as the packet processor sees it: the kernarg segment is already in sim memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dispatch {
+    /// Descriptor VA of the kernel.
+    pub kernel_object: u64,
+    /// VA of the kernarg segment.
+    pub kernarg_va: u64,
+    /// Grid size in work-items.
+    pub grid_work_items: [u32; 3],
+    /// Work-group size in work-items.
+    pub workgroup_work_items: [u16; 3],
+    /// Dynamic LDS bytes.
+    pub dynamic_lds_bytes: u32,
+}
+
+/// A declared effect of an executed dispatch, with the allocation it lies in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExecutedEffect {
+    /// The resolved range and access.
+    pub effect: ResolvedEffect,
+    /// The allocation holding the whole range and the range's offset in it; `None` only for an
+    /// empty range.
+    pub allocation: Option<(AllocationId, u64)>,
+}
+
+/// What one executed dispatch did, for later hazard checking.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecutedDispatch {
+    /// Kernel name.
+    pub kernel: String,
+    /// Its descriptor VA.
+    pub kernel_object: u64,
+    /// Its declared effects for this launch, in declaration order.
+    pub effects: Vec<ExecutedEffect>,
+}
+
+/// Executes `dispatch`: checks, resolves effects, runs the CPU reference under an
+/// [`EffectGuard`].
+///
+/// # Errors
+/// [`LaunchError`] for an unknown kernel, an unreadable kernarg segment, a rejected geometry, a
+/// kernel without CPU implementation, unresolvable or unmapped effects, an access outside the
+/// declared effects, or a failure of the CPU reference.
+pub fn execute(
+    memory: &mut SimMemory,
+    objects: &CodeObjects,
+    dispatch: &Dispatch,
+) -> Result<ExecutedDispatch, LaunchError> {
+    let kernel_object = dispatch.kernel_object;
+    let slot = objects.by_kd(kernel_object).ok_or(LaunchError::UnknownKernel { kernel_object })?;
+    let name = &slot.loaded.name;
+    let kernarg = read_kernarg(memory, slot, dispatch.kernarg_va)?;
+    check_dispatch(slot, dispatch)?;
+    let entry = slot
+        .registry
+        .as_ref()
+        .ok_or_else(|| LaunchError::NoCpuImplementation { kernel: name.clone(), kernel_object })?;
+    let launch = Launch {
+        kernarg: &kernarg,
+        grid_size: dispatch.grid_work_items,
+        workgroup_size: dispatch.workgroup_work_items,
+        dynamic_lds_bytes: dispatch.dynamic_lds_bytes,
+    };
+    let resolved = effects::resolve(entry.effects, &launch)
+        .map_err(|source| LaunchError::Effects { kernel: name.clone(), source })?;
+    let executed = locate_effects(memory, name, &resolved)?;
+    let mut guard = EffectGuard::new(memory, name, &resolved);
+    if let Err(source) = (entry.cpu)(&launch, &mut guard) {
+        return Err(match guard.into_violation() {
+            Some(violation) => LaunchError::EffectViolation(violation),
+            None => LaunchError::Kernel { kernel: name.clone(), source },
+        });
+    }
+    Ok(ExecutedDispatch { kernel: name.clone(), kernel_object, effects: executed })
+}
+
+/// The kernel's `.kernarg_segment_size` bytes at `kernarg_va`.
+fn read_kernarg(memory: &SimMemory, slot: &KernelSlot, kernarg_va: u64) -> Result<Vec<u8>, LaunchError> {
+    let size = slot.loaded.kernarg_segment_size;
+    let fault = |fault| LaunchError::KernargFault { kernel: slot.loaded.name.clone(), fault };
+    let len = usize::try_from(size)
+        .map_err(|_| fault(MemoryFault { address: kernarg_va, len: size.into(), reason: FaultReason::Unmapped }))?;
+    let mut kernarg = vec![0u8; len];
+    memory.read(kernarg_va, &mut kernarg).map_err(fault)?;
+    Ok(kernarg)
+}
+
+/// Checks the dispatch geometry, LDS and wave size against the kernel.
+fn check_dispatch(slot: &KernelSlot, dispatch: &Dispatch) -> Result<(), LaunchError> {
+    let kernel = || slot.loaded.name.clone();
+    let (grid, workgroup) = (dispatch.grid_work_items, dispatch.workgroup_work_items);
+    if grid.contains(&0) || workgroup.contains(&0) {
+        return Err(LaunchError::ZeroDimension { kernel: kernel(), grid, workgroup });
+    }
+    let work_items: u64 = workgroup.iter().map(|&w| u64::from(w)).product();
+    let limit = slot.loaded.max_flat_workgroup_size;
+    if work_items > u64::from(limit) {
+        return Err(LaunchError::WorkgroupTooLarge { kernel: kernel(), work_items, limit });
+    }
+    let static_bytes = slot.loaded.group_segment_fixed_size;
+    let dynamic_bytes = dispatch.dynamic_lds_bytes;
+    if static_bytes.checked_add(dynamic_bytes).is_none_or(|total| total > LDS_BYTES_MAX) {
+        return Err(LaunchError::LdsTooLarge { kernel: kernel(), static_bytes, dynamic_bytes, limit: LDS_BYTES_MAX });
+    }
+    let metadata = slot.loaded.wavefront_size;
+    let wave32 = slot.kernel.descriptor.kernel_code_properties().enable_wavefront_size32() != 0;
+    if !matches!((metadata, wave32), (32, true) | (64, false)) {
+        return Err(LaunchError::WaveSize { kernel: kernel(), metadata, wave32 });
+    }
+    Ok(())
+}
+
+/// Every non-empty effect range must lie inside one allocation: its identity is what hazard
+/// checking and the tape compare.
+fn locate_effects(
+    memory: &SimMemory,
+    kernel: &str,
+    resolved: &[ResolvedEffect],
+) -> Result<Vec<ExecutedEffect>, LaunchError> {
+    resolved
+        .iter()
+        .map(|&effect| {
+            if effect.bytes == 0 {
+                return Ok(ExecutedEffect { effect, allocation: None });
+            }
+            let (id, offset, _) =
+                memory.resolve_range(effect.address, effect.bytes).ok_or_else(|| LaunchError::EffectUnmapped {
+                    kernel: kernel.to_string(),
+                    arg_index: effect.arg_index,
+                    va: effect.address,
+                    bytes: effect.bytes,
+                })?;
+            Ok(ExecutedEffect { effect, allocation: Some((id, offset)) })
+        })
+        .collect()
+}
+
+/// A [`DeviceMemory`] that forwards only the accesses a kernel's declared effects allow.
+///
+/// A read must lie entirely inside one declared range whose access reads, a write inside one
+/// whose access writes. Anything else is refused without touching memory: the first such access
+/// is kept as an [`EffectViolation`] ([`EffectGuard::violation`]) and the kernel sees a
+/// [`MemoryFault`] with [`FaultReason::Unmapped`] (the `kernels` fault type has no reason for
+/// "not declared"; the violation is the authoritative report).
+#[derive(Debug)]
+pub struct EffectGuard<'a, M: DeviceMemory + ?Sized> {
+    inner: &'a mut M,
+    kernel: &'a str,
+    effects: &'a [ResolvedEffect],
+    violation: RefCell<Option<EffectViolation>>,
+}
+
+impl<'a, M: DeviceMemory + ?Sized> EffectGuard<'a, M> {
+    /// Guards `inner` for `kernel` with the declared `effects`.
+    pub fn new(inner: &'a mut M, kernel: &'a str, effects: &'a [ResolvedEffect]) -> Self {
+        Self { inner, kernel, effects, violation: RefCell::new(None) }
+    }
+
+    /// The first access outside the declared effects, if any.
+    #[must_use]
+    pub fn violation(&self) -> Option<EffectViolation> {
+        self.violation.borrow().clone()
+    }
+
+    /// The first access outside the declared effects, if any.
+    #[must_use]
+    pub fn into_violation(self) -> Option<EffectViolation> {
+        self.violation.into_inner()
+    }
+
+    /// Whether `[va, va + len)` lies inside one declared range allowing `access`.
+    fn allowed(&self, va: u64, len: u64, access: Access) -> bool {
+        let Some(end) = va.checked_add(len) else { return false };
+        self.effects.iter().any(|e| {
+            let permits = if access == Access::Read { e.access.reads() } else { e.access.writes() };
+            // `resolve` checked that address + bytes does not overflow.
+            permits && va >= e.address && end <= e.address + e.bytes
+        })
+    }
+
+    /// Checks one access; records and returns the fault when it is not allowed.
+    fn check(&self, va: u64, len: usize, access: Access) -> Result<(), MemoryFault> {
+        let len = u64::try_from(len).unwrap_or(u64::MAX);
+        if len == 0 || self.allowed(va, len, access) {
+            return Ok(());
+        }
+        let mut slot = self.violation.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(EffectViolation { kernel: self.kernel.to_string(), va, len, access });
+        }
+        Err(MemoryFault { address: va, len, reason: FaultReason::Unmapped })
+    }
+}
+
+impl<M: DeviceMemory + ?Sized> DeviceMemory for EffectGuard<'_, M> {
+    fn read(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryFault> {
+        self.check(address, out.len(), Access::Read)?;
+        self.inner.read(address, out)
+    }
+
+    fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {
+        self.check(address, data.len(), Access::Write)?;
+        self.inner.write(address, data)
+    }
+}
+
+#[cfg(test)]
+mod tests;

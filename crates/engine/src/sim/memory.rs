@@ -1,0 +1,329 @@
+//! The soft device's GPU virtual address space.
+//!
+//! VAs have nothing to do with host pointers: the sim picks them itself, from
+//! [`SimMemory::VA_BASE`] upward in [`SimMemory::GRANULE_BYTES`] granules with an unmapped guard
+//! granule after every allocation, and never hands out a range again once it was used (so a
+//! stale pointer into freed memory faults instead of reaching a newer allocation). A caller may
+//! also place an allocation at a VA of its choice ([`SimMemory::allocate_at`]) to replay a
+//! recorded layout.
+//!
+//! Every access must lie inside one live allocation; anything else is a [`MemoryFault`] naming
+//! the VA and length. An access that runs from one allocation into the next faults too.
+
+use std::collections::BTreeMap;
+
+use kernels::memory::{DeviceMemory, FaultReason, MemoryFault};
+use tape_core::AllocationId;
+
+use crate::device::{AllocateError, DeviceAllocation, FreeError};
+
+/// Who owns an allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RegionKind {
+    /// Caller memory from [`SimMemory::allocate`] or [`SimMemory::allocate_at`].
+    Buffer,
+    /// A loaded code object's image.
+    Code,
+    /// The device's kernarg memory.
+    Kernarg,
+}
+
+/// One live allocation.
+#[derive(Clone, Debug)]
+struct Region {
+    id: AllocationId,
+    kind: RegionKind,
+    bytes: Vec<u8>,
+}
+
+impl Region {
+    fn size(&self) -> u64 {
+        len_u64(&self.bytes)
+    }
+}
+
+/// A GPU virtual address space backed by host memory.
+#[derive(Clone, Debug)]
+pub struct SimMemory {
+    /// Live allocations by first VA.
+    regions: BTreeMap<u64, Region>,
+    /// Lowest VA the next sim-chosen allocation may use; only grows.
+    cursor: u64,
+    /// Identity of the next allocation.
+    next_id: u32,
+    /// Granule-rounded bytes of the live allocations.
+    in_use_bytes: u64,
+}
+
+impl Default for SimMemory {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SimMemory {
+    /// First VA the sim chooses: a high, canonical, user-half address that no host pointer test
+    /// data is likely to equal by accident.
+    pub const VA_BASE: u64 = 0x7f00_0000_0000;
+    /// One past the last VA of the address space (end of the canonical lower half, 47 bits).
+    pub const VA_END: u64 = 0x8000_0000_0000;
+    /// Lowest VA a caller-given allocation may start at: the first 64 KiB stay unmapped so
+    /// that null and small pointers fault.
+    pub const VA_MIN: u64 = 0x1_0000;
+    /// Allocation granule and alignment of sim-chosen VAs.
+    pub const GRANULE_BYTES: u64 = 0x1000;
+    /// Alignment a caller-given VA must have (HIP's allocation alignment).
+    pub const ALLOCATE_AT_ALIGN: u64 = 256;
+    /// Live allocations at most.
+    pub const ALLOCATIONS_MAX: usize = 16_384;
+    /// Granule-rounded bytes of all live allocations at most (host memory backs them all).
+    pub const TOTAL_BYTES_MAX: u64 = 1 << 30;
+
+    /// An empty address space.
+    #[must_use]
+    pub fn new() -> Self {
+        Self { regions: BTreeMap::new(), cursor: Self::VA_BASE, next_id: 0, in_use_bytes: 0 }
+    }
+
+    /// Allocates `size` zeroed bytes at a sim-chosen VA aligned to [`Self::GRANULE_BYTES`].
+    ///
+    /// # Errors
+    /// [`AllocateError`] for an empty request or when a limit is reached.
+    pub fn allocate(&mut self, size: u64) -> Result<DeviceAllocation, AllocateError> {
+        self.allocate_kind(size, Self::GRANULE_BYTES, RegionKind::Buffer)
+    }
+
+    /// Allocates `size` zeroed bytes at a sim-chosen VA aligned to `align` (a power of two, at
+    /// least the granule), owned by `kind`.
+    ///
+    /// # Errors
+    /// [`AllocateError`] for an empty request or when a limit is reached.
+    ///
+    /// # Panics
+    /// When `align` is not a power of two (a programmer error).
+    pub fn allocate_kind(
+        &mut self,
+        size: u64,
+        align: u64,
+        kind: RegionKind,
+    ) -> Result<DeviceAllocation, AllocateError> {
+        assert!(align.is_power_of_two(), "alignment {align} is not a power of two");
+        let align = align.max(Self::GRANULE_BYTES);
+        let reserved = self.admit(size)?;
+        let va = self.find_free(reserved, align)?;
+        // The guard granule after the allocation stays unmapped for good.
+        self.cursor = va + reserved + Self::GRANULE_BYTES;
+        self.insert(va, size, reserved, kind)
+    }
+
+    /// Allocates `size` zeroed bytes at the caller-given `va`.
+    ///
+    /// # Errors
+    /// [`AllocateError`] for an empty request, a range outside
+    /// `[`[`Self::VA_MIN`]`, `[`Self::VA_END`]`)`, a VA not aligned to
+    /// [`Self::ALLOCATE_AT_ALIGN`], an overlap with a live allocation, or a reached limit.
+    pub fn allocate_at(&mut self, va: u64, size: u64) -> Result<DeviceAllocation, AllocateError> {
+        let out_of_range = AllocateError::OutOfRange { va, size, min: Self::VA_MIN, end: Self::VA_END };
+        if size == 0 {
+            return Err(AllocateError::Empty);
+        }
+        if va < Self::VA_MIN || va.checked_add(size).is_none_or(|end| end > Self::VA_END) {
+            return Err(out_of_range);
+        }
+        if !va.is_multiple_of(Self::ALLOCATE_AT_ALIGN) {
+            return Err(AllocateError::Misaligned { va, align: Self::ALLOCATE_AT_ALIGN });
+        }
+        if let Some((existing_va, existing_size)) = self.overlapping(va, va + size) {
+            return Err(AllocateError::Overlaps { va, size, existing_va, existing_size });
+        }
+        let reserved = self.admit(size)?;
+        self.insert(va, size, reserved, RegionKind::Buffer)
+    }
+
+    /// Frees a caller allocation.
+    ///
+    /// # Errors
+    /// [`FreeError::NotLive`] when no live allocation has this id at this VA,
+    /// [`FreeError::DeviceOwned`] for code or kernarg memory.
+    pub fn free(&mut self, allocation: DeviceAllocation) -> Result<(), FreeError> {
+        let DeviceAllocation { id, va, .. } = allocation;
+        match self.regions.get(&va) {
+            Some(r) if r.id == id && r.kind == RegionKind::Buffer => {}
+            Some(r) if r.id == id => return Err(FreeError::DeviceOwned { id, va }),
+            _ => return Err(FreeError::NotLive { id, va }),
+        }
+        if let Some(region) = self.regions.remove(&va) {
+            self.in_use_bytes -= round_up(region.size(), Self::GRANULE_BYTES);
+        }
+        Ok(())
+    }
+
+    /// Frees everything; identities restart at 0. VAs used before stay unused.
+    pub fn reset(&mut self) {
+        self.regions.clear();
+        self.next_id = 0;
+        self.in_use_bytes = 0;
+    }
+
+    /// The live allocation containing `va` and the offset of `va` in it.
+    #[must_use]
+    pub fn resolve(&self, va: u64) -> Option<(AllocationId, u64)> {
+        let (&base, region) = self.regions.range(..=va).next_back()?;
+        let offset = va - base;
+        (offset < region.size()).then_some((region.id, offset))
+    }
+
+    /// The live allocation containing all of `[va, va + len)` (`len > 0`), as
+    /// `(id, offset, kind)`.
+    #[must_use]
+    pub fn resolve_range(&self, va: u64, len: u64) -> Option<(AllocationId, u64, RegionKind)> {
+        let (&base, region) = self.regions.range(..=va).next_back()?;
+        let offset = va - base;
+        let end = offset.checked_add(len)?;
+        (len > 0 && end <= region.size()).then_some((region.id, offset, region.kind))
+    }
+
+    /// Live allocations.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.regions.len()
+    }
+
+    /// Whether nothing is allocated.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.regions.is_empty()
+    }
+
+    /// Granule-rounded bytes of the live allocations.
+    #[must_use]
+    pub fn in_use_bytes(&self) -> u64 {
+        self.in_use_bytes
+    }
+
+    /// Checks the count and byte limits for one more allocation of `size` bytes; returns the
+    /// granule-rounded size.
+    fn admit(&self, size: u64) -> Result<u64, AllocateError> {
+        if size == 0 {
+            return Err(AllocateError::Empty);
+        }
+        if size > Self::TOTAL_BYTES_MAX {
+            return Err(AllocateError::TooLarge { size, limit: Self::TOTAL_BYTES_MAX });
+        }
+        if self.regions.len() >= Self::ALLOCATIONS_MAX {
+            return Err(AllocateError::TooMany { limit: Self::ALLOCATIONS_MAX });
+        }
+        let reserved = round_up(size, Self::GRANULE_BYTES);
+        if self.in_use_bytes + reserved > Self::TOTAL_BYTES_MAX {
+            return Err(AllocateError::OutOfMemory {
+                size: reserved,
+                in_use: self.in_use_bytes,
+                limit: Self::TOTAL_BYTES_MAX,
+            });
+        }
+        Ok(reserved)
+    }
+
+    /// The lowest `align`-aligned VA at or above the cursor where `reserved` bytes plus a guard
+    /// granule overlap no live allocation.
+    fn find_free(&self, reserved: u64, align: u64) -> Result<u64, AllocateError> {
+        let exhausted = AllocateError::AddressSpaceExhausted { size: reserved };
+        let mut candidate = self.cursor;
+        // Bounded: every retry moves past one live allocation.
+        for _ in 0..=self.regions.len() {
+            let va = candidate.checked_next_multiple_of(align).ok_or(exhausted)?;
+            let end = va.checked_add(reserved + Self::GRANULE_BYTES).ok_or(exhausted)?;
+            if end > Self::VA_END {
+                return Err(exhausted);
+            }
+            match self.overlapping(va, end) {
+                None => return Ok(va),
+                Some((existing_va, existing_size)) => {
+                    candidate = round_up(existing_va + existing_size, Self::GRANULE_BYTES) + Self::GRANULE_BYTES;
+                }
+            }
+        }
+        Err(exhausted)
+    }
+
+    /// The highest live allocation overlapping `[va, end)`, as `(va, size)`.
+    fn overlapping(&self, va: u64, end: u64) -> Option<(u64, u64)> {
+        let (&base, region) = self.regions.range(..end).next_back()?;
+        (base + region.size() > va).then_some((base, region.size()))
+    }
+
+    fn insert(
+        &mut self,
+        va: u64,
+        size: u64,
+        reserved: u64,
+        kind: RegionKind,
+    ) -> Result<DeviceAllocation, AllocateError> {
+        let too_large = AllocateError::TooLarge { size, limit: Self::TOTAL_BYTES_MAX };
+        let len = usize::try_from(size).map_err(|_| too_large)?;
+        let id = AllocationId(self.next_id);
+        self.next_id = self.next_id.checked_add(1).ok_or(AllocateError::TooMany { limit: Self::ALLOCATIONS_MAX })?;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(len).map_err(|_| too_large)?;
+        bytes.resize(len, 0);
+        self.regions.insert(va, Region { id, kind, bytes });
+        self.in_use_bytes += reserved;
+        Ok(DeviceAllocation { id, va, size })
+    }
+
+    /// The allocation holding all of `[va, va + len)`: its first VA and the offset of `va`.
+    fn locate(&self, va: u64, len: usize) -> Result<(u64, usize), MemoryFault> {
+        let len_bytes = u64::try_from(len).unwrap_or(u64::MAX);
+        let fault = |reason| MemoryFault { address: va, len: len_bytes, reason };
+        let end = va.checked_add(len_bytes).ok_or(fault(FaultReason::AddressWraps))?;
+        let (&base, region) = self.regions.range(..=va).next_back().ok_or(fault(FaultReason::Unmapped))?;
+        let size = region.size();
+        let offset = va - base;
+        if offset >= size {
+            return Err(fault(FaultReason::Unmapped));
+        }
+        if end > base + size {
+            return Err(fault(FaultReason::OutOfBounds { base, size }));
+        }
+        // INVARIANT: offset < size, which came from a usize length.
+        let offset = usize::try_from(offset).map_err(|_| fault(FaultReason::Unmapped))?;
+        Ok((base, offset))
+    }
+}
+
+impl DeviceMemory for SimMemory {
+    fn read(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryFault> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        let (base, offset) = self.locate(address, out.len())?;
+        if let Some(region) = self.regions.get(&base) {
+            out.copy_from_slice(&region.bytes[offset..offset + out.len()]);
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let (base, offset) = self.locate(address, data.len())?;
+        if let Some(region) = self.regions.get_mut(&base) {
+            region.bytes[offset..offset + data.len()].copy_from_slice(data);
+        }
+        Ok(())
+    }
+}
+
+/// `value` rounded up to a multiple of the power of two `align`, saturating.
+fn round_up(value: u64, align: u64) -> u64 {
+    value.checked_next_multiple_of(align).unwrap_or(!(align - 1))
+}
+
+/// A byte length as `u64` (lossless on every supported host).
+fn len_u64(bytes: &[u8]) -> u64 {
+    u64::try_from(bytes.len()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests;
