@@ -22,7 +22,7 @@ use object::read::elf::{FileHeader, ProgramHeader};
 use pm4_encoding::Target;
 use sha2::{Digest, Sha256};
 
-use crate::device::{LoadError, LoadedCodeObject, LoadedKernel};
+use crate::device::{AllocateError, LoadError, LoadedCodeObject, LoadedKernel};
 use crate::sim::memory::{RegionKind, SimMemory};
 
 const LE: LittleEndian = LittleEndian;
@@ -88,6 +88,34 @@ impl CodeObjects {
         target: Target,
         bytes: &[u8],
     ) -> Result<&LoadedCodeObject, LoadError> {
+        self.load_placed(memory, registry, target, bytes, None)
+    }
+
+    /// Like [`CodeObjects::load`], but places the image at `load_va` exactly (as an IB bundle
+    /// records it); `load_va` must satisfy the segments' alignment and not overlap anything.
+    ///
+    /// # Errors
+    /// As [`CodeObjects::load`]; a misaligned or overlapping `load_va` is
+    /// [`LoadError::Allocate`].
+    pub fn load_at(
+        &mut self,
+        memory: &mut SimMemory,
+        registry: &Registry,
+        target: Target,
+        bytes: &[u8],
+        load_va: u64,
+    ) -> Result<&LoadedCodeObject, LoadError> {
+        self.load_placed(memory, registry, target, bytes, Some(load_va))
+    }
+
+    fn load_placed(
+        &mut self,
+        memory: &mut SimMemory,
+        registry: &Registry,
+        target: Target,
+        bytes: &[u8],
+        at: Option<u64>,
+    ) -> Result<&LoadedCodeObject, LoadError> {
         if bytes.len() > Self::CODE_OBJECT_BYTES_MAX {
             return Err(LoadError::TooLarge { len: bytes.len(), limit: Self::CODE_OBJECT_BYTES_MAX });
         }
@@ -102,7 +130,13 @@ impl CodeObjects {
         };
         let segments = load_segments(elf_bytes)?;
         let (span, align) = image_span(&segments)?;
-        let allocation = memory.allocate_kind(span, align, RegionKind::Code)?;
+        let allocation = match at {
+            None => memory.allocate_kind(span, align, RegionKind::Code)?,
+            Some(va) if !va.is_multiple_of(align) => {
+                return Err(LoadError::Allocate(AllocateError::Misaligned { va, align }));
+            }
+            Some(va) => memory.allocate_at(va, span)?,
+        };
         let load_va = allocation.va;
         for s in &segments {
             // PANIC: `segment` checked the file range and filesz <= memsz, and `image_span`
