@@ -1,6 +1,7 @@
 //! Redline's engine: the [`device::Device`] trait and its backends.
 //!
 //! - [`device`]: the trait the routes use, its request and result types and errors.
+//! - [`bundle`]: IB bundles, directories that describe one submission completely.
 //! - [`sim`]: the soft device, which executes everything on the CPU through the kernels' CPU
 //!   references.
 //!
@@ -9,5 +10,6 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bundle;
 pub mod device;
 pub mod sim;
