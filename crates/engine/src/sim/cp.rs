@@ -7,7 +7,7 @@
 //!   `COMPUTE_NUM_THREAD_*`, `COMPUTE_USER_DATA_*`). A register absent on the family, a
 //!   queue-owned register (`COMPUTE_TMPRING_SIZE`, `COMPUTE_STATIC_THREAD_MGMT_SE*`, `DESIGN.md`
 //!   §3) or any other SH register is a fault.
-//! - `DISPATCH_DIRECT`: resolved and checked against the kernel (see [`dispatch`](self) module
+//! - `DISPATCH_DIRECT`: resolved and checked against the kernel (see the `cp::dispatch` source module
 //!   docs for the dimension policy), queued in the current wait group ([`crate::sim::hazard`]).
 //! - `EVENT_WRITE CS_PARTIAL_FLUSH` and end-of-pipe `RELEASE_MEM` (`CACHE_FLUSH_AND_INV_TS_EVENT`,
 //!   `BOTTOM_OF_PIPE_TS`, `CS_DONE`): waits; the group runs (in reverse order) and is checked.
@@ -144,7 +144,7 @@ impl CommandProcessor {
 
 /// The IB's dwords, checked for alignment, size and mapping.
 fn read_ib(memory: &SimMemory, ib_va: u64, size_dwords: u32) -> Result<Vec<u32>, CpFaultKind> {
-    if ib_va % 4 != 0 {
+    if !ib_va.is_multiple_of(4) {
         return Err(CpFaultKind::IbMisaligned { va: ib_va });
     }
     if size_dwords == 0 || size_dwords > CommandProcessor::IB_DWORDS_MAX {
@@ -172,10 +172,10 @@ impl Run<'_> {
     fn packet(&mut self, decoded: &Decoded<'_>) -> Result<(), CpFault> {
         let offset = decoded.offset;
         let at = |kind: CpFaultKind| kind.at(offset);
-        if let Ok(Header::Type3(h)) = Header::decode(decoded.words[0]) {
-            if h.flags().predicate {
-                return Err(at(CpFaultKind::Predicated { opcode: h.opcode }));
-            }
+        if let Ok(Header::Type3(h)) = Header::decode(decoded.words[0])
+            && h.flags().predicate
+        {
+            return Err(at(CpFaultKind::Predicated { opcode: h.opcode }));
         }
         match decoded.packet {
             Packet::Nop(_) => Ok(()),

@@ -194,12 +194,12 @@ mod tests {
     use super::*;
     use crate::sim::exec::ExecutedEffect;
 
-    fn dispatch(kernel: &str, effects: &[(u64, u64, u64, Access)]) -> ExecutedDispatch {
+    fn dispatch(kernel: &str, effects: &[(u32, u64, u64, Access)]) -> ExecutedDispatch {
         let effects = effects
             .iter()
             .enumerate()
             .map(|(arg_index, &(id, offset, bytes, access))| ExecutedEffect {
-                effect: ResolvedEffect { arg_index, address: 0x1000 * id + offset, bytes, access },
+                effect: ResolvedEffect { arg_index, address: 0x1000 * u64::from(id) + offset, bytes, access },
                 allocation: Some((AllocationId(id), offset)),
             })
             .collect();

@@ -154,7 +154,7 @@ pub fn build(family: Family, dispatches: &[IbDispatch<'_>], out: &mut [u32]) -> 
 fn emit_dispatch(family: Family, index: usize, d: &IbDispatch<'_>, w: &mut Writer<'_>) -> Result<(), IbBuildError> {
     let (grid, workgroup) = (d.grid_work_items, d.workgroup_work_items);
     let geometry = IbBuildError::Geometry { index, grid, workgroup, entry_va: d.entry_va };
-    if d.entry_va % 256 != 0 || grid.contains(&0) || workgroup.contains(&0) {
+    if !d.entry_va.is_multiple_of(256) || grid.contains(&0) || workgroup.contains(&0) {
         return Err(geometry);
     }
     let pgm_hi = u32::try_from(d.entry_va >> 40).map_err(|_| geometry)?;
