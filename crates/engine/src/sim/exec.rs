@@ -6,9 +6,19 @@
 //! read only inside declared readable ranges and write only inside declared writable ranges. A
 //! wrong declaration therefore cannot hide a missing dependency: an access it does not cover is
 //! a fault, not a silent success.
+//!
+//! Before the reference runs, the kernarg segment's hidden geometry arguments
+//! (`hidden_block_count_*`, `hidden_group_size_*`, `hidden_remainder_*`, `hidden_grid_dims`) are
+//! compared with the dispatch's own geometry ([`check_hidden_geometry`]). The kernarg segment is
+//! written once, by whoever built it; the geometry reaches the kernel another way (the AQL packet,
+//! or the PM4 `DISPATCH_DIRECT` dimensions). When the two disagree the kernel would index with
+//! one and bound with the other, so the disagreement is a typed fault ([`HiddenArgMismatch`]).
 
 use std::cell::RefCell;
 
+use kernarg_abi::layout::DispatchGeometry;
+use kernarg_abi::metadata::ValueKind;
+use kernels::cpu::KernelError;
 use kernels::effects::{self, ResolvedEffect};
 use kernels::launch::Launch;
 use kernels::memory::{DeviceMemory, FaultReason, MemoryFault};
@@ -57,8 +67,57 @@ pub struct ExecutedDispatch {
     pub effects: Vec<ExecutedEffect>,
 }
 
+/// A hidden geometry argument of the kernarg segment that disagrees with the dispatch.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "kernel {kernel}: kernarg {arg} at offset {offset} holds {found}, the dispatch (grid {grid:?}, work-group {workgroup:?}) implies {expected}"
+)]
+pub struct HiddenArgMismatch {
+    /// Kernel name.
+    pub kernel: String,
+    /// The argument's metadata name (`hidden_block_count_x`, ...).
+    pub arg: &'static str,
+    /// Its offset in the kernarg segment.
+    pub offset: u32,
+    /// The value the dispatch geometry implies.
+    pub expected: u64,
+    /// The value in the kernarg segment.
+    pub found: u64,
+    /// The dispatch's grid in work-items.
+    pub grid: [u32; 3],
+    /// The dispatch's work-group size.
+    pub workgroup: [u16; 3],
+}
+
+/// Why [`execute_checked`] refused or failed a dispatch.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// A check or the kernel failed as on the ordinary path.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    /// The kernarg segment's hidden geometry disagrees with the dispatch.
+    #[error(transparent)]
+    HiddenArg(#[from] HiddenArgMismatch),
+}
+
+/// Which hidden geometry arguments [`check_hidden_geometry`] compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HiddenCheck {
+    /// Only `hidden_group_size_*`: what the ordinary path can report through [`LaunchError`]
+    /// (as the equivalent [`KernelError::GroupSizeMismatch`]).
+    GroupSizeOnly,
+    /// Every hidden geometry argument.
+    All,
+}
+
 /// Executes `dispatch`: checks, resolves effects, runs the CPU reference under an
 /// [`EffectGuard`].
+///
+/// This is the ordinary path's entry and keeps its error type. [`LaunchError`] (in
+/// `device.rs`) has no variant for a hidden-argument mismatch, so this path checks only the
+/// `hidden_group_size_*` arguments ([`HiddenCheck::GroupSizeOnly`]) and reports a mismatch as
+/// [`KernelError::GroupSizeMismatch`]; [`execute_checked`] checks every hidden geometry argument
+/// and reports the typed [`HiddenArgMismatch`] (the command processor uses it).
 ///
 /// # Errors
 /// [`LaunchError`] for an unknown kernel, an unreadable kernarg segment, a rejected geometry, a
@@ -69,11 +128,42 @@ pub fn execute(
     objects: &CodeObjects,
     dispatch: &Dispatch,
 ) -> Result<ExecutedDispatch, LaunchError> {
+    execute_with(memory, objects, dispatch, HiddenCheck::GroupSizeOnly).map_err(|e| match e {
+        ExecError::Launch(e) => e,
+        ExecError::HiddenArg(m) => {
+            let narrow = |v: u64| u16::try_from(v).unwrap_or(u16::MAX);
+            let source = KernelError::GroupSizeMismatch { kernarg: narrow(m.found), dispatch: narrow(m.expected) };
+            LaunchError::Kernel { kernel: m.kernel, source }
+        }
+    })
+}
+
+/// [`execute`] with every hidden geometry argument checked and a mismatch reported as its own
+/// typed fault.
+///
+/// # Errors
+/// [`ExecError::HiddenArg`] when a hidden geometry argument disagrees with the dispatch,
+/// [`ExecError::Launch`] for everything [`execute`] reports.
+pub fn execute_checked(
+    memory: &mut SimMemory,
+    objects: &CodeObjects,
+    dispatch: &Dispatch,
+) -> Result<ExecutedDispatch, ExecError> {
+    execute_with(memory, objects, dispatch, HiddenCheck::All)
+}
+
+fn execute_with(
+    memory: &mut SimMemory,
+    objects: &CodeObjects,
+    dispatch: &Dispatch,
+    hidden: HiddenCheck,
+) -> Result<ExecutedDispatch, ExecError> {
     let kernel_object = dispatch.kernel_object;
     let slot = objects.by_kd(kernel_object).ok_or(LaunchError::UnknownKernel { kernel_object })?;
     let name = &slot.loaded.name;
     let kernarg = read_kernarg(memory, slot, dispatch.kernarg_va)?;
     check_dispatch(slot, dispatch)?;
+    check_hidden_geometry(slot, &kernarg, dispatch, hidden)?;
     let entry = slot
         .registry
         .as_ref()
@@ -92,9 +182,87 @@ pub fn execute(
         return Err(match guard.into_violation() {
             Some(violation) => LaunchError::EffectViolation(violation),
             None => LaunchError::Kernel { kernel: name.clone(), source },
-        });
+        }
+        .into());
     }
     Ok(ExecutedDispatch { kernel: name.clone(), kernel_object, effects: executed })
+}
+
+/// Compares the kernarg segment's hidden geometry arguments with `dispatch`.
+///
+/// Expected values follow [`DispatchGeometry::block_count`] (full work-groups) and
+/// [`DispatchGeometry::remainder`] (size of the partial last group, 0 if none);
+/// `hidden_grid_dims` must be the number of the dispatch's leading axes that are not 1 (at least
+/// 1), as the AQL packet's `setup` dimensions would say. Arguments the kernel does not declare are
+/// not checked.
+///
+/// # Errors
+/// [`HiddenArgMismatch`] for the first argument, in layout order, that disagrees.
+pub fn check_hidden_geometry(
+    slot: &KernelSlot,
+    kernarg: &[u8],
+    dispatch: &Dispatch,
+    which: HiddenCheck,
+) -> Result<(), HiddenArgMismatch> {
+    let (grid, workgroup) = (dispatch.grid_work_items, dispatch.workgroup_work_items);
+    let geometry = DispatchGeometry {
+        grid_size: grid,
+        workgroup_size: workgroup,
+        dims: grid_dims(grid, workgroup),
+        dynamic_lds_bytes: 0,
+    };
+    let (blocks, remainder) = (geometry.block_count(), geometry.remainder());
+    for arg in &slot.kernel.metadata.args {
+        use ValueKind as K;
+        let group_size = matches!(arg.value_kind, K::HiddenGroupSizeX | K::HiddenGroupSizeY | K::HiddenGroupSizeZ);
+        if which == HiddenCheck::GroupSizeOnly && !group_size {
+            continue;
+        }
+        let (name, expected) = match arg.value_kind {
+            K::HiddenBlockCountX => ("hidden_block_count_x", u64::from(blocks[0])),
+            K::HiddenBlockCountY => ("hidden_block_count_y", u64::from(blocks[1])),
+            K::HiddenBlockCountZ => ("hidden_block_count_z", u64::from(blocks[2])),
+            K::HiddenGroupSizeX => ("hidden_group_size_x", u64::from(workgroup[0])),
+            K::HiddenGroupSizeY => ("hidden_group_size_y", u64::from(workgroup[1])),
+            K::HiddenGroupSizeZ => ("hidden_group_size_z", u64::from(workgroup[2])),
+            K::HiddenRemainderX => ("hidden_remainder_x", u64::from(remainder[0])),
+            K::HiddenRemainderY => ("hidden_remainder_y", u64::from(remainder[1])),
+            K::HiddenRemainderZ => ("hidden_remainder_z", u64::from(remainder[2])),
+            K::HiddenGridDims => ("hidden_grid_dims", u64::from(geometry.dims)),
+            _ => continue,
+        };
+        let found = read_le(kernarg, arg.offset, arg.size);
+        if found != Some(expected) {
+            return Err(HiddenArgMismatch {
+                kernel: slot.loaded.name.clone(),
+                arg: name,
+                offset: arg.offset,
+                expected,
+                found: found.unwrap_or(u64::MAX),
+                grid,
+                workgroup,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Dimensionality of a dispatch: 1 plus the index of the last axis with a grid or work-group
+/// size other than 1.
+fn grid_dims(grid: [u32; 3], workgroup: [u16; 3]) -> u8 {
+    match (grid, workgroup) {
+        ([_, _, z], [_, _, wz]) if z != 1 || wz != 1 => 3,
+        ([_, y, _], [_, wy, _]) if y != 1 || wy != 1 => 2,
+        _ => 1,
+    }
+}
+
+/// The little-endian value of `size` (1..=8) bytes at `offset`, `None` when outside `kernarg`.
+fn read_le(kernarg: &[u8], offset: u32, size: u32) -> Option<u64> {
+    let start = usize::try_from(offset).ok()?;
+    let len = usize::try_from(size).ok().filter(|&l| (1..=8).contains(&l))?;
+    let bytes = kernarg.get(start..start.checked_add(len)?)?;
+    Some(bytes.iter().rev().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
 }
 
 /// The kernel's `.kernarg_segment_size` bytes at `kernarg_va`.

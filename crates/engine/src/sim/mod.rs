@@ -5,9 +5,15 @@
 //! - [`memory`]: the GPU virtual address space.
 //! - [`loader`]: code objects placed at VAs, and the kernel table.
 //! - [`exec`]: one dispatch through a CPU reference, with its declared effects enforced.
+//! - [`cp`]: the PM4 command processor that executes one indirect buffer per family.
+//! - [`hazard`]: ordering and visibility between the dispatches of one IB.
+//! - [`ib_builder`]: hand-built PM4 for tests and IB bundles.
 
+pub mod cp;
 mod device;
 pub mod exec;
+pub mod hazard;
+pub mod ib_builder;
 pub mod loader;
 pub mod memory;
 

@@ -1,0 +1,238 @@
+//! The command processor's hazard model (`DESIGN.md` §5): ordering and visibility between the
+//! dispatches of one indirect buffer, judged by their declared effects.
+//!
+//! **Ordering.** Dispatches not separated by a wait (`EVENT_WRITE CS_PARTIAL_FLUSH`, or an
+//! end-of-pipe `RELEASE_MEM`) form a [group](conflict_in_group) that the hardware may run in any
+//! order and concurrently. The command processor executes each group in reverse order (an
+//! adversarial order: every producer-before-consumer expectation is broken) and faults when two
+//! dispatches of one group have conflicting declared effects: the same allocation, overlapping
+//! ranges, at least one of them writing. Non-conflicting dispatches commute, so a correct IB
+//! still yields the memory of in-order execution.
+//!
+//! **Visibility.** A wait orders execution, it does not make one dispatch's writes visible to the
+//! caches another dispatch reads through. A dispatch reading a range written by a dispatch of an
+//! earlier group needs an `ACQUIRE_MEM` in between whose `GCR_CNTL` has every bit of
+//! [`consumer_acquire_gcr`] set ([`Visibility`]).
+
+use pm4_encoding::Family;
+use pm4_encoding::packet::GcrCntl;
+use tape_core::AllocationId;
+
+use crate::sim::exec::ExecutedDispatch;
+
+/// `GCR_CNTL` a consumer's acquire needs on gfx10.3 and gfx11 (reference §4 "GCR_CNTL
+/// (ACQUIRE_MEM dw6)"): `GLV_INV` (vector L0, bit 8) and `GLK_INV` (scalar cache, bit 7), since a
+/// kernel reads buffers through both, and `GL1_INV` (bit 9), because GL1 is a per-shader-array
+/// cache between L0 and GL2 on these families. GL2 is the device's coherence point for a single
+/// device, so neither `GL2_INV` nor `GL2_WB` is required between dispatches.
+pub const GFX10_3_GFX11_CONSUMER_ACQUIRE: GcrCntl =
+    GcrCntl::from_raw(0).with_glv_inv(1).with_glk_inv(1).with_gl1_inv(1);
+
+/// `GCR_CNTL` a consumer's acquire needs on gfx12 (reference §4 "GCR_CNTL"): `GLV_INV` and
+/// `GLK_INV`, as on gfx10.3/gfx11. `GL1_INV` is not required: Mesa stops setting GLM/GL1 bits on
+/// GFX12 and the reference treats them as ignored-or-harmless there (§4, §10); GL2 is coherent
+/// for a single device.
+pub const GFX12_CONSUMER_ACQUIRE: GcrCntl = GcrCntl::from_raw(0).with_glv_inv(1).with_glk_inv(1);
+
+/// The `GCR_CNTL` bits an `ACQUIRE_MEM` must set, on `family`, before a dispatch that reads what
+/// an earlier dispatch wrote.
+#[must_use]
+pub const fn consumer_acquire_gcr(family: Family) -> GcrCntl {
+    match family {
+        Family::Gfx10_3 | Family::Gfx11 => GFX10_3_GFX11_CONSUMER_ACQUIRE,
+        Family::Gfx12 => GFX12_CONSUMER_ACQUIRE,
+    }
+}
+
+/// Whether `gcr` sets every bit [`consumer_acquire_gcr`] requires on `family`.
+#[must_use]
+pub const fn invalidates_consumer_caches(family: Family, gcr: GcrCntl) -> bool {
+    let required = consumer_acquire_gcr(family).raw();
+    gcr.raw() & required == required
+}
+
+/// A declared range of one dispatch, located in its allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Range {
+    allocation: AllocationId,
+    start: u64,
+    end: u64,
+    reads: bool,
+    writes: bool,
+}
+
+/// The non-empty declared ranges of `dispatch`.
+fn ranges(dispatch: &ExecutedDispatch) -> impl Iterator<Item = Range> + '_ {
+    dispatch.effects.iter().filter_map(|e| {
+        let (allocation, start) = e.allocation?;
+        let end = start.checked_add(e.effect.bytes)?;
+        Some(Range { allocation, start, end, reads: e.effect.access.reads(), writes: e.effect.access.writes() })
+    })
+}
+
+fn overlap(a: &Range, b: &Range) -> bool {
+    a.allocation == b.allocation && a.start < b.end && b.start < a.end
+}
+
+/// Two dispatches of one group whose declared effects conflict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    /// IB dword offset of the earlier `DISPATCH_DIRECT`.
+    pub first_offset: usize,
+    /// Its kernel.
+    pub first_kernel: String,
+    /// IB dword offset of the later `DISPATCH_DIRECT`.
+    pub second_offset: usize,
+    /// Its kernel.
+    pub second_kernel: String,
+    /// The allocation both touch.
+    pub allocation: AllocationId,
+}
+
+/// The first conflict between two dispatches of one group (each with its IB dword offset, in IB
+/// order): same allocation, overlapping ranges, at least one write.
+#[must_use]
+pub fn conflict_in_group(group: &[(usize, &ExecutedDispatch)]) -> Option<Conflict> {
+    for (i, &(first_offset, first)) in group.iter().enumerate() {
+        for &(second_offset, second) in &group[i + 1..] {
+            for a in ranges(first) {
+                if let Some(b) = ranges(second).find(|b| overlap(&a, b) && (a.writes || b.writes)) {
+                    return Some(Conflict {
+                        first_offset,
+                        first_kernel: first.kernel.clone(),
+                        second_offset,
+                        second_kernel: second.kernel.clone(),
+                        allocation: b.allocation,
+                    });
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A read of a range an earlier group wrote, with no consumer-cache invalidation in between.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaleRead {
+    /// IB dword offset of the writer's `DISPATCH_DIRECT`.
+    pub writer_offset: usize,
+    /// The writer's kernel.
+    pub writer_kernel: String,
+    /// IB dword offset of the reader's `DISPATCH_DIRECT`.
+    pub reader_offset: usize,
+    /// The reader's kernel.
+    pub reader_kernel: String,
+    /// The allocation.
+    pub allocation: AllocationId,
+}
+
+/// A write of a finished group that no acquire has made visible to consumer caches yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct DirtyWrite {
+    range: Range,
+    offset: usize,
+    kernel: String,
+}
+
+/// Which finished writes a consumer's caches may still hold stale copies of.
+#[derive(Clone, Debug)]
+pub struct Visibility {
+    family: Family,
+    dirty: Vec<DirtyWrite>,
+}
+
+impl Visibility {
+    /// Nothing written yet (the IB's entry acquire is the caller's business: memory written before
+    /// the IB is treated as visible).
+    #[must_use]
+    pub fn new(family: Family) -> Self {
+        Self { family, dirty: Vec::new() }
+    }
+
+    /// An `ACQUIRE_MEM` with `gcr`: when it invalidates the consumer caches, every finished write
+    /// becomes visible. Returns whether it did.
+    pub fn acquire(&mut self, gcr: GcrCntl) -> bool {
+        let invalidates = invalidates_consumer_caches(self.family, gcr);
+        if invalidates {
+            self.dirty.clear();
+        }
+        invalidates
+    }
+
+    /// Checks the reads of `dispatch` (at IB dword `offset`) against the finished writes.
+    ///
+    /// # Errors
+    /// [`StaleRead`] naming the first writer whose range the dispatch reads.
+    pub fn check_reads(&self, offset: usize, dispatch: &ExecutedDispatch) -> Result<(), StaleRead> {
+        for read in ranges(dispatch).filter(|r| r.reads) {
+            if let Some(w) = self.dirty.iter().find(|w| overlap(&w.range, &read)) {
+                return Err(StaleRead {
+                    writer_offset: w.offset,
+                    writer_kernel: w.kernel.clone(),
+                    reader_offset: offset,
+                    reader_kernel: dispatch.kernel.clone(),
+                    allocation: read.allocation,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Records the writes of a dispatch (at IB dword `offset`) whose group has finished.
+    pub fn record_writes(&mut self, offset: usize, dispatch: &ExecutedDispatch) {
+        for range in ranges(dispatch).filter(|r| r.writes) {
+            self.dirty.push(DirtyWrite { range, offset, kernel: dispatch.kernel.clone() });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kernels::effects::ResolvedEffect;
+    use tape_core::Access;
+
+    use super::*;
+    use crate::sim::exec::ExecutedEffect;
+
+    fn dispatch(kernel: &str, effects: &[(u32, u64, u64, Access)]) -> ExecutedDispatch {
+        let effects = effects
+            .iter()
+            .enumerate()
+            .map(|(arg_index, &(id, offset, bytes, access))| ExecutedEffect {
+                effect: ResolvedEffect { arg_index, address: 0x1000 * u64::from(id) + offset, bytes, access },
+                allocation: Some((AllocationId(id), offset)),
+            })
+            .collect();
+        ExecutedDispatch { kernel: kernel.into(), kernel_object: 0, effects }
+    }
+
+    #[test]
+    fn group_conflicts_need_overlap_in_one_allocation_and_a_write() {
+        let w = dispatch("w", &[(1, 0, 16, Access::Write)]);
+        let r = dispatch("r", &[(1, 12, 8, Access::Read)]);
+        let r_other = dispatch("r2", &[(2, 0, 16, Access::Read)]);
+        let r_after = dispatch("r3", &[(1, 16, 8, Access::Read)]);
+        let c = conflict_in_group(&[(4, &w), (20, &r)]).unwrap();
+        assert_eq!((c.first_offset, c.second_offset, c.allocation), (4, 20, AllocationId(1)));
+        assert_eq!(conflict_in_group(&[(4, &w), (20, &r_other), (30, &r_after)]), None);
+        assert_eq!(conflict_in_group(&[(4, &r), (20, &r_after)]), None);
+    }
+
+    #[test]
+    fn reads_of_finished_writes_need_the_policy_bits() {
+        for family in Family::ALL {
+            let mut v = Visibility::new(family);
+            let w = dispatch("w", &[(1, 0, 16, Access::Write)]);
+            let r = dispatch("r", &[(1, 0, 4, Access::ReadWrite)]);
+            v.record_writes(4, &w);
+            assert_eq!(v.check_reads(40, &r).unwrap_err().writer_offset, 4);
+            // Scalar-only invalidation is not enough.
+            assert!(!v.acquire(GcrCntl::from_raw(0).with_glk_inv(1)));
+            assert!(v.check_reads(40, &r).is_err());
+            assert!(v.acquire(consumer_acquire_gcr(family).with_gl2_wb(1)));
+            assert_eq!(v.check_reads(40, &r), Ok(()));
+        }
+        assert!(!invalidates_consumer_caches(Family::Gfx11, GFX12_CONSUMER_ACQUIRE));
+        assert!(invalidates_consumer_caches(Family::Gfx12, GFX12_CONSUMER_ACQUIRE));
+    }
+}
