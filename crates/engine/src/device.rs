@@ -5,11 +5,17 @@
 //! effects can name the allocation they touch. Identities restart when the device is
 //! [`reset`](Device::reset).
 //!
-//! Scope of this trait today: memory, host↔device copies, code-object loading and the ordinary
-//! launch path (one dispatch at a time, in order, finished when `launch` returns). AQL queues,
-//! completion signals and executable indirect-buffer memory are not part of it yet; they arrive
-//! with the retained route rather than as placeholders now.
+//! Scope of this trait: memory, host↔device copies, code-object loading, the ordinary launch
+//! path (one dispatch at a time, in order, finished when `launch` returns), and what the retained
+//! route needs underneath: AQL queues that packets are published into
+//! ([`Device::create_queue`], [`Device::publish`], [`Device::submit`]), signals with a bounded
+//! wait, and executable indirect-buffer memory ([`Device::allocate_ib`]).
 
+use std::num::{NonZeroU32, NonZeroU64};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aql_packets::{DecodeError, PacketType, RingSize, SignalCondition};
 use kernarg_abi::ReadError;
 use kernels::cpu::KernelError;
 use kernels::effects::ResolveError;
@@ -270,7 +276,7 @@ pub enum LoadError {
 
 /// Why an ordinary launch failed. Checks happen before the kernel runs; a failure while it runs
 /// may leave earlier stores in memory, as on a GPU.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum LaunchError {
     /// No loaded kernel has its descriptor at this VA.
     #[error("no loaded kernel descriptor at {kernel_object:#x}")]
@@ -388,6 +394,10 @@ pub enum LaunchError {
         /// Why.
         source: KernelError,
     },
+    /// The queue the ordinary path dispatches through faulted for a reason other than the
+    /// dispatch itself (its ring memory, a packet it could not decode).
+    #[error("ordinary-path queue: {0}")]
+    Queue(Box<QueueFault>),
 }
 
 /// An access by a kernel outside what its declared effects allow.
@@ -402,6 +412,327 @@ pub struct EffectViolation {
     pub len: u64,
     /// [`Access::Read`] or [`Access::Write`].
     pub access: Access,
+}
+
+/// An AQL queue of a device: what [`Device::create_queue`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QueueHandle(pub NonZeroU32);
+
+/// A signal of a device, as an AQL packet names it (`hsa_signal_t`, never 0: 0 means "no
+/// signal" in a packet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SignalHandle(pub NonZeroU64);
+
+impl SignalHandle {
+    /// The raw handle, as written into a packet's `completion_signal` or `dep_signal`.
+    #[must_use]
+    pub const fn get(self) -> u64 {
+        self.0.get()
+    }
+
+    /// The handle a packet names, or `None` for 0 (no signal).
+    #[must_use]
+    pub const fn from_raw(raw: u64) -> Option<Self> {
+        match NonZeroU64::new(raw) {
+            Some(h) => Some(Self(h)),
+            None => None,
+        }
+    }
+}
+
+/// The error a PM4 command processor returns for an indirect buffer it could not execute.
+pub type Pm4Error = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a queue's packet processor stopped. The queue is inactive from then on: every later
+/// doorbell returns this fault again and processes nothing (ROCr reports it once through the
+/// queue's error callback and the queue stays unusable).
+///
+/// `packet_id` is the id (value of the write index when it was published) of the packet the
+/// processor was at; the read index stays there.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum QueueFault {
+    /// The header's `TYPE` is not an HSA packet type.
+    #[error("packet {packet_id}: unknown AQL packet type {packet_type}")]
+    InvalidPacketType {
+        /// The packet.
+        packet_id: u64,
+        /// The raw `TYPE` byte.
+        packet_type: u8,
+    },
+    /// A fence scope field of the header holds 3.
+    #[error("packet {packet_id}: {field} holds {value}, which is not a fence scope")]
+    InvalidFenceScope {
+        /// The packet.
+        packet_id: u64,
+        /// `SCACQUIRE_FENCE_SCOPE` or `SCRELEASE_FENCE_SCOPE`.
+        field: &'static str,
+        /// The raw value.
+        value: u8,
+    },
+    /// Header bits `[15:13]` are set.
+    #[error("packet {packet_id}: reserved AQL header bits {bits:#06x} are set")]
+    ReservedHeaderBits {
+        /// The packet.
+        packet_id: u64,
+        /// The offending bits, in place.
+        bits: u16,
+    },
+    /// A kernel dispatch's `setup` has `DIMENSIONS` 0.
+    #[error("packet {packet_id}: kernel dispatch DIMENSIONS is {dimensions}, expected 1..=3")]
+    InvalidDimensions {
+        /// The packet.
+        packet_id: u64,
+        /// The raw value.
+        dimensions: u8,
+    },
+    /// A kernel dispatch's `setup` has reserved bits `[15:2]` set.
+    #[error("packet {packet_id}: reserved kernel dispatch setup bits {bits:#06x} are set")]
+    ReservedSetupBits {
+        /// The packet.
+        packet_id: u64,
+        /// The offending bits, in place.
+        bits: u16,
+    },
+    /// A vendor-specific packet of an AMD format the packet processor does not execute.
+    #[error("packet {packet_id}: AMD vendor packet format {format:#04x} is not supported")]
+    UnsupportedVendorFormat {
+        /// The packet.
+        packet_id: u64,
+        /// The raw AMD format byte.
+        format: u8,
+    },
+    /// Any other field the decoder rejects (a reserved field, a malformed `ib_jump_cmd`, a
+    /// barrier-value `cond`).
+    #[error("packet {packet_id}: {source}")]
+    InvalidPacket {
+        /// The packet.
+        packet_id: u64,
+        /// What the decoder rejected.
+        source: DecodeError,
+    },
+    /// A valid packet type this device does not execute (agent dispatch: there is no agent to
+    /// serve it).
+    #[error("packet {packet_id}: {} packets are not supported", packet_type.name())]
+    UnsupportedPacket {
+        /// The packet.
+        packet_id: u64,
+        /// Its type.
+        packet_type: PacketType,
+    },
+    /// A completion or dependency signal handle that names no live signal.
+    #[error("packet {packet_id}: signal {handle:#x} does not exist")]
+    UnknownSignal {
+        /// The packet.
+        packet_id: u64,
+        /// The raw handle.
+        handle: u64,
+    },
+    /// A barrier-AND/OR whose condition does not hold when the processor reaches it and, on a
+    /// device that runs nothing else concurrently, never can.
+    #[error("packet {packet_id}: barrier dependency {signal:#x} has value {value}, the barrier can never be satisfied")]
+    BarrierNeverSatisfied {
+        /// The packet.
+        packet_id: u64,
+        /// The first dependency signal that is not 0.
+        signal: u64,
+        /// Its value.
+        value: i64,
+    },
+    /// An AMD barrier-value packet whose condition does not hold when the processor reaches it.
+    #[error(
+        "packet {packet_id}: barrier-value ({current:#x} & {mask:#x}) {} {value:#x} is false and can never become true",
+        cond.name()
+    )]
+    BarrierValueNeverSatisfied {
+        /// The packet.
+        packet_id: u64,
+        /// The signal compared.
+        signal: u64,
+        /// Its value.
+        current: i64,
+        /// The packet's mask.
+        mask: u64,
+        /// The packet's condition.
+        cond: SignalCondition,
+        /// The packet's comparison value.
+        value: i64,
+    },
+    /// `group_segment_size` is smaller than the kernel's static LDS.
+    #[error("packet {packet_id}: kernel {kernel}: group_segment_size {group_segment_size} < static LDS {static_bytes}")]
+    GroupSegmentTooSmall {
+        /// The packet.
+        packet_id: u64,
+        /// Kernel name.
+        kernel: String,
+        /// The packet's `group_segment_size`.
+        group_segment_size: u32,
+        /// `.group_segment_fixed_size`.
+        static_bytes: u32,
+    },
+    /// `private_segment_size` is neither 0 nor the kernel's `.private_segment_fixed_size`.
+    #[error("packet {packet_id}: kernel {kernel}: private_segment_size {requested}, the kernel's is {kernel_bytes}")]
+    PrivateSegmentSize {
+        /// The packet.
+        packet_id: u64,
+        /// Kernel name.
+        kernel: String,
+        /// The packet's `private_segment_size`.
+        requested: u32,
+        /// `.private_segment_fixed_size`.
+        kernel_bytes: u32,
+    },
+    /// The kernel needs scratch (private segment) memory, which the device does not model.
+    #[error("packet {packet_id}: kernel {kernel} needs {kernel_bytes} scratch bytes per work-item, not modelled")]
+    ScratchNotModelled {
+        /// The packet.
+        packet_id: u64,
+        /// Kernel name.
+        kernel: String,
+        /// `.private_segment_fixed_size`.
+        kernel_bytes: u32,
+    },
+    /// A kernel dispatch failed (checks or execution); earlier stores may be in memory.
+    #[error("packet {packet_id}: {source}")]
+    Dispatch {
+        /// The packet.
+        packet_id: u64,
+        /// Why.
+        source: LaunchError,
+    },
+    /// The PM4 command processor refused or failed the indirect buffer of a PM4-IB packet.
+    #[error("packet {packet_id}: PM4 IB of {size_dwords} dwords at {ib_va:#x}: {source}")]
+    Pm4 {
+        /// The packet.
+        packet_id: u64,
+        /// `IB_BASE`.
+        ib_va: u64,
+        /// `IB_SIZE`.
+        size_dwords: u32,
+        /// The command processor's error.
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// The ring memory itself faulted (it was freed or overwritten out of range).
+    #[error("packet {packet_id}: ring memory: {fault}")]
+    Ring {
+        /// The packet.
+        packet_id: u64,
+        /// The fault.
+        fault: MemoryFault,
+    },
+}
+
+/// The PM4 command processor is not connected to this device yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no PM4 command processor is connected: cannot execute {size_dwords} dwords at {ib_va:#x}")]
+pub struct Pm4NotAvailable {
+    /// `IB_BASE`.
+    pub ib_va: u64,
+    /// `IB_SIZE`.
+    pub size_dwords: u32,
+}
+
+/// Why a queue operation was refused.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum QueueError {
+    /// No live queue has this handle.
+    #[error("no live queue {queue:?}")]
+    UnknownQueue {
+        /// The handle given.
+        queue: QueueHandle,
+    },
+    /// The device already holds its maximum number of queues.
+    #[error("the device already holds {limit} queues, its limit")]
+    TooManyQueues {
+        /// The limit.
+        limit: usize,
+    },
+    /// A ring larger than the device accepts.
+    #[error("a ring of {slots} slots exceeds the limit of {limit}")]
+    RingTooLarge {
+        /// Slots asked for.
+        slots: u32,
+        /// The limit.
+        limit: u32,
+    },
+    /// Ring memory could not be allocated.
+    #[error("ring memory: {0}")]
+    Allocate(#[from] AllocateError),
+    /// Every slot holds a packet the processor has not finished; nothing was written.
+    #[error("queue full: write index {write_index}, read index {read_index}, {slots} slots")]
+    Full {
+        /// The write index.
+        write_index: u64,
+        /// The read index.
+        read_index: u64,
+        /// Ring slots.
+        slots: u32,
+    },
+    /// The doorbell was rung with a value past the write index, or below an earlier value.
+    #[error("doorbell value {value} outside [{doorbell}, {write_index}]")]
+    Doorbell {
+        /// The value rung.
+        value: u64,
+        /// The previous doorbell value.
+        doorbell: u64,
+        /// The write index.
+        write_index: u64,
+    },
+    /// Writing the packet into its slot faulted.
+    #[error("ring memory: {0}")]
+    RingMemory(MemoryFault),
+    /// The queue is inactive after a fault, or faulted while processing.
+    #[error(transparent)]
+    Fault(#[from] QueueFault),
+}
+
+/// Why a signal operation was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SignalError {
+    /// No live signal has this handle.
+    #[error("signal {handle:#x} does not exist")]
+    Unknown {
+        /// The raw handle.
+        handle: u64,
+    },
+    /// The device already holds its maximum number of signals.
+    #[error("the device already holds {limit} signals, its limit")]
+    TooMany {
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// Why [`Device::wait_signal`] returned without the condition holding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WaitError {
+    /// The signal does not exist.
+    #[error(transparent)]
+    Signal(#[from] SignalError),
+    /// The condition did not hold within the timeout.
+    #[error("signal {:#x} is {value}, not {} {compare}, after {timeout:?}", signal.get(), condition.name())]
+    Timeout {
+        /// The signal.
+        signal: SignalHandle,
+        /// Its value when the wait gave up.
+        value: i64,
+        /// The condition waited for.
+        condition: SignalCondition,
+        /// The value compared with.
+        compare: i64,
+        /// The timeout given.
+        timeout: Duration,
+    },
+}
+
+/// Whether `value` `condition` `compare` holds (HSA signal conditions; values are signed).
+#[must_use]
+pub fn signal_condition_holds(value: i64, condition: SignalCondition, compare: i64) -> bool {
+    match condition {
+        SignalCondition::Eq => value == compare,
+        SignalCondition::Ne => value != compare,
+        SignalCondition::Lt => value < compare,
+        SignalCondition::Gte => value >= compare,
+    }
 }
 
 /// A GPU as the routes use it.
@@ -452,8 +783,79 @@ pub trait Device {
     /// The allocation containing `va` and the offset of `va` in it.
     fn resolve(&self, va: u64) -> Option<(AllocationId, u64)>;
 
-    /// Frees every allocation and code object; allocation identities restart.
+    /// Frees every allocation, code object, queue and signal; allocation identities restart.
     fn reset(&mut self);
+
+    /// Creates an AQL queue of `slots` 64-byte slots in device memory, active, with read and
+    /// write index 0 and every slot `INVALID`.
+    ///
+    /// # Errors
+    /// [`QueueError`] when a queue or ring limit is reached or ring memory cannot be allocated.
+    fn create_queue(&mut self, slots: RingSize) -> Result<QueueHandle, QueueError>;
+
+    /// Destroys a queue and frees its ring; packets not yet processed are dropped.
+    ///
+    /// # Errors
+    /// [`QueueError::UnknownQueue`].
+    fn destroy_queue(&mut self, queue: QueueHandle) -> Result<(), QueueError>;
+
+    /// Takes the next write index and publishes `packet` into its slot with
+    /// [`aql_packets::publish`] order (body first, then the header word in one release store).
+    /// Returns the packet's id (the write index it took). The packet is not processed before
+    /// [`Device::submit`] rings the doorbell.
+    ///
+    /// # Errors
+    /// [`QueueError::Full`] when every slot is taken (nothing written),
+    /// [`QueueError::UnknownQueue`], or the recorded fault of an inactive queue.
+    fn publish(&mut self, queue: QueueHandle, packet: &[u8; aql_packets::PACKET_SIZE]) -> Result<u64, QueueError>;
+
+    /// Rings the queue's doorbell with its write index and lets the packet processor run every
+    /// published packet in order. Returns the number of packets completed.
+    ///
+    /// # Errors
+    /// The [`QueueFault`] that inactivated the queue (now or at an earlier submission), or
+    /// [`QueueError::UnknownQueue`].
+    fn submit(&mut self, queue: QueueHandle) -> Result<u64, QueueError>;
+
+    /// Creates a signal with value `initial`.
+    ///
+    /// # Errors
+    /// [`SignalError::TooMany`] at the device's signal limit.
+    fn create_signal(&mut self, initial: i64) -> Result<SignalHandle, SignalError>;
+
+    /// Destroys a signal; packets naming it later fault.
+    ///
+    /// # Errors
+    /// [`SignalError::Unknown`].
+    fn destroy_signal(&mut self, signal: SignalHandle) -> Result<(), SignalError>;
+
+    /// The signal's current value.
+    ///
+    /// # Errors
+    /// [`SignalError::Unknown`].
+    fn signal_value(&self, signal: SignalHandle) -> Result<i64, SignalError>;
+
+    /// Waits at most `timeout` until `value condition compare` holds; returns the value that
+    /// satisfied it.
+    ///
+    /// # Errors
+    /// [`WaitError::Timeout`] when it did not hold in time, [`WaitError::Signal`] for an unknown
+    /// signal.
+    fn wait_signal(
+        &mut self,
+        signal: SignalHandle,
+        condition: SignalCondition,
+        compare: i64,
+        timeout: Duration,
+    ) -> Result<i64, WaitError>;
+
+    /// Allocates zeroed, device-owned memory for an indirect buffer of `size_dwords` dwords that
+    /// the command processor may execute (a PM4-IB packet's target). The caller fills it with
+    /// [`Device::write`].
+    ///
+    /// # Errors
+    /// [`AllocateError`] for 0 dwords or when a device limit is reached.
+    fn allocate_ib(&mut self, size_dwords: u32) -> Result<DeviceAllocation, AllocateError>;
 }
 
 #[cfg(test)]

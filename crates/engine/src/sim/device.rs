@@ -1,5 +1,10 @@
 //! [`SimDevice`]: the soft device behind the [`Device`] trait.
 
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use aql_packets::{Dimensions, FenceScope, KernelDispatch, PACKET_SIZE, PacketControl, RingSize, SignalCondition};
 use kernels::memory::DeviceMemory;
 use kernels::registry::Registry;
 use pm4_encoding::Target;
@@ -7,18 +12,30 @@ use tape_core::AllocationId;
 
 use crate::device::{
     AllocateError, Device, DeviceAllocation, FreeError, LaunchError, LaunchRequest, LoadError, LoadedCodeObject,
-    TransferError,
+    Pm4Error, Pm4NotAvailable, QueueError, QueueFault, QueueHandle, SignalError, SignalHandle, TransferError,
+    WaitError, signal_condition_holds,
 };
-use crate::sim::exec::{self, Dispatch, ExecutedDispatch};
+use crate::sim::aql::{Pm4Hook, ProcessReport, SimQueue};
+use crate::sim::exec::{ExecutedDispatch, LDS_BYTES_MAX};
 use crate::sim::loader::CodeObjects;
 use crate::sim::memory::{RegionKind, SimMemory};
+use crate::sim::signal::Signals;
 
-/// A CPU model of one GPU of `target`: its address space, loaded code objects, and the ordinary
-/// launch path, which executes each dispatch immediately and in order.
+/// A CPU model of one GPU of `target`: its address space, loaded code objects, AQL queues and
+/// signals.
 ///
-/// The ordinary path places a launch's kernarg bytes in one device-owned kernarg buffer of
-/// [`SimDevice::KERNARG_BYTES_MAX`] bytes, reused by every launch (execution is synchronous, so
-/// no two dispatches need their segments at once).
+/// The ordinary path issues one AQL KERNEL_DISPATCH packet per launch through an internal queue
+/// of [`SimDevice::LAUNCH_QUEUE_SLOTS`] slots, as HIP does, and processes it before `launch`
+/// returns. Each launch's kernarg segment gets a fresh slot in a device-owned kernarg pool of
+/// [`SimDevice::KERNARG_POOL_BYTES`]; the pool wraps to its start when a segment no longer fits,
+/// which is safe because the internal queue has drained by then (every launch is processed
+/// synchronously). The internal queue's ring is allocated at the first launch that passes the
+/// request checks.
+///
+/// PM4-IB packets reach a PM4 command processor through [`SimDevice::submit_with`]; the plain
+/// [`Device::submit`] has none connected yet and faults such a packet with
+/// [`Pm4NotAvailable`] (the command processor is wired in when it exists; nothing pretends to
+/// execute PM4).
 #[derive(Debug)]
 pub struct SimDevice {
     target: Target,
@@ -26,26 +43,56 @@ pub struct SimDevice {
     objects: CodeObjects,
     registry: Registry,
     kernarg: DeviceAllocation,
+    /// Offset of the next free byte in the kernarg pool.
+    kernarg_cursor: u64,
+    launch_queue: Option<SimQueue>,
+    queues: BTreeMap<QueueHandle, SimQueue>,
+    next_queue: NonZeroU32,
+    signals: Signals,
+}
+
+/// The PM4 hook of a device without a command processor.
+fn pm4_not_available(_: &mut SimMemory, _: &CodeObjects, ib_va: u64, size_dwords: u32) -> Result<(), Pm4Error> {
+    Err(Box::new(Pm4NotAvailable { ib_va, size_dwords }))
 }
 
 impl SimDevice {
     /// Kernarg bytes of one launch, at most.
     pub const KERNARG_BYTES_MAX: u64 = 64 * 1024;
+    /// Bytes of the ordinary path's kernarg pool.
+    pub const KERNARG_POOL_BYTES: u64 = 256 * 1024;
+    /// Alignment of every kernarg slot (HIP's kernarg pool aligns segments to 16 bytes at least).
+    pub const KERNARG_SLOT_ALIGN: u64 = 64;
+    /// Slots of the ordinary path's internal queue.
+    pub const LAUNCH_QUEUE_SLOTS: u32 = 64;
+    /// User queues live at once, at most.
+    pub const QUEUES_MAX: usize = 64;
 
     /// A device of `target` with nothing loaded; kernels of the built-in `kernels` registry run
     /// through their CPU references.
     #[must_use]
     pub fn new(target: Target) -> Self {
         let mut memory = SimMemory::new();
-        let kernarg = Self::kernarg_buffer(&mut memory);
-        Self { target, memory, objects: CodeObjects::new(), registry: Registry::builtin(), kernarg }
+        let kernarg = Self::kernarg_pool(&mut memory);
+        Self {
+            target,
+            memory,
+            objects: CodeObjects::new(),
+            registry: Registry::builtin(),
+            kernarg,
+            kernarg_cursor: 0,
+            launch_queue: None,
+            queues: BTreeMap::new(),
+            next_queue: NonZeroU32::MIN,
+            signals: Signals::new(),
+        }
     }
 
-    fn kernarg_buffer(memory: &mut SimMemory) -> DeviceAllocation {
+    fn kernarg_pool(memory: &mut SimMemory) -> DeviceAllocation {
         // PANIC: the first allocation of an empty address space is far inside every limit.
         memory
-            .allocate_kind(Self::KERNARG_BYTES_MAX, SimMemory::GRANULE_BYTES, RegionKind::Kernarg)
-            .expect("kernarg buffer in an empty address space")
+            .allocate_kind(Self::KERNARG_POOL_BYTES, SimMemory::GRANULE_BYTES, RegionKind::Kernarg)
+            .expect("kernarg pool in an empty address space")
     }
 
     /// Allocates `size` bytes at the caller-given `va`, to replay a recorded layout.
@@ -68,10 +115,22 @@ impl SimDevice {
         &self.objects
     }
 
-    /// The device-owned buffer the ordinary path puts kernarg segments in.
+    /// The device-owned kernarg pool the ordinary path puts kernarg segments in.
     #[must_use]
     pub fn kernarg_buffer_allocation(&self) -> DeviceAllocation {
         self.kernarg
+    }
+
+    /// A user queue, to inspect its indices, ring and fault.
+    #[must_use]
+    pub fn queue(&self, queue: QueueHandle) -> Option<&SimQueue> {
+        self.queues.get(&queue)
+    }
+
+    /// The ordinary path's internal queue, once the first launch created it.
+    #[must_use]
+    pub fn launch_queue(&self) -> Option<&SimQueue> {
+        self.launch_queue.as_ref()
     }
 
     /// [`Device::launch`], returning what the dispatch did (kernel, effects and the allocations
@@ -80,30 +139,158 @@ impl SimDevice {
     /// # Errors
     /// As [`Device::launch`].
     pub fn launch_traced(&mut self, request: &LaunchRequest<'_>) -> Result<ExecutedDispatch, LaunchError> {
+        let packet = self.launch_packet(request)?;
+        let Self { memory, objects, signals, launch_queue, .. } = self;
+        let queue = match launch_queue {
+            Some(queue) => queue,
+            None => launch_queue.insert(Self::new_launch_queue(memory)?),
+        };
+        let result = queue
+            .publish(memory, &packet)
+            .and_then(|_| queue.ring_doorbell(queue.write_index()))
+            .map_err(|e| match e {
+                QueueError::Fault(fault) => fault,
+                other => QueueFault::Ring { packet_id: queue.write_index(), fault: ring_fault(queue, &other) },
+            })
+            .and_then(|()| queue.process(memory, objects, signals, &mut pm4_not_available));
+        match result {
+            Ok(mut report) => {
+                // PANIC: the queue had drained, so it ran exactly the dispatch published above.
+                Ok(report.dispatches.pop().expect("the launch queue ran the published dispatch"))
+            }
+            Err(_) => match queue.recover(memory) {
+                Some(QueueFault::Dispatch { source, .. }) => Err(source),
+                Some(fault) => Err(LaunchError::Queue(Box::new(fault))),
+                None => unreachable!("a failed launch queue records its fault"),
+            },
+        }
+    }
+
+    fn new_launch_queue(memory: &mut SimMemory) -> Result<SimQueue, LaunchError> {
+        // PANIC: a constant power of two.
+        let size = RingSize::new(Self::LAUNCH_QUEUE_SLOTS).expect("power-of-two launch ring");
+        SimQueue::new(memory, size).map_err(|e| LaunchError::Queue(Box::new(queue_error_fault(&e))))
+    }
+
+    /// Checks `request`, writes its kernarg segment into a fresh pool slot and builds the
+    /// dispatch packet HIP would publish for it.
+    fn launch_packet(&mut self, request: &LaunchRequest<'_>) -> Result<[u8; PACKET_SIZE], LaunchError> {
         let kernel_object = request.kernel_object;
         let slot = self.objects.by_kd(kernel_object).ok_or(LaunchError::UnknownKernel { kernel_object })?;
+        let kernel = || slot.loaded.name.clone();
         let size = slot.loaded.kernarg_segment_size;
         if u64::from(size) > Self::KERNARG_BYTES_MAX {
-            let kernel = slot.loaded.name.clone();
-            return Err(LaunchError::KernargTooLarge { kernel, size, limit: Self::KERNARG_BYTES_MAX });
+            return Err(LaunchError::KernargTooLarge { kernel: kernel(), size, limit: Self::KERNARG_BYTES_MAX });
         }
         if usize::try_from(size).ok() != Some(request.kernarg.len()) {
-            let kernel = slot.loaded.name.clone();
-            return Err(LaunchError::KernargSize { kernel, expected: size, found: request.kernarg.len() });
+            return Err(LaunchError::KernargSize { kernel: kernel(), expected: size, found: request.kernarg.len() });
         }
-        // The kernarg buffer is device-owned and large enough (checked above).
-        self.memory
-            .write(self.kernarg.va, request.kernarg)
-            .map_err(|fault| LaunchError::KernargFault { kernel: slot.loaded.name.clone(), fault })?;
-        let dispatch = Dispatch {
-            kernel_object,
-            kernarg_va: self.kernarg.va,
-            grid_work_items: request.grid_work_items,
-            workgroup_work_items: request.workgroup_work_items,
-            dynamic_lds_bytes: request.dynamic_lds_bytes,
+        let static_bytes = slot.loaded.group_segment_fixed_size;
+        let dynamic_bytes = request.dynamic_lds_bytes;
+        let Some(group_segment_size) = static_bytes.checked_add(dynamic_bytes) else {
+            return Err(LaunchError::LdsTooLarge {
+                kernel: kernel(),
+                static_bytes,
+                dynamic_bytes,
+                limit: LDS_BYTES_MAX,
+            });
         };
-        exec::execute(&mut self.memory, &self.objects, &dispatch)
+        let private_segment_size = slot.loaded.private_segment_fixed_size;
+        let kernarg_va = self.kernarg_slot(u64::from(size));
+        // The pool is device-owned and the slot lies inside it (size checked above).
+        self.memory.write(kernarg_va, request.kernarg).map_err(|fault| LaunchError::KernargFault {
+            kernel: self.objects.by_kd(kernel_object).map(|s| s.loaded.name.clone()).unwrap_or_default(),
+            fault,
+        })?;
+        let (grid, workgroup) = (request.grid_work_items, request.workgroup_work_items);
+        let dimensions = if grid[2] > 1 || workgroup[2] > 1 {
+            Dimensions::Three
+        } else if grid[1] > 1 || workgroup[1] > 1 {
+            Dimensions::Two
+        } else {
+            Dimensions::One
+        };
+        // HIP's in-order stream: barrier bit set, system-scope acquire and release.
+        let control = PacketControl { barrier: true, acquire: FenceScope::System, release: FenceScope::System };
+        let dispatch = KernelDispatch {
+            control,
+            dimensions,
+            workgroup_size: workgroup,
+            grid_size: grid,
+            private_segment_size,
+            group_segment_size,
+            kernel_object,
+            kernarg_address: kernarg_va,
+            completion_signal: 0,
+        };
+        Ok(*dispatch.emit().as_array())
     }
+
+    /// VA of a fresh kernarg slot of `size` bytes (at most [`Self::KERNARG_BYTES_MAX`]).
+    fn kernarg_slot(&mut self, size: u64) -> u64 {
+        let mut offset = self.kernarg_cursor.next_multiple_of(Self::KERNARG_SLOT_ALIGN);
+        if offset + size > Self::KERNARG_POOL_BYTES {
+            // INVARIANT: the launch queue is drained between launches, so no pending dispatch
+            // still reads the slots being reused.
+            debug_assert!(self.launch_queue.as_ref().is_none_or(|q| q.read_index() == q.write_index()));
+            offset = 0;
+        }
+        self.kernarg_cursor = offset + size;
+        self.kernarg.va + offset
+    }
+
+    /// [`Device::submit`] with `pm4` as the PM4 command processor for PM4-IB packets, returning
+    /// the processor's report.
+    ///
+    /// # Errors
+    /// As [`Device::submit`].
+    pub fn submit_with(&mut self, queue: QueueHandle, pm4: &mut Pm4Hook<'_>) -> Result<ProcessReport, QueueError> {
+        let Self { memory, objects, signals, queues, .. } = self;
+        let q = queues.get_mut(&queue).ok_or(QueueError::UnknownQueue { queue })?;
+        if let Some(fault) = q.fault() {
+            return Err(QueueError::Fault(fault.clone()));
+        }
+        q.ring_doorbell(q.write_index())?;
+        Ok(q.process(memory, objects, signals, pm4)?)
+    }
+
+    /// [`Device::submit`], returning the processor's report.
+    ///
+    /// # Errors
+    /// As [`Device::submit`].
+    pub fn submit_traced(&mut self, queue: QueueHandle) -> Result<ProcessReport, QueueError> {
+        self.submit_with(queue, &mut pm4_not_available)
+    }
+
+    /// Frees an IB from [`Device::allocate_ib`].
+    ///
+    /// # Errors
+    /// [`FreeError::NotLive`] when it is not a live IB allocation.
+    pub fn free_ib(&mut self, ib: DeviceAllocation) -> Result<(), FreeError> {
+        self.memory.free_kind(ib, RegionKind::Ib)
+    }
+}
+
+/// The memory fault inside a publish error of the launch queue (a full queue cannot happen: it
+/// drains at every launch).
+fn ring_fault(queue: &SimQueue, error: &QueueError) -> kernels::memory::MemoryFault {
+    match error {
+        QueueError::RingMemory(fault) => *fault,
+        _ => kernels::memory::MemoryFault {
+            address: queue.ring().va,
+            len: queue.ring().size,
+            reason: kernels::memory::FaultReason::Unmapped,
+        },
+    }
+}
+
+/// The launch path reports a queue that could not be created as a ring fault at packet 0.
+fn queue_error_fault(error: &QueueError) -> QueueFault {
+    let fault = match error {
+        QueueError::RingMemory(fault) => *fault,
+        _ => kernels::memory::MemoryFault { address: 0, len: 0, reason: kernels::memory::FaultReason::Unmapped },
+    };
+    QueueFault::Ring { packet_id: 0, fault }
 }
 
 impl Device for SimDevice {
@@ -142,6 +329,71 @@ impl Device for SimDevice {
     fn reset(&mut self) {
         self.memory.reset();
         self.objects.reset();
-        self.kernarg = Self::kernarg_buffer(&mut self.memory);
+        self.launch_queue = None;
+        self.queues.clear();
+        self.signals.clear();
+        self.kernarg = Self::kernarg_pool(&mut self.memory);
+        self.kernarg_cursor = 0;
+    }
+
+    fn create_queue(&mut self, slots: RingSize) -> Result<QueueHandle, QueueError> {
+        if self.queues.len() >= Self::QUEUES_MAX {
+            return Err(QueueError::TooManyQueues { limit: Self::QUEUES_MAX });
+        }
+        let queue = SimQueue::new(&mut self.memory, slots)?;
+        let handle = QueueHandle(self.next_queue);
+        // Handles are not reused; 2^32 queue creations are out of reach.
+        self.next_queue = self.next_queue.saturating_add(1);
+        self.queues.insert(handle, queue);
+        Ok(handle)
+    }
+
+    fn destroy_queue(&mut self, queue: QueueHandle) -> Result<(), QueueError> {
+        let q = self.queues.remove(&queue).ok_or(QueueError::UnknownQueue { queue })?;
+        // The ring is live: it is freed only here and by reset, which also drops the queue.
+        q.release(&mut self.memory).map_err(|_| QueueError::UnknownQueue { queue })
+    }
+
+    fn publish(&mut self, queue: QueueHandle, packet: &[u8; PACKET_SIZE]) -> Result<u64, QueueError> {
+        let q = self.queues.get_mut(&queue).ok_or(QueueError::UnknownQueue { queue })?;
+        q.publish(&mut self.memory, packet)
+    }
+
+    fn submit(&mut self, queue: QueueHandle) -> Result<u64, QueueError> {
+        let report = self.submit_traced(queue)?;
+        // CAST: at most RING_SLOTS_MAX packets per call.
+        Ok(u64::try_from(report.packets.len()).unwrap_or(u64::MAX))
+    }
+
+    fn create_signal(&mut self, initial: i64) -> Result<SignalHandle, SignalError> {
+        self.signals.create(initial)
+    }
+
+    fn destroy_signal(&mut self, signal: SignalHandle) -> Result<(), SignalError> {
+        self.signals.destroy(signal)
+    }
+
+    fn signal_value(&self, signal: SignalHandle) -> Result<i64, SignalError> {
+        self.signals.load(signal)
+    }
+
+    fn wait_signal(
+        &mut self,
+        signal: SignalHandle,
+        condition: SignalCondition,
+        compare: i64,
+        timeout: Duration,
+    ) -> Result<i64, WaitError> {
+        let value = self.signals.load(signal)?;
+        if signal_condition_holds(value, condition, compare) {
+            return Ok(value);
+        }
+        // TIMEOUT: nothing runs between submissions, so a condition that does not hold now never
+        // will before the next submit; the wait times out at once instead of sleeping `timeout`.
+        Err(WaitError::Timeout { signal, value, condition, compare, timeout })
+    }
+
+    fn allocate_ib(&mut self, size_dwords: u32) -> Result<DeviceAllocation, AllocateError> {
+        self.memory.allocate_kind(u64::from(size_dwords) * 4, SimMemory::GRANULE_BYTES, RegionKind::Ib)
     }
 }

@@ -26,6 +26,10 @@ pub enum RegionKind {
     Code,
     /// The device's kernarg memory.
     Kernarg,
+    /// An AQL queue's ring of packet slots.
+    Ring,
+    /// Executable indirect-buffer memory for the command processor.
+    Ib,
 }
 
 /// One live allocation.
@@ -151,6 +155,21 @@ impl SimMemory {
             Some(r) if r.id == id && r.kind == RegionKind::Buffer => {}
             Some(r) if r.id == id => return Err(FreeError::DeviceOwned { id, va }),
             _ => return Err(FreeError::NotLive { id, va }),
+        }
+        if let Some(region) = self.regions.remove(&va) {
+            self.in_use_bytes -= round_up(region.size(), Self::GRANULE_BYTES);
+        }
+        Ok(())
+    }
+
+    /// Frees a device-owned allocation of `kind` (a queue's ring, an IB).
+    ///
+    /// # Errors
+    /// [`FreeError::NotLive`] when no live allocation of `kind` has this id at this VA.
+    pub fn free_kind(&mut self, allocation: DeviceAllocation, kind: RegionKind) -> Result<(), FreeError> {
+        let DeviceAllocation { id, va, .. } = allocation;
+        if !self.regions.get(&va).is_some_and(|r| r.id == id && r.kind == kind) {
+            return Err(FreeError::NotLive { id, va });
         }
         if let Some(region) = self.regions.remove(&va) {
             self.in_use_bytes -= round_up(region.size(), Self::GRANULE_BYTES);
