@@ -355,6 +355,10 @@ pub enum LaunchError {
         /// The descriptor's wave32 bit.
         wave32: bool,
     },
+    /// A hidden geometry argument of the kernarg segment (block count, group size, remainder,
+    /// grid dims) disagrees with the dispatch geometry.
+    #[error(transparent)]
+    HiddenArg(#[from] crate::sim::exec::HiddenArgMismatch),
     /// The kernel has no CPU reference: the soft device cannot execute it.
     #[error("kernel {kernel} at {kernel_object:#x} has no CPU implementation")]
     NoCpuImplementation {
@@ -699,6 +703,12 @@ pub enum SignalError {
     TooMany {
         /// The limit.
         limit: usize,
+    },
+    /// A signal with this handle already exists (or the handle is 0).
+    #[error("signal handle {handle:#x} is 0 or already in use")]
+    HandleInUse {
+        /// The raw handle.
+        handle: u64,
     },
 }
 

@@ -9,8 +9,8 @@ use aql_packets::{
     PacketControl, PacketType, RingSize, SignalCondition,
 };
 use engine::device::{
-    Device, LaunchError, LaunchRequest, LoadedCodeObject, Pm4Error, Pm4NotAvailable, QueueError, QueueFault,
-    QueueHandle, SignalHandle, WaitError,
+    Device, LaunchError, LaunchRequest, LoadedCodeObject, Pm4Error, QueueError, QueueFault, QueueHandle, SignalHandle,
+    WaitError,
 };
 use engine::sim::SimDevice;
 use engine::sim::exec::{self, Dispatch};
@@ -387,11 +387,13 @@ fn pm4_ib_packet_reaches_the_hook_with_its_ib() {
     assert_eq!(device.signal_value(s), Ok(0));
     assert!(!device.queue(q).unwrap().is_active());
 
-    // Without a command processor, the plain submit faults with Pm4NotAvailable.
+    // The plain submit runs the IB on the device's command processor: this IB holds no packet
+    // the processor models, so the submission faults with the processor's own fault at dword 0.
     let q = device.create_queue(ring(4)).unwrap();
     device.publish(q, packet.as_array()).unwrap();
     let Err(QueueError::Fault(QueueFault::Pm4 { source, .. })) = device.submit(q) else { panic!("no PM4 fault") };
-    assert_eq!(source.downcast_ref::<Pm4NotAvailable>(), Some(&Pm4NotAvailable { ib_va: ib.va + 8, size_dwords: 38 }));
+    let fault = source.downcast_ref::<engine::sim::cp::CpFault>().expect("a command-processor fault");
+    assert_eq!(fault.offset_dwords, 0, "{fault}");
     assert_eq!(device.signal_value(s), Ok(0));
     device.free_ib(ib).unwrap();
     assert!(device.free_ib(ib).is_err());

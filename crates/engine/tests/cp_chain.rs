@@ -387,3 +387,49 @@ fn unmodelled_packets_and_queue_owned_registers_are_faults() {
         );
     }
 }
+
+/// The whole route on the device: the chain's IB in executable IB memory, submitted by ONE AMD
+/// PM4-IB vendor packet on a user AQL queue with a completion signal, gives the same bytes as the
+/// ordinary path (one AQL kernel dispatch per launch) on a second device, for every target.
+#[test]
+fn one_vendor_packet_replays_the_chain_like_the_ordinary_path_on_every_target() {
+    use aql_packets::{AmdPm4IbPacket, FenceScope, RingSize, SignalCondition};
+    for target in Target::ALL {
+        let mut pm4 = chain(target);
+        let words = pm4.ib(WAITS);
+        let ib = pm4.device.allocate_ib(u32::try_from(words.len()).unwrap()).unwrap();
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        pm4.device.write(ib.va, &bytes).unwrap();
+        let queue = pm4.device.create_queue(RingSize::new(4).unwrap()).unwrap();
+        let signal = pm4.device.create_signal(1).unwrap();
+        let size = u32::try_from(words.len()).unwrap();
+        let packet = AmdPm4IbPacket::new(ib.va, size, FenceScope::System, FenceScope::System, signal.get()).unwrap();
+        pm4.device.publish(queue, packet.as_array()).unwrap();
+        assert_eq!(pm4.device.submit(queue).unwrap(), 1, "{target}: one packet");
+        let value = pm4.device.wait_signal(signal, SignalCondition::Eq, 0, std::time::Duration::from_millis(1));
+        assert_eq!(value, Ok(0), "{target}: completion signal");
+        let reports = pm4.device.last_ib_reports();
+        assert_eq!(reports.len(), 1);
+        assert_eq!(reports[0].dispatches.len(), 4, "{target}");
+
+        let mut ordinary = chain(target);
+        for (_, kd, blob, _, lds) in ordinary.launches.clone() {
+            let request = LaunchRequest {
+                kernel_object: kd,
+                grid_work_items: [GRID, 1, 1],
+                workgroup_work_items: [WG, 1, 1],
+                dynamic_lds_bytes: lds,
+                kernarg: &blob,
+            };
+            ordinary.device.launch(&request).unwrap();
+        }
+        for (a, b) in [(pm4.y, ordinary.y), (pm4.c, ordinary.c), (pm4.d, ordinary.d)] {
+            assert_eq!(a.va, b.va, "{target}: both devices lay the chain out identically");
+            let (mut x, mut y) =
+                (vec![0u8; usize::try_from(a.size).unwrap()], vec![0u8; usize::try_from(b.size).unwrap()]);
+            pm4.device.read(a.va, &mut x).unwrap();
+            ordinary.device.read(b.va, &mut y).unwrap();
+            assert_eq!(x, y, "{target}: allocation {:?}", a.id);
+        }
+    }
+}

@@ -195,11 +195,12 @@ fn launch_checks_are_typed_faults() {
     // A range running past the end of its allocation.
     let blob = fill_blob(&device, &bytes, out.va + 4, 64, 64);
     assert!(matches!(err(&mut device, fill_request(&fill, &blob)), LaunchError::EffectUnmapped { .. }));
-    // A launch the CPU reference refuses: hidden_group_size_x disagrees with the dispatch.
+    // A kernarg built for work-groups of 32 (2 blocks of 32) launched with work-groups of 64:
+    // the first hidden argument in layout order, hidden_block_count_x, disagrees (1 block).
     let blob = fill_blob(&device, &bytes, out.va, 64, 32);
     assert!(matches!(
         err(&mut device, fill_request(&fill, &blob)),
-        LaunchError::Kernel { source: kernels::cpu::KernelError::GroupSizeMismatch { kernarg: 32, dispatch: 64 }, .. }
+        LaunchError::HiddenArg(m) if m.arg == "hidden_block_count_x" && m.found == 2 && m.expected == 1
     ));
 }
 

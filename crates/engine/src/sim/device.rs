@@ -16,6 +16,7 @@ use crate::device::{
     WaitError, signal_condition_holds,
 };
 use crate::sim::aql::{Pm4Hook, ProcessReport, SimQueue};
+use crate::sim::cp::{CommandProcessor, IbReport};
 use crate::sim::exec::{ExecutedDispatch, LDS_BYTES_MAX};
 use crate::sim::loader::CodeObjects;
 use crate::sim::memory::{RegionKind, SimMemory};
@@ -32,10 +33,10 @@ use crate::sim::signal::Signals;
 /// synchronously). The internal queue's ring is allocated at the first launch that passes the
 /// request checks.
 ///
-/// PM4-IB packets reach a PM4 command processor through [`SimDevice::submit_with`]; the plain
-/// [`Device::submit`] has none connected yet and faults such a packet with
-/// [`Pm4NotAvailable`] (the command processor is wired in when it exists; nothing pretends to
-/// execute PM4).
+/// PM4-IB packets run on the device's PM4 [`CommandProcessor`] (one per device, for its family;
+/// its SH register file persists across IBs, as the hardware's does); the reports of the IBs of
+/// the last submission are kept ([`SimDevice::last_ib_reports`]). [`SimDevice::submit_with`]
+/// takes another PM4 hook instead.
 #[derive(Debug)]
 pub struct SimDevice {
     target: Target,
@@ -49,6 +50,10 @@ pub struct SimDevice {
     queues: BTreeMap<QueueHandle, SimQueue>,
     next_queue: NonZeroU32,
     signals: Signals,
+    cp: CommandProcessor,
+    /// GPU clock for timestamps (COPY_DATA, RELEASE_MEM): a monotonic counter.
+    clock: u64,
+    ib_reports: Vec<IbReport>,
 }
 
 /// The PM4 hook of a device without a command processor.
@@ -85,6 +90,9 @@ impl SimDevice {
             queues: BTreeMap::new(),
             next_queue: NonZeroU32::MIN,
             signals: Signals::new(),
+            cp: CommandProcessor::new(target.family()),
+            clock: 0,
+            ib_reports: Vec::new(),
         }
     }
 
@@ -259,7 +267,42 @@ impl SimDevice {
     /// # Errors
     /// As [`Device::submit`].
     pub fn submit_traced(&mut self, queue: QueueHandle) -> Result<ProcessReport, QueueError> {
-        self.submit_with(queue, &mut pm4_not_available)
+        let Self { memory, objects, signals, queues, cp, clock, ib_reports, .. } = self;
+        ib_reports.clear();
+        let q = queues.get_mut(&queue).ok_or(QueueError::UnknownQueue { queue })?;
+        if let Some(fault) = q.fault() {
+            return Err(QueueError::Fault(fault.clone()));
+        }
+        q.ring_doorbell(q.write_index())?;
+        let mut hook = |m: &mut SimMemory, o: &CodeObjects, ib_va: u64, size_dwords: u32| -> Result<(), Pm4Error> {
+            let report = cp.execute_ib(m, o, ib_va, size_dwords, clock).map_err(|f| Box::new(f) as Pm4Error)?;
+            ib_reports.push(report);
+            Ok(())
+        };
+        Ok(q.process(memory, objects, signals, &mut hook)?)
+    }
+
+    /// What the command processor reported for each IB of the last submission, in order.
+    #[must_use]
+    pub fn last_ib_reports(&self) -> &[IbReport] {
+        &self.ib_reports
+    }
+
+    /// Loads a code object with its image at `load_va` exactly (as an IB bundle records it).
+    ///
+    /// # Errors
+    /// As [`Device::load_code_object`]; a misaligned or overlapping `load_va` is
+    /// [`LoadError::Allocate`].
+    pub fn load_code_object_at(&mut self, bytes: &[u8], load_va: u64) -> Result<LoadedCodeObject, LoadError> {
+        self.objects.load_at(&mut self.memory, &self.registry, self.target, bytes, load_va).cloned()
+    }
+
+    /// Creates a signal with a given raw handle (IB bundles name completion signals by handle).
+    ///
+    /// # Errors
+    /// [`SignalError::HandleInUse`] or [`SignalError::TooMany`].
+    pub fn create_signal_at(&mut self, handle: u64, initial: i64) -> Result<SignalHandle, SignalError> {
+        self.signals.create_at(handle, initial)
     }
 
     /// Frees an IB from [`Device::allocate_ib`].

@@ -18,7 +18,6 @@ use std::cell::RefCell;
 
 use kernarg_abi::layout::DispatchGeometry;
 use kernarg_abi::metadata::ValueKind;
-use kernels::cpu::KernelError;
 use kernels::effects::{self, ResolvedEffect};
 use kernels::launch::Launch;
 use kernels::memory::{DeviceMemory, FaultReason, MemoryFault};
@@ -103,8 +102,7 @@ pub enum ExecError {
 /// Which hidden geometry arguments [`check_hidden_geometry`] compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HiddenCheck {
-    /// Only `hidden_group_size_*`: what the ordinary path can report through [`LaunchError`]
-    /// (as the equivalent [`KernelError::GroupSizeMismatch`]).
+    /// Only `hidden_group_size_*`.
     GroupSizeOnly,
     /// Every hidden geometry argument.
     All,
@@ -115,9 +113,9 @@ pub enum HiddenCheck {
 ///
 /// This is the ordinary path's entry and keeps its error type. [`LaunchError`] (in
 /// `device.rs`) has no variant for a hidden-argument mismatch, so this path checks only the
-/// `hidden_group_size_*` arguments ([`HiddenCheck::GroupSizeOnly`]) and reports a mismatch as
-/// [`KernelError::GroupSizeMismatch`]; [`execute_checked`] checks every hidden geometry argument
-/// and reports the typed [`HiddenArgMismatch`] (the command processor uses it).
+/// hidden geometry arguments ([`HiddenCheck::All`]) and reports a mismatch as
+/// [`LaunchError::HiddenArg`]; [`execute_checked`] does the same with the narrower
+/// [`ExecError`] the command processor uses.
 ///
 /// # Errors
 /// [`LaunchError`] for an unknown kernel, an unreadable kernarg segment, a rejected geometry, a
@@ -128,13 +126,9 @@ pub fn execute(
     objects: &CodeObjects,
     dispatch: &Dispatch,
 ) -> Result<ExecutedDispatch, LaunchError> {
-    execute_with(memory, objects, dispatch, HiddenCheck::GroupSizeOnly).map_err(|e| match e {
+    execute_with(memory, objects, dispatch, HiddenCheck::All).map_err(|e| match e {
         ExecError::Launch(e) => e,
-        ExecError::HiddenArg(m) => {
-            let narrow = |v: u64| u16::try_from(v).unwrap_or(u16::MAX);
-            let source = KernelError::GroupSizeMismatch { kernarg: narrow(m.found), dispatch: narrow(m.expected) };
-            LaunchError::Kernel { kernel: m.kernel, source }
-        }
+        ExecError::HiddenArg(m) => LaunchError::HiddenArg(m),
     })
 }
 

@@ -50,6 +50,26 @@ impl Signals {
         Ok(SignalHandle(handle))
     }
 
+    /// Creates a signal with a given raw handle (an IB bundle names its completion signals by
+    /// handle); later [`Signals::create`] handles stay above every handle used.
+    ///
+    /// # Errors
+    /// [`SignalError::HandleInUse`] for 0 or a live handle, [`SignalError::TooMany`] at the limit.
+    pub fn create_at(&mut self, handle: u64, initial: i64) -> Result<SignalHandle, SignalError> {
+        if self.values.len() >= Self::SIGNALS_MAX {
+            return Err(SignalError::TooMany { limit: Self::SIGNALS_MAX });
+        }
+        let Some(raw) = NonZeroU64::new(handle) else { return Err(SignalError::HandleInUse { handle }) };
+        if self.values.contains_key(&handle) {
+            return Err(SignalError::HandleInUse { handle });
+        }
+        self.values.insert(handle, initial);
+        if raw >= self.next {
+            self.next = raw.saturating_add(1);
+        }
+        Ok(SignalHandle(raw))
+    }
+
     /// Destroys a signal.
     ///
     /// # Errors
