@@ -3,6 +3,7 @@
 
 pub mod disasm;
 pub mod inspect;
+pub mod sim;
 pub mod tape;
 
 /// Parses a `--target`/`--arch` value into a supported target.

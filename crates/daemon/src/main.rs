@@ -5,7 +5,7 @@
 //! arguments, reads files and renders reports.
 
 use clap::{Parser, Subcommand};
-use daemon::{disasm, inspect, tape};
+use daemon::{disasm, inspect, sim, tape};
 use std::process::ExitCode;
 
 /// Retained replay of GPU decode steps on AMD GPUs.
@@ -29,6 +29,9 @@ struct Cli {
 enum Command {
     Disasm(disasm::Args),
     Inspect(inspect::Args),
+    /// Run IB bundles on the soft device (`sim run`).
+    #[command(subcommand)]
+    Sim(sim::Command),
     /// Work with stored tapes (`tape show`).
     #[command(subcommand)]
     Tape(tape::Command),
@@ -40,6 +43,7 @@ fn main() -> ExitCode {
         Command::Disasm(args) => disasm::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Tape(cmd) => tape::run(&cmd),
+        Command::Sim(cmd) => sim::run(&cmd),
     };
     match result {
         Ok(code) => code,

@@ -361,3 +361,157 @@ mod tests {
         }
     }
 }
+
+/// What a successful run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunReport {
+    /// AQL packets processed.
+    pub packets: usize,
+    /// Kernels executed, in execution order, with the IB dword offset of their DISPATCH_DIRECT.
+    pub dispatches: Vec<(String, usize)>,
+    /// PM4 packets executed over all IBs.
+    pub pm4_packets: usize,
+    /// Expected regions checked (all matched).
+    pub expected_checked: usize,
+    /// Final value of each signal region.
+    pub signals: Vec<(String, i64)>,
+}
+
+/// An expected region whose bytes differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The region.
+    pub region: String,
+    /// SHA-256 of what the run left there.
+    pub actual_sha256: String,
+    /// First differing byte, when the expected file was readable.
+    pub first_difference: Option<u64>,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The bundle cannot be set up as described (exit 2).
+    #[error("{0}")]
+    Bundle(#[from] BundleError),
+    /// The device faulted (exit 1).
+    #[error("device fault: {0}")]
+    Fault(String),
+    /// Outputs differ from what was expected (exit 1).
+    #[error("{} expected region(s) differ: {}", .0.len(), .0.iter().map(|m| format!("{} (sha256 {}{})", m.region, m.actual_sha256, m.first_difference.map_or(String::new(), |o| format!(", first difference at byte {o}")))).collect::<Vec<_>>().join("; "))]
+    Mismatch(Vec<Mismatch>),
+}
+
+impl Bundle {
+    /// Loads the bundle into a fresh soft device at exactly its VAs, submits its AQL packets,
+    /// and checks every expected region.
+    ///
+    /// # Errors
+    /// [`RunError::Bundle`] when the bundle cannot be set up, [`RunError::Fault`] for a queue or
+    /// command-processor fault, [`RunError::Mismatch`] when outputs differ.
+    pub fn run(&self) -> Result<RunReport, RunError> {
+        use crate::device::Device;
+        let invalid = |m: String| RunError::Bundle(BundleError::Invalid(m));
+        let m = &self.manifest;
+        let mut device = crate::sim::SimDevice::new(self.target);
+        for co in &m.code_objects {
+            let bytes = self.read(&co.file, FILE_BYTES_MAX)?;
+            let loaded = device
+                .load_code_object_at(&bytes, co.load_va.0)
+                .map_err(|e| invalid(format!("{}: cannot load at {:#x}: {e}", co.file, co.load_va.0)))?;
+            for k in &co.kernels {
+                let Some(found) = loaded.kernel(&k.symbol) else {
+                    return Err(invalid(format!("{}: no kernel {:?}", co.file, k.symbol)));
+                };
+                if (found.kd_va, found.entry_va) != (k.kd_va.0, k.entry_va.0) {
+                    return Err(invalid(format!(
+                        "{}: kernel {} loads at kd {:#x} / entry {:#x}, the manifest says {:#x} / {:#x}",
+                        co.file, k.symbol, found.kd_va, found.entry_va, k.kd_va.0, k.entry_va.0
+                    )));
+                }
+            }
+        }
+        for r in &m.regions {
+            let init = match &r.file {
+                Some(f) => self.read(f, r.size)?,
+                None => Vec::new(),
+            };
+            if r.role == Role::Signal {
+                let mut value = [0u8; 8];
+                value[..init.len()].copy_from_slice(&init);
+                device
+                    .create_signal_at(r.va.0, i64::from_le_bytes(value))
+                    .map_err(|e| invalid(format!("signal {}: {e}", r.name)))?;
+                continue;
+            }
+            device.allocate_at(r.va.0, r.size).map_err(|e| invalid(format!("region {}: {e}", r.name)))?;
+            device.write(r.va.0, &init).map_err(|e| invalid(format!("region {}: {e}", r.name)))?;
+        }
+        let ib_bytes = u64::from(m.ib.size_dwords) * 4;
+        let ib = self.read(&m.ib.file, ib_bytes)?;
+        device.allocate_at(m.ib.va.0, ib_bytes).map_err(|e| invalid(format!("ib: {e}")))?;
+        device.write(m.ib.va.0, &ib).map_err(|e| invalid(format!("ib: {e}")))?;
+        let aql = self.read(&m.aql.file, u64::from(m.aql.packets) * 64)?;
+        let (packets, rest) = aql.as_chunks::<64>();
+        if !rest.is_empty()
+            || packets.len() != usize::try_from(m.aql.packets).unwrap_or(usize::MAX)
+            || packets.is_empty()
+        {
+            return Err(invalid(format!("{}: {} bytes is not {} AQL packets", m.aql.file, aql.len(), m.aql.packets)));
+        }
+        let ring =
+            aql_packets::RingSize::new(m.aql.packets.next_power_of_two()).map_err(|e| invalid(format!("aql: {e}")))?;
+        let queue = device.create_queue(ring).map_err(|e| invalid(format!("aql queue: {e}")))?;
+        for p in packets {
+            device.publish(queue, p).map_err(|e| RunError::Fault(e.to_string()))?;
+        }
+        let report = device.submit_traced(queue).map_err(|e| RunError::Fault(e.to_string()))?;
+        let mut dispatches = Vec::new();
+        let mut pm4_packets = 0;
+        for ib in device.last_ib_reports() {
+            pm4_packets += ib.packets;
+            for (d, offset) in ib.dispatches.iter().zip(&ib.dispatch_offsets) {
+                dispatches.push((d.kernel.clone(), *offset));
+            }
+        }
+        let mut mismatches = Vec::new();
+        for e in &m.expected {
+            // PANIC: validate() checked that every expected region exists.
+            let r = m.regions.iter().find(|r| r.name == e.region).expect("validated region");
+            let mut actual = vec![0u8; usize::try_from(r.size).unwrap_or(0)];
+            device.read(r.va.0, &mut actual).map_err(|err| invalid(format!("expected {}: {err}", r.name)))?;
+            let actual_sha256 = kernels::compile::sha256_hex(&actual);
+            let wanted = self.read(&e.file, r.size).ok();
+            let first_difference = wanted.as_ref().and_then(|w| {
+                actual
+                    .iter()
+                    .zip(w)
+                    .position(|(a, b)| a != b)
+                    .or((w.len() != actual.len()).then_some(w.len().min(actual.len())))
+            });
+            if actual_sha256 != e.sha256.to_ascii_lowercase() || first_difference.is_some() {
+                mismatches.push(Mismatch {
+                    region: e.region.clone(),
+                    actual_sha256,
+                    first_difference: first_difference.map(|o| u64::try_from(o).unwrap_or(u64::MAX)),
+                });
+            }
+        }
+        if !mismatches.is_empty() {
+            return Err(RunError::Mismatch(mismatches));
+        }
+        let signals = m
+            .regions
+            .iter()
+            .filter(|r| r.role == Role::Signal)
+            .map(|r| (r.name.clone(), device.signal_value_raw(r.va.0).unwrap_or(i64::MIN)))
+            .collect();
+        Ok(RunReport {
+            packets: report.packets.len(),
+            dispatches,
+            pm4_packets,
+            expected_checked: m.expected.len(),
+            signals,
+        })
+    }
+}

@@ -297,6 +297,14 @@ impl SimDevice {
         self.objects.load_at(&mut self.memory, &self.registry, self.target, bytes, load_va).cloned()
     }
 
+    /// The value of the signal with raw handle `handle`.
+    ///
+    /// # Errors
+    /// [`SignalError::Unknown`] when no such signal is live.
+    pub fn signal_value_raw(&self, handle: u64) -> Result<i64, SignalError> {
+        self.signals.load_raw(handle)
+    }
+
     /// Creates a signal with a given raw handle (IB bundles name completion signals by handle).
     ///
     /// # Errors

@@ -1,0 +1,77 @@
+//! `redline sim run`: execute an IB bundle on the soft device and check its expected outputs.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use engine::bundle::{Bundle, RunError};
+use serde_json::json;
+
+/// Work with the soft device.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Run an IB bundle (a directory with manifest.json) on the soft device.
+    ///
+    /// Loads the bundle's code objects, regions, IB and AQL packets at exactly the VAs its
+    /// manifest gives, submits the packets, waits, and compares every `expected` region.
+    /// Exit codes: 0 success; 1 a device fault (queue, command processor, hazard, visibility,
+    /// effects) or an output mismatch, each named; 2 a bundle that cannot be read or set up.
+    Run {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The bundle directory.
+        dir: PathBuf,
+    },
+}
+
+/// Runs a `sim` subcommand.
+///
+/// # Errors
+/// Only when writing to stdout fails.
+pub fn run(command: &Command) -> Result<ExitCode> {
+    let Command::Run { json, dir } = command;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = Bundle::open(dir).map_err(RunError::from).and_then(|b| b.run().map(|r| (b, r)));
+    let (code, doc) = match &result {
+        Ok((bundle, report)) => (
+            0,
+            json!({
+                "ok": true,
+                "arch": bundle.manifest.arch,
+                "packets": report.packets,
+                "pm4_packets": report.pm4_packets,
+                "dispatches": report.dispatches.iter().map(|(k, o)| json!({"kernel": k, "ib_offset_dwords": o})).collect::<Vec<_>>(),
+                "expected_checked": report.expected_checked,
+                "signals": report.signals.iter().map(|(n, v)| json!({"region": n, "value": v})).collect::<Vec<_>>(),
+            }),
+        ),
+        Err(e @ RunError::Bundle(_)) => (2, json!({"ok": false, "error": "bundle", "message": e.to_string()})),
+        Err(e @ RunError::Fault(_)) => (1, json!({"ok": false, "error": "fault", "message": e.to_string()})),
+        Err(e @ RunError::Mismatch(_)) => (1, json!({"ok": false, "error": "mismatch", "message": e.to_string()})),
+    };
+    if *json {
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        out.write_all(b"\n")?;
+    } else if let Ok((bundle, report)) = &result {
+        writeln!(
+            out,
+            "{}: {} AQL packet(s), {} PM4 packet(s), {} dispatch(es); {} expected region(s) match",
+            bundle.manifest.arch,
+            report.packets,
+            report.pm4_packets,
+            report.dispatches.len(),
+            report.expected_checked
+        )?;
+        for (kernel, offset) in &report.dispatches {
+            writeln!(out, "  {kernel} (IB dword {offset})")?;
+        }
+    }
+    if let Err(e) = &result {
+        eprintln!("redline: sim run: {}: {e}", dir.display());
+    }
+    out.flush()?;
+    Ok(ExitCode::from(code))
+}
