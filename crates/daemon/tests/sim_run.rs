@@ -113,8 +113,8 @@ fn capture(target: Target) -> Capture {
             .metadata
             .args
             .iter()
-            .filter(|a| a.value_kind.as_str() == "by_value")
-            .last()
+            .rev()
+            .find(|a| a.value_kind.as_str() == "by_value")
             .unwrap()
             .offset;
         patch_sites.push(PatchSite {
