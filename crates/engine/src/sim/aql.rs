@@ -15,7 +15,7 @@
 //! an id below it.
 //!
 //! # What the processor does per packet (see [`execute`])
-//! The slot is decoded with [`aql_packets::decode`]; anything it rejects is a [`QueueFault`]
+//! The slot is decoded with [`aql_packets::decode()`]; anything it rejects is a [`QueueFault`]
 //! (one variant per header case) that inactivates the queue. Then:
 //! - KERNEL_DISPATCH runs through [`crate::sim::exec::execute`] (see [`execute`] for the
 //!   segment-size rules);
