@@ -12,4 +12,5 @@
 
 pub mod bundle;
 pub mod device;
+pub mod lower;
 pub mod sim;
