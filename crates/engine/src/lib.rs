@@ -1,6 +1,8 @@
 //! Redline's engine: the [`device::Device`] trait and its backends.
 //!
 //! - [`device`]: the trait the routes use, its request and result types and errors.
+//! - [`lower`]: a recorded tape lowered into a PM4 IB per family or into AQL packets, verified
+//!   against the tape, and its binding patch sites.
 //! - [`bundle`]: IB bundles, directories that describe one submission completely.
 //! - [`sim`]: the soft device, which executes everything on the CPU through the kernels' CPU
 //!   references.

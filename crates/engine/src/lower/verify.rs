@@ -20,7 +20,7 @@
 //!   [`hazard::consumer_acquire_gcr`]; a system acquire before the first dispatch and a wait plus
 //!   system acquire after the last.
 //!
-//! Anything else in the IB is refused, and the [`LoweredIb`]'s offsets, boundaries and patch
+//! `NOP`s are padding and ignored; anything else in the IB is refused, and the [`LoweredIb`]'s offsets, boundaries and patch
 //! sites must agree with the decoded words.
 
 use std::collections::BTreeMap;
@@ -245,6 +245,8 @@ pub fn verify<'k>(
                 walk.flush = true;
             }
             Packet::AcquireMem(a) => walk.acquire(family, a.gcr_cntl),
+            // Padding: changes no state (a patcher may blank a packet in place).
+            Packet::Nop(_) => {}
             Packet::DispatchDirect(d) => {
                 let index = walk.dispatches.len();
                 let record = launches
@@ -409,7 +411,7 @@ fn check_dispatch_packet(family: Family, d: &DispatchDirect, e: &Expected<'_>) -
     if found != expected {
         return Err(VerifyError::Dimensions { dispatch, expected, found });
     }
-    let partial = (0..3).any(|a| g.grid_work_items[a] % u32::from(g.workgroup_work_items[a]).max(1) != 0);
+    let partial = (0..3).any(|a| !g.grid_work_items[a].is_multiple_of(u32::from(g.workgroup_work_items[a]).max(1)));
     let i = d.initiator;
     let fields = [
         ("COMPUTE_SHADER_EN", 1, i.compute_shader_en()),
