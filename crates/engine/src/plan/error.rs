@@ -31,7 +31,9 @@ pub enum PrepareError {
     },
     /// A recorded pointer argument does not point into the allocation the tape says it does on
     /// this device (the tape is from another session or the buffer was freed).
-    #[error("launch {launch}: pointer at kernarg offset {kernarg_offset} = {va:#x} is not in allocation {allocation:?}")]
+    #[error(
+        "launch {launch}: pointer at kernarg offset {kernarg_offset} = {va:#x} is not in allocation {allocation:?}"
+    )]
     PointerNotLive {
         /// The launch.
         launch: usize,

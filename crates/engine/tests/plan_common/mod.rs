@@ -118,21 +118,35 @@ impl Chain {
     }
 
     /// The launches of one step at `position`, with the layout each was built from.
-    pub(crate) fn launches(&self, device: &SimDevice, position: u32) -> Vec<(LaunchRecord, &kernarg_abi::KernargLayout)> {
+    pub(crate) fn launches(
+        &self,
+        device: &SimDevice,
+        position: u32,
+    ) -> Vec<(LaunchRecord, &kernarg_abi::KernargLayout)> {
         let n = u32::try_from(i64::from(position) + N_ADDEND).unwrap();
         let (fill, axpy, scale) = (&self.fill, &self.axpy, &self.scale);
         let (x, y, z, c) = (self.x.va, self.y.va, self.z.va, self.c.va);
         vec![
             (
-                record(device, fill, GRID, &[ArgValue::Pointer(y), ArgValue::F32(1.5), ArgValue::U32(n)], &[(0, y)], &[
-                    (0, Access::Write, bytes_of(n)),
-                ]),
+                record(
+                    device,
+                    fill,
+                    GRID,
+                    &[ArgValue::Pointer(y), ArgValue::F32(1.5), ArgValue::U32(n)],
+                    &[(0, y)],
+                    &[(0, Access::Write, bytes_of(n))],
+                ),
                 &fill.layout,
             ),
             (
-                record(device, fill, GRID, &[ArgValue::Pointer(z), ArgValue::F32(-2.0), ArgValue::U32(N)], &[(0, z)], &[
-                    (0, Access::Write, bytes_of(N)),
-                ]),
+                record(
+                    device,
+                    fill,
+                    GRID,
+                    &[ArgValue::Pointer(z), ArgValue::F32(-2.0), ArgValue::U32(N)],
+                    &[(0, z)],
+                    &[(0, Access::Write, bytes_of(N))],
+                ),
                 &fill.layout,
             ),
             (
@@ -167,8 +181,11 @@ impl Chain {
         for (launch, layout) in self.launches(device, position) {
             recorder.record(launch, layout).unwrap();
         }
-        let binding =
-            Binding { name: "fill.n".into(), launch: 0, kind: BindingKind::KernargU32 { offset: 12, addend: N_ADDEND } };
+        let binding = Binding {
+            name: "fill.n".into(),
+            launch: 0,
+            kind: BindingKind::KernargU32 { offset: 12, addend: N_ADDEND },
+        };
         recorder.finish().unwrap().with_bindings(vec![binding]).unwrap()
     }
 
