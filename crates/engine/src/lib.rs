@@ -3,6 +3,8 @@
 //! - [`device`]: the trait the routes use, its request and result types and errors.
 //! - [`lower`]: a recorded tape lowered into a PM4 IB per family or into AQL packets, verified
 //!   against the tape, and its binding patch sites.
+//! - [`plan`]: a tape prepared once on a device (retained kernargs, verified IB, queue, signal)
+//!   and replayed per token with one AQL PM4-IB packet; stale plans are refused.
 //! - [`bundle`]: IB bundles, directories that describe one submission completely.
 //! - [`sim`]: the soft device, which executes everything on the CPU through the kernels' CPU
 //!   references.
@@ -15,4 +17,5 @@
 pub mod bundle;
 pub mod device;
 pub mod lower;
+pub mod plan;
 pub mod sim;

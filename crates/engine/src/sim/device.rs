@@ -54,6 +54,10 @@ pub struct SimDevice {
     /// GPU clock for timestamps (COPY_DATA, RELEASE_MEM): a monotonic counter.
     clock: u64,
     ib_reports: Vec<IbReport>,
+    /// Advanced by every [`Device::reset`]: what a prepared plan checks its allocations against.
+    epoch: u64,
+    /// Advanced by every successful free of a caller allocation or an IB.
+    free_generation: u64,
 }
 
 /// The PM4 hook of a device without a command processor.
@@ -93,6 +97,8 @@ impl SimDevice {
             cp: CommandProcessor::new(target.family()),
             clock: 0,
             ib_reports: Vec::new(),
+            epoch: 0,
+            free_generation: 0,
         }
     }
 
@@ -318,7 +324,34 @@ impl SimDevice {
     /// # Errors
     /// [`FreeError::NotLive`] when it is not a live IB allocation.
     pub fn free_ib(&mut self, ib: DeviceAllocation) -> Result<(), FreeError> {
-        self.memory.free_kind(ib, RegionKind::Ib)
+        self.memory.free_kind(ib, RegionKind::Ib)?;
+        self.free_generation += 1;
+        Ok(())
+    }
+
+    /// The device session: 0 for a new device, advanced by every [`Device::reset`]. Allocation
+    /// identities, VAs handed out, queues and signals of one epoch mean nothing in another, so
+    /// whatever holds device addresses (a prepared plan) records the epoch it was made in.
+    #[must_use]
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// A counter advanced by every successful [`Device::free`] and [`SimDevice::free_ib`]: while
+    /// it is unchanged (and the [epoch](Self::epoch) too), every allocation that was live is
+    /// still live, so a holder of device addresses re-checks them only when it moved.
+    #[must_use]
+    pub fn free_generation(&self) -> u64 {
+        self.free_generation
+    }
+
+    /// Stores `value` into a signal (`hsa_signal_store_relaxed`): a completion signal is set
+    /// before the packet that decrements it is published.
+    ///
+    /// # Errors
+    /// [`SignalError::Unknown`].
+    pub fn store_signal(&mut self, signal: SignalHandle, value: i64) -> Result<(), SignalError> {
+        self.signals.store(signal, value)
     }
 }
 
@@ -354,7 +387,9 @@ impl Device for SimDevice {
     }
 
     fn free(&mut self, allocation: DeviceAllocation) -> Result<(), FreeError> {
-        self.memory.free(allocation)
+        self.memory.free(allocation)?;
+        self.free_generation += 1;
+        Ok(())
     }
 
     fn write(&mut self, va: u64, data: &[u8]) -> Result<(), TransferError> {
@@ -385,6 +420,7 @@ impl Device for SimDevice {
         self.signals.clear();
         self.kernarg = Self::kernarg_pool(&mut self.memory);
         self.kernarg_cursor = 0;
+        self.epoch += 1;
     }
 
     fn create_queue(&mut self, slots: RingSize) -> Result<QueueHandle, QueueError> {

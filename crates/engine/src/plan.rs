@@ -1,0 +1,456 @@
+//! Prepared plans: a recorded [`Tape`] made ready on a device once, then replayed every token
+//! with one AQL vendor PM4-IB packet (`DESIGN.md` §3, §4).
+//!
+//! [`prepare`] copies the tape's kernarg blobs into one retained device allocation, lowers the
+//! tape into a PM4 IB with those kernarg addresses ([`lower_pm4`]), checks it with [`verify`]
+//! before anything can run it, writes it into executable IB memory, creates the plan's own AQL
+//! queue and completion signal, and builds the one 64-byte [`AmdPm4IbPacket`] that calls the IB.
+//! Every [`PreparedPlan::replay`] then writes the bindings' values for the position
+//! ([`apply_patch_sites`]), resets the completion signal, publishes the constant packet, rings the
+//! doorbell once and waits with a bounded timeout.
+//!
+//! # Stale plans
+//! A plan holds device addresses: its lifetime is that of the allocations it points into. The
+//! device's [epoch](SimDevice::epoch) advances at every reset; a plan records the epoch it was
+//! prepared in and every allocation it points into (the tape's pointer arguments, its kernargs,
+//! its IB), and refuses to replay in another epoch ([`ReplayError::StalePlan`]) or once one of
+//! those allocations was freed ([`ReplayError::AllocationGone`]), without touching the device.
+//! The allocation check runs only when the device's [free generation](SimDevice::free_generation)
+//! moved, so a steady-state replay costs one comparison for it.
+//!
+//! # Failures
+//! A queue fault, a wait timeout or a failed device write poisons the plan: the replay returns
+//! the typed error, the plan does not retry, and later replays return [`ReplayError::Poisoned`]
+//! (the controller falls back to ordinary launches).
+
+use std::time::Duration;
+
+use aql_packets::{AmdPm4IbPacket, FenceScope, PACKET_SIZE, RingSize, SignalCondition};
+use tape_core::AllocationId;
+use tape_core::tape::{Tape, TapeIdentity};
+
+use crate::device::{Device, DeviceAllocation, FreeError, QueueError, QueueHandle, SignalError, SignalHandle};
+use crate::lower::{PatchError, PatchSite, apply_patch_sites, lower_pm4, slot_by_artifact, verify};
+use crate::sim::SimDevice;
+
+mod error;
+
+pub use error::{PrepareError, ReplayError};
+
+/// How the retained route submits one token of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SubmissionIdentity {
+    /// Kernel dispatches in the IB (the tape's launches).
+    pub dispatches: usize,
+    /// AQL packets published per token: 1.
+    pub packets_per_token: u32,
+    /// The plan's queue.
+    pub queue: QueueHandle,
+    /// Queues the plan submits to: 1.
+    pub queues: u32,
+    /// Wait-free segments of the IB: boundaries + 1.
+    pub phases: usize,
+    /// Size of the IB.
+    pub pm4_dwords: usize,
+}
+
+/// What one replay did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReplayOutcome {
+    /// The position the bindings were patched for.
+    pub position: u32,
+    /// AQL packets published: 1.
+    pub packets: u32,
+    /// Packets the processor completed at the doorbell: 1.
+    pub completed: u64,
+    /// The completion signal's value after the wait: 0.
+    pub signal_value: i64,
+}
+
+/// Why [`PreparedPlan::release`] did not free everything.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    /// The queue could not be destroyed.
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    /// The signal could not be destroyed.
+    #[error(transparent)]
+    Signal(#[from] SignalError),
+    /// The IB or the kernargs could not be freed.
+    #[error(transparent)]
+    Free(#[from] FreeError),
+}
+
+/// A tape prepared on a device: retained kernargs, a verified IB, a queue, a signal and the one
+/// packet that runs it. Made by [`prepare`].
+#[derive(Debug)]
+pub struct PreparedPlan {
+    epoch: u64,
+    /// The device's free generation at the last liveness check.
+    free_generation: u64,
+    /// Allocations the plan points into, each with a VA inside it: the tape's pointer targets,
+    /// the retained kernargs and the IB.
+    live: Vec<(AllocationId, u64)>,
+    kernargs: DeviceAllocation,
+    kernarg_vas: Vec<u64>,
+    ib: DeviceAllocation,
+    patch_sites: Vec<PatchSite>,
+    signal: SignalHandle,
+    packet: [u8; PACKET_SIZE],
+    identity: SubmissionIdentity,
+    tape: TapeIdentity,
+    pending: Option<u32>,
+    poisoned: Option<u32>,
+}
+
+/// Device objects made so far by [`prepare`], released again when it fails.
+#[derive(Default)]
+struct Held {
+    kernargs: Option<DeviceAllocation>,
+    ib: Option<DeviceAllocation>,
+    queue: Option<QueueHandle>,
+    signal: Option<SignalHandle>,
+}
+
+impl Held {
+    /// Best effort: `prepare` is already failing with the error that matters.
+    fn release(self, device: &mut SimDevice) {
+        if let Some(queue) = self.queue {
+            let _ = device.destroy_queue(queue);
+        }
+        if let Some(signal) = self.signal {
+            let _ = device.destroy_signal(signal);
+        }
+        if let Some(ib) = self.ib {
+            let _ = device.free_ib(ib);
+        }
+        if let Some(kernargs) = self.kernargs {
+            let _ = device.free(kernargs);
+        }
+    }
+}
+
+/// Prepares `tape` on `device` (see the module documentation). The tape's pointer arguments
+/// must point into live allocations of `device` with the identities the tape recorded, and
+/// every launch's kernel must be loaded on it.
+///
+/// # Errors
+/// [`PrepareError`]; whatever was created on the device by then is released.
+pub fn prepare(device: &mut SimDevice, tape: &Tape) -> Result<PreparedPlan, PrepareError> {
+    let mut held = Held::default();
+    match prepare_into(device, tape, &mut held) {
+        Ok(plan) => Ok(plan),
+        Err(e) => {
+            held.release(device);
+            Err(e)
+        }
+    }
+}
+
+fn prepare_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<PreparedPlan, PrepareError> {
+    if tape.launches().is_empty() {
+        return Err(PrepareError::EmptyTape);
+    }
+    let mut live = pointer_targets(device, tape)?;
+    let (offsets, total) = kernarg_placement(device, tape)?;
+    let kernargs = *held.kernargs.insert(device.allocate(total)?);
+    device.write(kernargs.va, &kernarg_image(tape, &offsets, total))?;
+    let kernarg_vas: Vec<u64> = offsets.iter().map(|&o| kernargs.va + o).collect();
+
+    let family = device.target().family();
+    let lowered = {
+        let lookup = slot_by_artifact(device.code_objects());
+        let lowered = lower_pm4(tape, family, &lookup, &kernarg_vas)?;
+        verify(&lowered, tape, family, &lookup, &kernarg_vas)?;
+        lowered
+    };
+    let dwords = lowered.words.len();
+    let ib_dwords = u32::try_from(dwords).map_err(|_| PrepareError::IbTooLarge { dwords })?;
+    let ib = *held.ib.insert(device.allocate_ib(ib_dwords)?);
+    let ib_bytes: Vec<u8> = lowered.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    device.write(ib.va, &ib_bytes)?;
+
+    let signal = *held.signal.insert(device.create_signal(0)?);
+    // PANIC: a constant power of two. One packet per token and the queue drains every token.
+    let queue = *held.queue.insert(device.create_queue(RingSize::new(PreparedPlan::QUEUE_SLOTS).expect("ring size"))?);
+    let packet = AmdPm4IbPacket::new(ib.va, ib_dwords, FenceScope::System, FenceScope::System, signal.get())
+        .map_err(|source| PrepareError::Packet { dwords, source })?;
+
+    live.push((kernargs.id, kernargs.va));
+    live.push((ib.id, ib.va));
+    let identity = SubmissionIdentity {
+        dispatches: tape.launches().len(),
+        packets_per_token: 1,
+        queue,
+        queues: 1,
+        phases: lowered.boundaries.len() + 1,
+        pm4_dwords: dwords,
+    };
+    *held = Held::default();
+    Ok(PreparedPlan {
+        epoch: device.epoch(),
+        free_generation: device.free_generation(),
+        live,
+        kernargs,
+        kernarg_vas,
+        ib,
+        patch_sites: lowered.patch_sites,
+        signal,
+        packet: *packet.as_array(),
+        identity,
+        tape: tape.identity(),
+        pending: None,
+        poisoned: None,
+    })
+}
+
+/// Every allocation the tape's pointer arguments point into, checked on `device`: the pointer
+/// in the blob lies in a live allocation with the recorded identity and offset. One entry per
+/// allocation.
+fn pointer_targets(device: &SimDevice, tape: &Tape) -> Result<Vec<(AllocationId, u64)>, PrepareError> {
+    let mut live: Vec<(AllocationId, u64)> = Vec::new();
+    for (launch, record) in tape.launches().iter().enumerate() {
+        for p in &record.pointers {
+            let at = usize::try_from(p.kernarg_offset).unwrap_or(usize::MAX);
+            let va = record
+                .kernarg
+                .get(at..at.saturating_add(8))
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map_or(0, u64::from_le_bytes);
+            if device.resolve(va) != Some((p.allocation, p.offset_bytes)) {
+                return Err(PrepareError::PointerNotLive {
+                    launch,
+                    kernarg_offset: p.kernarg_offset,
+                    va,
+                    allocation: p.allocation,
+                });
+            }
+            if !live.iter().any(|&(id, _)| id == p.allocation) {
+                live.push((p.allocation, va));
+            }
+        }
+    }
+    Ok(live)
+}
+
+/// Offset of each launch's blob in the retained kernarg allocation (aligned to the kernel's
+/// kernarg alignment, at least [`PreparedPlan::KERNARG_ALIGN`]), and the allocation's size.
+fn kernarg_placement(device: &SimDevice, tape: &Tape) -> Result<(Vec<u64>, u64), PrepareError> {
+    let lookup = slot_by_artifact(device.code_objects());
+    let mut offsets = Vec::with_capacity(tape.launches().len());
+    let mut cursor: u64 = 0;
+    for (launch, record) in tape.launches().iter().enumerate() {
+        let slot = lookup(&record.artifact)
+            .ok_or_else(|| PrepareError::UnknownKernel { launch, symbol: record.artifact.symbol.clone() })?;
+        let align = u64::from(slot.loaded.kernarg_segment_align).max(PreparedPlan::KERNARG_ALIGN);
+        // INVARIANT: the loader accepts only power-of-two kernarg alignments.
+        debug_assert!(align.is_power_of_two());
+        let offset = cursor.next_multiple_of(align);
+        // CAST: a blob's length fits u64 (usize is at most 64 bits).
+        let len = u64::try_from(record.kernarg.len()).unwrap_or(u64::MAX);
+        cursor = offset.saturating_add(len.max(1));
+        if cursor > PreparedPlan::KERNARG_BYTES_MAX {
+            return Err(PrepareError::KernargTooLarge { bytes: cursor, limit: PreparedPlan::KERNARG_BYTES_MAX });
+        }
+        offsets.push(offset);
+    }
+    Ok((offsets, cursor))
+}
+
+/// The retained kernarg allocation's bytes: every blob at its offset.
+fn kernarg_image(tape: &Tape, offsets: &[u64], total: u64) -> Vec<u8> {
+    // PANIC: `total` is at most KERNARG_BYTES_MAX, and every blob ends inside it.
+    let mut image = vec![0u8; usize::try_from(total).expect("kernarg image fits memory")];
+    for (record, &offset) in tape.launches().iter().zip(offsets) {
+        let at = usize::try_from(offset).expect("offset inside the image");
+        image[at..at + record.kernarg.len()].copy_from_slice(&record.kernarg);
+    }
+    image
+}
+
+impl PreparedPlan {
+    /// Slots of the plan's queue: one packet per token, drained every token.
+    pub const QUEUE_SLOTS: u32 = 4;
+    /// Alignment of each retained kernarg blob, at least (as the ordinary path's pool slots).
+    pub const KERNARG_ALIGN: u64 = SimDevice::KERNARG_SLOT_ALIGN;
+    /// Retained kernarg bytes of one plan, at most.
+    pub const KERNARG_BYTES_MAX: u64 = 16 << 20;
+    /// The longest wait [`PreparedPlan::replay`] accepts.
+    pub const TIMEOUT_MAX: Duration = Duration::from_secs(60);
+
+    /// How a token of this plan is submitted.
+    #[must_use]
+    pub fn submission_identity(&self) -> SubmissionIdentity {
+        self.identity
+    }
+
+    /// The identity of the tape the plan was prepared from.
+    #[must_use]
+    pub fn tape_identity(&self) -> TapeIdentity {
+        self.tape
+    }
+
+    /// The device epoch the plan was prepared in.
+    #[must_use]
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The IB in device memory.
+    #[must_use]
+    pub fn ib(&self) -> DeviceAllocation {
+        self.ib
+    }
+
+    /// The retained kernarg allocation.
+    #[must_use]
+    pub fn kernargs(&self) -> DeviceAllocation {
+        self.kernargs
+    }
+
+    /// Launch `i`'s retained kernarg VA.
+    #[must_use]
+    pub fn kernarg_vas(&self) -> &[u64] {
+        &self.kernarg_vas
+    }
+
+    /// Where the bindings are written, one site per binding.
+    #[must_use]
+    pub fn patch_sites(&self) -> &[PatchSite] {
+        &self.patch_sites
+    }
+
+    /// The packet published every token.
+    #[must_use]
+    pub fn packet(&self) -> &[u8; PACKET_SIZE] {
+        &self.packet
+    }
+
+    /// The position whose replay failed, once the plan is poisoned.
+    #[must_use]
+    pub fn poisoned(&self) -> Option<u32> {
+        self.poisoned
+    }
+
+    /// Runs the tape at `position`: [`PreparedPlan::publish_token`] then
+    /// [`PreparedPlan::finish_token`]. No heap allocation on success.
+    ///
+    /// # Errors
+    /// [`ReplayError`]: a stale or poisoned plan (the device untouched), a binding without a
+    /// value at `position` (nothing written), or a device failure (the plan is poisoned).
+    ///
+    /// # Panics
+    /// When `timeout` exceeds [`PreparedPlan::TIMEOUT_MAX`] (a programmer error).
+    pub fn replay(
+        &mut self,
+        device: &mut SimDevice,
+        position: u32,
+        timeout: Duration,
+    ) -> Result<ReplayOutcome, ReplayError> {
+        self.publish_token(device, position)?;
+        self.finish_token(device, timeout)
+    }
+
+    /// The host half of a token: checks the plan is live, writes the bindings' values for
+    /// `position`, resets the completion signal to 1 and publishes the packet (body, then
+    /// header). Returns the packet id. Separate from [`PreparedPlan::finish_token`] so that the
+    /// host submission cost can be measured apart from the device's execution.
+    ///
+    /// # Errors
+    /// As [`PreparedPlan::replay`], and [`ReplayError::TokenPending`] when a published token is
+    /// not finished.
+    pub fn publish_token(&mut self, device: &mut SimDevice, position: u32) -> Result<u64, ReplayError> {
+        if let Some(failed_position) = self.poisoned {
+            return Err(ReplayError::Poisoned { failed_position });
+        }
+        if let Some(pending) = self.pending {
+            return Err(ReplayError::TokenPending { pending });
+        }
+        self.check_live(device)?;
+        match apply_patch_sites(device, self.ib.va, &self.patch_sites, position) {
+            Ok(()) => {}
+            // Every value is checked before the first write: nothing was written.
+            Err(e @ PatchError::Binding { .. }) => return Err(e.into()),
+            Err(e) => return Err(self.poison(position, e.into())),
+        }
+        if let Err(e) = device.store_signal(self.signal, 1) {
+            return Err(self.poison(position, e.into()));
+        }
+        match device.publish(self.identity.queue, &self.packet) {
+            Ok(packet_id) => {
+                self.pending = Some(position);
+                Ok(packet_id)
+            }
+            Err(source) => Err(self.poison(position, ReplayError::Queue { position, source })),
+        }
+    }
+
+    /// The device half of a token: rings the doorbell once, waits at most `timeout` for the
+    /// completion signal to reach 0, and checks that exactly the one packet completed.
+    ///
+    /// # Errors
+    /// [`ReplayError::NothingPublished`], or a queue fault, timeout or wrong completion count
+    /// (the plan is poisoned; nothing is retried).
+    ///
+    /// # Panics
+    /// When `timeout` exceeds [`PreparedPlan::TIMEOUT_MAX`] (a programmer error).
+    pub fn finish_token(&mut self, device: &mut SimDevice, timeout: Duration) -> Result<ReplayOutcome, ReplayError> {
+        assert!(timeout <= Self::TIMEOUT_MAX, "replay timeout {timeout:?} above {:?}", Self::TIMEOUT_MAX);
+        let position = self.pending.take().ok_or(ReplayError::NothingPublished)?;
+        // ORDERING: `publish` stored the header last; the doorbell follows it.
+        let completed = match device.submit(self.identity.queue) {
+            Ok(completed) => completed,
+            Err(source) => return Err(self.poison(position, ReplayError::Queue { position, source })),
+        };
+        if completed != 1 {
+            return Err(self.poison(position, ReplayError::Completed { position, completed }));
+        }
+        // TIMEOUT: bounded by the caller's `timeout`, itself at most TIMEOUT_MAX.
+        let signal_value = match device.wait_signal(self.signal, SignalCondition::Eq, 0, timeout) {
+            Ok(value) => value,
+            Err(source) => return Err(self.poison(position, ReplayError::Wait { position, source })),
+        };
+        Ok(ReplayOutcome { position, packets: self.identity.packets_per_token, completed, signal_value })
+    }
+
+    fn poison(&mut self, position: u32, error: ReplayError) -> ReplayError {
+        self.poisoned = Some(position);
+        self.pending = None;
+        error
+    }
+
+    /// Refuses a plan from another epoch, or one whose allocations were freed.
+    fn check_live(&mut self, device: &SimDevice) -> Result<(), ReplayError> {
+        let device_epoch = device.epoch();
+        if device_epoch != self.epoch {
+            return Err(ReplayError::StalePlan { plan_epoch: self.epoch, device_epoch });
+        }
+        let generation = device.free_generation();
+        if generation != self.free_generation {
+            for &(allocation, va) in &self.live {
+                if device.resolve(va).map(|(id, _)| id) != Some(allocation) {
+                    return Err(ReplayError::AllocationGone { allocation, va });
+                }
+            }
+            self.free_generation = generation;
+        }
+        Ok(())
+    }
+
+    /// Destroys the plan's queue and signal and frees its IB and kernargs. A plan from an
+    /// earlier epoch owns nothing any more (the reset freed it): nothing is done.
+    ///
+    /// # Errors
+    /// [`ReleaseError`] for the first object that could not be released (the rest are still
+    /// attempted).
+    pub fn release(self, device: &mut SimDevice) -> Result<(), ReleaseError> {
+        if device.epoch() != self.epoch {
+            return Ok(());
+        }
+        let queue = device.destroy_queue(self.identity.queue).map_err(ReleaseError::from);
+        let signal = device.destroy_signal(self.signal).map_err(ReleaseError::from);
+        let ib = device.free_ib(self.ib).map_err(ReleaseError::from);
+        let kernargs = device.free(self.kernargs).map_err(ReleaseError::from);
+        queue.and(signal).and(ib).and(kernargs)
+    }
+}
