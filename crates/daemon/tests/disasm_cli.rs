@@ -153,3 +153,18 @@ fn without_arch_only_what_every_family_agrees_on_is_named() {
     let gfx10 = stdout(&redline(&["disasm", "--arch", "gfx1030"], &file));
     assert!(gfx10.contains("COMPUTE_RELAUNCH [0x2e2b]"), "{gfx10}");
 }
+
+#[test]
+fn symbolic_field_values_are_shown_once_inside_their_word() {
+    let s = Scratch::new("symbols");
+    // EVENT_WRITE CS_PARTIAL_FLUSH: body 0x00000407 (reference §4 EVENT_WRITE, derived).
+    let out = redline(&["disasm"], &s.file("ev.hex", b"c0004600 00000407\n"));
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(text.contains("EVENT_TYPE [5:0] = 7 (CS_PARTIAL_FLUSH)"), "{text}");
+    assert_eq!(text.matches("CS_PARTIAL_FLUSH").count(), 1, "{text}");
+    // The JSON form keeps the structured enum item.
+    let out = redline(&["disasm", "--json"], &s.file("ev2.hex", b"c0004600 00000407\n"));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert!(v["items"].as_array().unwrap().iter().any(|i| i["symbol"] == "CS_PARTIAL_FLUSH"), "{v}");
+}

@@ -132,9 +132,7 @@ pub(crate) fn run(bytes: &[u8], naming: Naming, as_json: bool) -> Result<ExitCod
                 "packet {index} (byte {byte_offset:#x}): {} header_word={header_word:#010x}\n",
                 type_name(&packet)
             );
-            for item in &items {
-                render::text_item(item, &mut text);
-            }
+            render::text_items(&items, &mut text);
             if let Some(block) = &carried {
                 let mut inner = String::new();
                 render::text(block, &mut inner);

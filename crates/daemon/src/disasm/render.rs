@@ -33,8 +33,33 @@ pub(crate) fn text(block: &Block, out: &mut String) {
     }
     let n = block.words.len();
     let _ = writeln!(out, " ({n} dword{})", if n == 1 { "" } else { "s" });
-    for item in &block.items {
-        text_item(item, out);
+    text_items(&block.items, out);
+}
+
+/// Prints `items`; an enum field that restates a field of the control word printed just before
+/// it (`GLI_INV = 1 (ALL)` after `GCR_CNTL`) is folded into that word's field line instead of
+/// being printed twice.
+pub(crate) fn text_items(items: &[Item], out: &mut String) {
+    let mut i = 0;
+    while i < items.len() {
+        if let Item::Word { name, raw, fields } = &items[i] {
+            let mut symbols: Vec<(&str, &str)> = Vec::new();
+            let mut j = i + 1;
+            while let Some(Item::Enum { name: field, value, symbol: Some(symbol) }) = items.get(j) {
+                let restates = fields.iter().any(|f| f.name == *field && u64::from(f.get(*raw)) == *value);
+                if !restates {
+                    break;
+                }
+                symbols.push((field, symbol));
+                j += 1;
+            }
+            let _ = writeln!(out, "    {name} = {raw:#010x}");
+            text_fields_with(*raw, fields, &symbols, out);
+            i = j;
+        } else {
+            text_item(&items[i], out);
+            i += 1;
+        }
     }
 }
 
@@ -71,13 +96,18 @@ pub(crate) fn text_item(item: &Item, out: &mut String) {
 }
 
 fn text_fields(raw: u32, fields: &[FieldDesc], out: &mut String) {
+    text_fields_with(raw, fields, &[], out);
+}
+
+fn text_fields_with(raw: u32, fields: &[FieldDesc], symbols: &[(&str, &str)], out: &mut String) {
     let mut known = 0u32;
     for f in fields {
         known |= f.mask();
+        let symbol = symbols.iter().find(|(n, _)| *n == f.name).map_or(String::new(), |(_, s)| format!(" ({s})"));
         if f.hi == f.lo {
-            let _ = writeln!(out, "        {} [{}] = {}", f.name, f.lo, f.get(raw));
+            let _ = writeln!(out, "        {} [{}] = {}{symbol}", f.name, f.lo, f.get(raw));
         } else {
-            let _ = writeln!(out, "        {} [{}:{}] = {}", f.name, f.hi, f.lo, f.get(raw));
+            let _ = writeln!(out, "        {} [{}:{}] = {}{symbol}", f.name, f.hi, f.lo, f.get(raw));
         }
     }
     if !fields.is_empty() && raw & !known != 0 {
