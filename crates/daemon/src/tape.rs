@@ -108,6 +108,9 @@ fn binding_kind(k: &BindingKind) -> Value {
         BindingKind::GridAxis { axis, addend, divisor, max_workgroups } => {
             json!({"kind": "grid_axis", "axis": axis, "addend": addend, "divisor": divisor, "max_workgroups": max_workgroups})
         }
+        BindingKind::KernargGridWorkgroups { offset, axis, addend, divisor, max_workgroups } => {
+            json!({"kind": "kernarg_grid_workgroups", "offset": offset, "axis": axis, "addend": addend, "divisor": divisor, "max_workgroups": max_workgroups})
+        }
     }
 }
 
@@ -218,6 +221,10 @@ fn text(doc: &Value) -> String {
     for b in doc["bindings"].as_array().into_iter().flatten() {
         let what = match b["kind"].as_str() {
             Some("kernarg_u32") => format!("kernarg u32 @{} = position + {}", b["offset"], b["addend"]),
+            Some("kernarg_grid_workgroups") => format!(
+                "kernarg u32 @{} = grid axis {} = ceil((position + {}) / {}) work-groups, at most {}",
+                b["offset"], b["axis"], b["addend"], b["divisor"], b["max_workgroups"]
+            ),
             _ => format!(
                 "grid axis {} = ceil((position + {}) / {}) work-groups, at most {}",
                 b["axis"], b["addend"], b["divisor"], b["max_workgroups"]

@@ -20,10 +20,14 @@
 //! # Grid bindings and hidden geometry (fail closed)
 //! A [`BindingKind::GridAxis`] binding changes the grid of its launch; a kernel whose kernarg
 //! layout has `hidden_block_count_{axis}` or `hidden_remainder_{axis}` reads that grid from its
-//! kernargs too, and tape-core's binding model does not describe those words yet. Patching only
-//! the dispatch dimensions would hand such a kernel a grid that disagrees with its hidden
-//! arguments, so [`lower_pm4`] refuses the tape with
-//! [`LowerError::GridBindingWithHiddenGeometry`].
+//! kernargs too. A grid binding is whole work-groups, so the remainder stays 0 and only the block
+//! counts move: [`lower_pm4`] accepts the grid binding when every `hidden_block_count_{axis}`
+//! argument of the launch's layout is bound by a [`BindingKind::KernargGridWorkgroups`] on that
+//! axis (which tape-core ties to the grid binding's parameters) and every recorded
+//! `hidden_remainder_{axis}` is 0. Otherwise patching only the dispatch dimensions would hand the
+//! kernel a grid that disagrees with its hidden arguments, so the tape is refused with
+//! [`LowerError::GridBindingWithHiddenGeometry`]. A `KernargGridWorkgroups` binding is patched
+//! like any kernarg word ([`PatchTarget::KernargU32`]), with the grid's value in work-groups.
 
 use kernarg_abi::layout::LayoutError;
 use kernarg_abi::metadata::ValueKind;
@@ -159,9 +163,12 @@ pub enum LowerError {
         /// Why.
         source: LayoutError,
     },
-    /// A grid binding on a kernel that also reads its grid from hidden kernargs, which the
-    /// binding model does not patch (see the module documentation).
-    #[error("binding `{binding}` binds axis {axis} of launch {launch}, whose kernel reads `{arg}` from its kernargs")]
+    /// A grid binding on a kernel that also reads its grid from a hidden kernarg that no binding
+    /// keeps in step with it: a `hidden_block_count` without a grid-workgroups binding, or a
+    /// recorded `hidden_remainder` that is not 0 (see the module documentation).
+    #[error(
+        "binding `{binding}` binds axis {axis} of launch {launch}, whose kernel reads `{arg}` from its kernargs unbound"
+    )]
     GridBindingWithHiddenGeometry {
         /// The binding's name.
         binding: String,
@@ -225,7 +232,8 @@ pub(crate) fn resolve_slots<'k>(
 ///
 /// # Errors
 /// [`LowerError`] for a missing kernel, a kernarg or wave size that disagrees with it, a grid
-/// binding on a kernel with hidden geometry arguments, or a dispatch the builder cannot encode.
+/// binding on a kernel with hidden geometry arguments that no binding follows (see the module
+/// documentation), or a dispatch the builder cannot encode.
 pub fn lower_pm4<'k>(
     tape: &Tape,
     family: Family,
@@ -266,7 +274,7 @@ pub fn lower_pm4<'k>(
     Ok(LoweredIb { family, words, dispatch_offsets, boundaries, patch_sites })
 }
 
-/// The hidden arguments that carry the grid on `axis`.
+/// The hidden arguments that carry the grid on `axis`: the block count, then the remainder.
 fn hidden_geometry_args(axis: u8) -> [(ValueKind, &'static str); 2] {
     match axis {
         0 => [
@@ -284,16 +292,40 @@ fn hidden_geometry_args(axis: u8) -> [(ValueKind, &'static str); 2] {
     }
 }
 
+/// Refuses a grid binding whose launch's hidden geometry on the axis would go stale: a block
+/// count without a [`BindingKind::KernargGridWorkgroups`] at its offset on the axis, or a recorded
+/// remainder other than 0.
 fn refuse_grid_bindings_with_hidden_geometry(tape: &Tape, slots: &[&KernelSlot]) -> Result<(), LowerError> {
     for binding in tape.bindings() {
         let BindingKind::GridAxis { axis, .. } = binding.kind else { continue };
         // INVARIANT: the tape checked that the owning launch exists.
         let launch = usize::try_from(binding.launch).expect("launch index fits usize");
         let layout = slots[launch].kernel.kernarg_layout().map_err(|source| LowerError::Layout { launch, source })?;
-        if let Some((_, arg)) =
-            hidden_geometry_args(axis).into_iter().find(|(kind, _)| layout.offset_of(kind).is_some())
-        {
-            return Err(LowerError::GridBindingWithHiddenGeometry { binding: binding.name.clone(), launch, axis, arg });
+        let kernarg = &tape.launches()[launch].kernarg;
+        let [(block_count, block_count_name), (remainder, remainder_name)] = hidden_geometry_args(axis);
+        let refuse =
+            |arg| LowerError::GridBindingWithHiddenGeometry { binding: binding.name.clone(), launch, axis, arg };
+        for arg in layout.args() {
+            if arg.kind == block_count {
+                let covered = tape.bindings().iter().any(|b| {
+                    b.launch == binding.launch
+                        && matches!(b.kind, BindingKind::KernargGridWorkgroups { offset, axis: a, .. }
+                            if offset == arg.offset && a == axis)
+                });
+                if !covered {
+                    return Err(refuse(block_count_name));
+                }
+            } else if arg.kind == remainder {
+                // The layout's arguments lie inside the segment, which resolve_slots checked is
+                // the recorded blob; a missing range counts as not 0.
+                let bytes = usize::try_from(arg.offset)
+                    .ok()
+                    .zip(usize::try_from(arg.size).ok())
+                    .and_then(|(start, size)| kernarg.get(start..start.checked_add(size)?));
+                if bytes.is_none_or(|bytes| bytes.iter().any(|&b| b != 0)) {
+                    return Err(refuse(remainder_name));
+                }
+            }
         }
     }
     Ok(())
@@ -308,7 +340,7 @@ fn patch_sites(tape: &Tape, family: Family, kernarg_vas: &[u64], dispatch_offset
             // INVARIANT: the tape checked that the owning launch exists.
             let launch = usize::try_from(b.launch).expect("launch index fits usize");
             let target = match b.kind {
-                BindingKind::KernargU32 { offset, .. } => {
+                BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. } => {
                     PatchTarget::KernargU32 { va: kernarg_vas[launch] + u64::from(offset) }
                 }
                 BindingKind::GridAxis { axis, .. } => {

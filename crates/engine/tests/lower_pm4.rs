@@ -4,7 +4,8 @@
 //! (one vendor packet for the IB, one packet per launch for AQL) give the bytes of the ordinary
 //! launch path on a second, identically laid-out device; waits sit exactly at the dependent
 //! launches; verification rejects tampered IBs; patching the binding gives the ordinary result of
-//! the new position; a grid binding on a kernel with hidden geometry is refused.
+//! the new position; a grid binding on a kernel with hidden geometry is refused unless its hidden
+//! block count is bound too, and then replays at another position like the ordinary path.
 
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use engine::lower::{
 };
 use engine::sim::SimDevice;
 use kernarg_abi::layout::{ArgValue, DispatchGeometry};
+use kernarg_abi::metadata::ValueKind;
 use pm4_encoding::packet::{EventType, Nop, SetShReg};
 use pm4_encoding::{Decoder, Emit, Packet, Target};
 use tape_core::binding::{Binding, BindingKind};
@@ -71,11 +73,12 @@ fn bytes_of(n: u32) -> u64 {
     4 * u64::from(n.min(GRID))
 }
 
-/// One launch record of `m` over `GRID` work-items; `pointers` are (kernarg offset, VA), effects
+/// One launch record of `m` over `grid` work-items; `pointers` are (kernarg offset, VA), effects
 /// (pointer index, access, bytes).
 fn record(
     device: &SimDevice,
     m: &Module,
+    grid: u32,
     args: &[ArgValue],
     pointers: &[(u32, u64)],
     effects: &[(usize, Access, u64)],
@@ -98,8 +101,8 @@ fn record(
         .collect();
     LaunchRecord {
         artifact: ArtifactId { code_object_sha256: m.sha256, symbol: m.name.into() },
-        kernarg: m.layout.build(args, &DispatchGeometry::linear(GRID, WG)).unwrap(),
-        geometry: Geometry { grid_work_items: [GRID, 1, 1], workgroup_work_items: [WG, 1, 1] },
+        kernarg: m.layout.build(args, &DispatchGeometry::linear(grid, WG)).unwrap(),
+        geometry: Geometry { grid_work_items: [grid, 1, 1], workgroup_work_items: [WG, 1, 1] },
         lds: Lds { static_bytes: m.static_lds, dynamic_bytes: 0 },
         wave_size: m.wave_size,
         pointers: resolved,
@@ -107,8 +110,9 @@ fn record(
     }
 }
 
-/// The chain recorded at `position`, with `bindings`.
-fn setup_with(target: Target, position: u32, bindings: impl Fn(u32) -> Vec<Binding>) -> Setup {
+/// The chain recorded at `position`, with `bindings`; the first fill runs over `GRID` work-items,
+/// or, with `fill_grid_follows`, over `ceil(n / WG)` whole work-groups.
+fn setup_with(target: Target, position: u32, fill_grid_follows: bool, bindings: impl Fn(u32) -> Vec<Binding>) -> Setup {
     let mut device = SimDevice::new(target);
     let (fill, axpy, scale) =
         (load(&mut device, target, "fill"), load(&mut device, target, "axpy"), load(&mut device, target, "scale"));
@@ -117,12 +121,14 @@ fn setup_with(target: Target, position: u32, bindings: impl Fn(u32) -> Vec<Bindi
     let xs: Vec<u8> = (0..GRID).flat_map(|i| x_value(i).to_le_bytes()).collect();
     device.write(x.va, &xs).unwrap();
     let n = u32::try_from(i64::from(position) + N_ADDEND).unwrap();
+    let fill_grid = if fill_grid_follows { n.div_ceil(u32::from(WG)) * u32::from(WG) } else { GRID };
     let launches = [
         (
             &fill,
             record(
                 &device,
                 &fill,
+                fill_grid,
                 &[ArgValue::Pointer(y.va), ArgValue::F32(1.5), ArgValue::U32(n)],
                 &[(0, y.va)],
                 &[(0, Access::Write, bytes_of(n))],
@@ -133,6 +139,7 @@ fn setup_with(target: Target, position: u32, bindings: impl Fn(u32) -> Vec<Bindi
             record(
                 &device,
                 &fill,
+                GRID,
                 &[ArgValue::Pointer(z.va), ArgValue::F32(-2.0), ArgValue::U32(N)],
                 &[(0, z.va)],
                 &[(0, Access::Write, bytes_of(N))],
@@ -143,6 +150,7 @@ fn setup_with(target: Target, position: u32, bindings: impl Fn(u32) -> Vec<Bindi
             record(
                 &device,
                 &axpy,
+                GRID,
                 &[ArgValue::Pointer(y.va), ArgValue::Pointer(x.va), ArgValue::F32(2.0), ArgValue::U32(N)],
                 &[(0, y.va), (8, x.va)],
                 &[(0, Access::ReadWrite, bytes_of(N)), (1, Access::Read, bytes_of(N))],
@@ -153,6 +161,7 @@ fn setup_with(target: Target, position: u32, bindings: impl Fn(u32) -> Vec<Bindi
             record(
                 &device,
                 &scale,
+                GRID,
                 &[ArgValue::Pointer(c.va), ArgValue::Pointer(y.va), ArgValue::F32(0.5), ArgValue::U32(N)],
                 &[(0, c.va), (8, y.va)],
                 &[(0, Access::Write, bytes_of(N)), (1, Access::Read, bytes_of(N))],
@@ -177,7 +186,7 @@ fn n_binding(_: u32) -> Vec<Binding> {
 }
 
 fn setup(target: Target, position: u32) -> Setup {
-    setup_with(target, position, n_binding)
+    setup_with(target, position, false, n_binding)
 }
 
 impl Setup {
@@ -448,7 +457,7 @@ fn grid_binding_on_a_kernel_with_hidden_block_counts_is_refused() {
             b.push(Binding { name: "fill.z.grid".into(), launch: 1, kind });
             b
         };
-        let s = setup_with(target, POSITION, grid);
+        let s = setup_with(target, POSITION, false, grid);
         let lookup = slot_by_artifact(s.device.code_objects());
         let result = lower_pm4(&s.tape, target.family(), &lookup, &s.kernarg_vas);
         assert_eq!(
@@ -474,4 +483,117 @@ fn unknown_kernels_and_missing_kernarg_vas_are_refused() {
     let result = lower_pm4(&s.tape, s.device.target().family(), &lookup, &s.kernarg_vas[..3]);
     assert_eq!(result, Err(LowerError::KernargVaCount { launches: 4, vas: 3 }));
     assert!(matches!(lower_aql(&s.tape, &none, &s.kernarg_vas, 0), Err(LowerError::UnknownKernel { launch: 0, .. })));
+}
+
+/// Byte offset of `hidden_block_count_x` in fill's kernarg layout on `target`.
+fn fill_block_count_offset(target: Target) -> u32 {
+    let bytes = kernels::artifact(&format!("{target}/fill.co")).unwrap().bytes;
+    let co = kernarg_abi::read_any(bytes, Some(target)).unwrap();
+    co.kernel("fill").unwrap().kernarg_layout().unwrap().offset_of(&ValueKind::HiddenBlockCountX).unwrap()
+}
+
+/// Most work-groups of the first fill: `ceil((position + N_ADDEND) / WG)` up to `GRID` elements.
+const FILL_MAX_WORKGROUPS: u32 = GRID / WG as u32;
+
+/// The first fill's `n`, its grid and its hidden block count, all following the position.
+fn fill_grid_bindings(target: Target) -> impl Fn(u32) -> Vec<Binding> {
+    let offset = fill_block_count_offset(target);
+    move |position| {
+        let (addend, divisor, max_workgroups) = (N_ADDEND, u32::from(WG), FILL_MAX_WORKGROUPS);
+        let mut b = n_binding(position);
+        b.push(Binding {
+            name: "fill.grid.x".into(),
+            launch: 0,
+            kind: BindingKind::GridAxis { axis: 0, addend, divisor, max_workgroups },
+        });
+        b.push(Binding {
+            name: "fill.block_count.x".into(),
+            launch: 0,
+            kind: BindingKind::KernargGridWorkgroups { offset, axis: 0, addend, divisor, max_workgroups },
+        });
+        b
+    }
+}
+
+/// The ordinary path's bytes at `position` with the first fill's grid following the position.
+fn ordinary_fill_grid(target: Target, position: u32) -> Vec<Vec<u8>> {
+    let mut s = setup_with(target, position, true, fill_grid_bindings(target));
+    s.run_ordinary();
+    s.outputs()
+}
+
+#[test]
+fn grid_binding_with_bound_hidden_block_count_patches_and_replays() {
+    const LATER: u32 = 350;
+    for target in TARGETS {
+        let mut s = setup_with(target, POSITION, true, fill_grid_bindings(target));
+        assert_eq!(s.tape.launches()[0].geometry.grid_work_items[0], 704, "{target}: 11 work-groups at 100");
+        let lowered = s.lower();
+        let offset = fill_block_count_offset(target);
+        assert_eq!(lowered.patch_sites.len(), 3);
+        assert_eq!(lowered.patch_sites[2].target, PatchTarget::KernargU32 { va: s.kernarg_vas[0] + u64::from(offset) });
+        let ib = s.upload(&lowered.words);
+        apply_patch_sites(&mut s.device, ib, &lowered.patch_sites, LATER).unwrap();
+        // n = 950: 15 work-groups, in the kernarg and in DIM_X (work-items on gfx12).
+        let mut word = [0u8; 4];
+        s.device.read(s.kernarg_vas[0] + u64::from(offset), &mut word).unwrap();
+        assert_eq!(u32::from_le_bytes(word), 15, "{target}");
+        let dim_x = lowered.dispatch_offsets[0] + 1;
+        s.device.read(ib + 4 * u64::try_from(dim_x).unwrap(), &mut word).unwrap();
+        let expected_dim = if target == Target::Gfx1201 { 15 * u32::from(WG) } else { 15 };
+        assert_eq!(u32::from_le_bytes(word), expected_dim, "{target}");
+        s.replay_ib(ib, lowered.words.len());
+        let replayed = s.outputs();
+        assert_eq!(replayed, ordinary_fill_grid(target, LATER), "{target}");
+        assert_eq!(replayed[0], expected_y(u32::try_from(i64::from(LATER) + N_ADDEND).unwrap()), "{target}");
+        assert_ne!(replayed, ordinary_fill_grid(target, POSITION), "{target}: the position matters");
+        // Patching only n and DIM leaves a stale block count, which the CP refuses.
+        let mut stale = setup_with(target, POSITION, true, fill_grid_bindings(target));
+        let lowered = stale.lower();
+        let ib = stale.upload(&lowered.words);
+        apply_patch_sites(&mut stale.device, ib, &lowered.patch_sites[..2], LATER).unwrap();
+        let signal = stale.device.create_signal(1).unwrap();
+        let size = u32::try_from(lowered.words.len()).unwrap();
+        let packet = AmdPm4IbPacket::new(ib, size, FenceScope::System, FenceScope::System, signal.get()).unwrap();
+        let queue = stale.device.create_queue(RingSize::new(8).unwrap()).unwrap();
+        stale.device.publish(queue, packet.as_array()).unwrap();
+        let err = stale.device.submit(queue).unwrap_err();
+        assert!(format!("{err:?}").contains("hidden_block_count_x"), "{target}: {err:?}");
+    }
+}
+
+#[test]
+fn grid_binding_with_a_stale_or_nonzero_hidden_argument_is_refused() {
+    for target in TARGETS {
+        let s = setup_with(target, POSITION, true, fill_grid_bindings(target));
+        let lookup = slot_by_artifact(s.device.code_objects());
+        let refused = |arg| {
+            Err(LowerError::GridBindingWithHiddenGeometry { binding: "fill.grid.x".into(), launch: 0, axis: 0, arg })
+        };
+        // Without the block count's binding.
+        let mut data = s.tape.clone().into_data();
+        data.bindings.retain(|b| b.name != "fill.block_count.x");
+        let tape = tape_core::serial::validate(data).unwrap();
+        assert_eq!(
+            lower_pm4(&tape, target.family(), &lookup, &s.kernarg_vas),
+            refused("hidden_block_count_x"),
+            "{target}"
+        );
+        // A recorded remainder other than 0 (the blob is only checked against its layout when
+        // recorded, not when deserialized).
+        let layout = slot_by_artifact(s.device.code_objects())(&s.tape.launches()[0].artifact)
+            .unwrap()
+            .kernel
+            .kernarg_layout()
+            .unwrap();
+        let remainder = usize::try_from(layout.offset_of(&ValueKind::HiddenRemainderX).unwrap()).unwrap();
+        let mut data = s.tape.clone().into_data();
+        data.launches[0].kernarg[remainder] = 1;
+        let tape = tape_core::serial::validate(data).unwrap();
+        assert_eq!(
+            lower_pm4(&tape, target.family(), &lookup, &s.kernarg_vas),
+            refused("hidden_remainder_x"),
+            "{target}"
+        );
+    }
 }

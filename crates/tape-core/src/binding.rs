@@ -5,7 +5,13 @@
 //!   is `position + addend` (checked: it must fit in `u32`);
 //! - [`BindingKind::GridAxis`]: the launch's grid on `axis` is `ceil((position + addend) /
 //!   divisor)` work-groups (the grid in work-items is that times the work-group size on the axis),
-//!   never more than `max_workgroups`, the size the plan was prepared for.
+//!   never more than `max_workgroups`, the size the plan was prepared for;
+//! - [`BindingKind::KernargGridWorkgroups`]: the little-endian `u32` at `offset` of the kernarg
+//!   blob is that same work-group count (`ceil((position + addend) / divisor)`, at most
+//!   `max_workgroups`): a kernarg word that follows a grid axis, such as a code-object v5
+//!   `hidden_block_count_{x,y,z}` argument. The launch must have a [`BindingKind::GridAxis`]
+//!   binding on the same axis with the same `addend`, `divisor` and `max_workgroups`, so the
+//!   word and the grid always agree.
 
 use alloc::string::String;
 
@@ -24,6 +30,22 @@ pub enum BindingKind {
     /// Grid on `axis` = `ceil((position + addend) / divisor)` work-groups, at most `max_workgroups`.
     GridAxis {
         /// 0, 1 or 2.
+        axis: u8,
+        /// Added to the position.
+        addend: i64,
+        /// Positive.
+        divisor: u32,
+        /// Hard maximum, in work-groups.
+        max_workgroups: u32,
+    },
+    /// `u32` kernarg word at byte `offset` = the grid on `axis` in work-groups,
+    /// `ceil((position + addend) / divisor)`, at most `max_workgroups` (the value of the
+    /// launch's [`GridAxis`](Self::GridAxis) binding with the same parameters). Last variant, so
+    /// the serialized indices of the others do not change.
+    KernargGridWorkgroups {
+        /// Byte offset in the kernarg blob; the 4 bytes lie inside it.
+        offset: u32,
+        /// 0, 1 or 2: the grid axis the word follows.
         axis: u8,
         /// Added to the position.
         addend: i64,
@@ -77,7 +99,9 @@ pub enum BindingError {
 }
 
 impl BindingKind {
-    /// The bound value at `position`: the kernarg word, or the grid in work-groups.
+    /// The bound value at `position`: the kernarg word, or the grid in work-groups (for
+    /// [`KernargGridWorkgroups`](Self::KernargGridWorkgroups), the kernarg word, which is the
+    /// grid in work-groups).
     ///
     /// # Errors
     /// [`BindingError`] when the value is out of range or above the grid maximum.
@@ -87,7 +111,8 @@ impl BindingKind {
         };
         match *self {
             BindingKind::KernargU32 { addend, .. } => shifted(addend),
-            BindingKind::GridAxis { axis, addend, divisor, max_workgroups } => {
+            BindingKind::GridAxis { axis, addend, divisor, max_workgroups }
+            | BindingKind::KernargGridWorkgroups { axis, addend, divisor, max_workgroups, .. } => {
                 if divisor == 0 || axis > 2 {
                     return Err(BindingError::Malformed { axis, divisor });
                 }
@@ -97,6 +122,15 @@ impl BindingKind {
                 }
                 Ok(workgroups)
             }
+        }
+    }
+
+    /// The kernarg word offset of a kernarg binding, `None` for a grid binding.
+    #[must_use]
+    pub fn kernarg_offset(&self) -> Option<u32> {
+        match *self {
+            BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. } => Some(offset),
+            BindingKind::GridAxis { .. } => None,
         }
     }
 }
@@ -126,5 +160,36 @@ mod tests {
             g.value_at(192),
             Err(BindingError::GridAboveMax { position: 192, workgroups: 4, max_workgroups: 3 })
         );
+    }
+
+    #[test]
+    fn kernarg_grid_workgroups_follows_the_grid() {
+        let w = BindingKind::KernargGridWorkgroups { offset: 24, axis: 1, addend: 1, divisor: 64, max_workgroups: 3 };
+        let g = BindingKind::GridAxis { axis: 1, addend: 1, divisor: 64, max_workgroups: 3 };
+        for position in [0, 1, 62, 63, 64, 127, 128, 191, 192, 1000] {
+            assert_eq!(w.value_at(position), g.value_at(position), "position {position}");
+        }
+        assert_eq!(w.value_at(64), Ok(2));
+        assert_eq!(
+            w.value_at(192),
+            Err(BindingError::GridAboveMax { position: 192, workgroups: 4, max_workgroups: 3 })
+        );
+        assert_eq!(
+            BindingKind::KernargGridWorkgroups { offset: 0, axis: 3, addend: 0, divisor: 1, max_workgroups: 9 }
+                .value_at(1),
+            Err(BindingError::Malformed { axis: 3, divisor: 1 })
+        );
+        assert_eq!(
+            BindingKind::KernargGridWorkgroups { offset: 0, axis: 0, addend: 0, divisor: 0, max_workgroups: 9 }
+                .value_at(1),
+            Err(BindingError::Malformed { axis: 0, divisor: 0 })
+        );
+        assert_eq!(
+            BindingKind::KernargGridWorkgroups { offset: 0, axis: 0, addend: -5, divisor: 1, max_workgroups: 9 }
+                .value_at(4),
+            Err(BindingError::OutOfRange { position: 4, addend: -5 })
+        );
+        assert_eq!(w.kernarg_offset(), Some(24));
+        assert_eq!(g.kernarg_offset(), None);
     }
 }

@@ -19,8 +19,20 @@
 //!    is immutable. A differing word that overlaps a pointer slot is a
 //!    [`CalibrationError::MovedPointer`]. Any other differing word must satisfy
 //!    `b_word - a_word == p1 - p0`, and becomes `KernargU32 { offset, addend: a_word - p0 }`
-//!    (so `a_word = p0 + addend`, `b_word = p1 + addend`); otherwise it is a
-//!    [`CalibrationError::InconsistentDelta`]. Because `p0 != p1`, a position word always
+//!    (so `a_word = p0 + addend`, `b_word = p1 + addend`). A differing word that does not
+//!    satisfy it but equals, at both positions, the launch's grid in work-groups on an axis that
+//!    rule 5 binds (a code-object v5 `hidden_block_count_{x,y,z}`) becomes
+//!    `KernargGridWorkgroups { offset, axis, .. }` with that axis's grid binding's `addend`,
+//!    `divisor` and `max_workgroups` (axes tried x, y, z; the first that matches wins). A word that
+//!    fits neither is a [`CalibrationError::InconsistentDelta`]. **Ambiguity**: a word that fits
+//!    the position rule is always a `KernargU32`, even if it also equals a grid (for example a
+//!    grid rule of divisor 1 and the same addend, or a grid that happens to grow by exactly
+//!    `p1 - p0` work-groups between the samples): the position rule is tried first, so adding
+//!    grid rules never changes how a position word is bound. A hidden block count bound that way
+//!    is a `KernargU32`, and the lowering then refuses the launch's grid binding (fail closed);
+//!    calibrate from positions where the grid does not grow by `p1 - p0`. A grid rule that rule
+//!    5 rejects explains no word (rule 5's error is reported after the kernarg words, as
+//!    before). Because `p0 != p1`, a position word always
 //!    differs, so no binding hides behind an equal word. Differing bytes in a tail shorter than a
 //!    word are [`CalibrationError::ImmutableBytesDiffer`].
 //! 5. **Grid** — per axis. An axis without caller-supplied [`GridRule`]s must have the same grid
@@ -37,9 +49,10 @@
 //! argument, so it bounds every position up to `max_position`).
 //!
 //! # Names
-//! Deterministic and unique within the step: `launch{i}.kernarg@{offset}` and
-//! `launch{i}.grid.{x|y|z}` ([`kernarg_name`], [`grid_name`]). Bindings are returned by launch,
-//! then kernarg words by offset, then grid axes x, y, z.
+//! Deterministic and unique within the step: `launch{i}.kernarg@{offset}`,
+//! `launch{i}.kernarg@{offset}.grid.{x|y|z}` and `launch{i}.grid.{x|y|z}` ([`kernarg_name`],
+//! [`kernarg_grid_name`], [`grid_name`]). Bindings are returned by launch, then kernarg words by
+//! offset, then grid axes x, y, z.
 //!
 //! # Bounds
 //! At most [`LAUNCHES_MAX`] launches, [`GRID_RULES_MAX`] rules and [`BINDINGS_MAX`] bindings;
@@ -401,6 +414,16 @@ pub fn kernarg_name(launch: usize, offset: u32) -> String {
     format!("launch{launch}.kernarg@{offset}")
 }
 
+/// Name of the binding of the kernarg word at `offset` of launch `launch` that follows its grid on
+/// `axis` (`x`, `y`, `z`; `axis{n}` above 2).
+#[must_use]
+pub fn kernarg_grid_name(launch: usize, offset: u32, axis: u8) -> String {
+    match AXIS_NAMES.get(usize::from(axis)) {
+        Some(name) => format!("launch{launch}.kernarg@{offset}.grid.{name}"),
+        None => format!("launch{launch}.kernarg@{offset}.grid.axis{axis}"),
+    }
+}
+
 /// Name of the binding of launch `launch`'s grid on `axis` (`x`, `y`, `z`; `axis{n}` above 2).
 #[must_use]
 pub fn grid_name(launch: usize, axis: u8) -> String {
@@ -442,8 +465,13 @@ pub fn calibrate(
         pair.check_shape()?;
         pair.check_pointers()?;
         pair.check_effects()?;
-        pair.kernarg_bindings(positions, &mut out)?;
-        pair.grid_bindings(rules, positions, &mut out)?;
+        let grids = pair.grid_bindings(rules, positions);
+        pair.kernarg_bindings(positions, &grids, &mut out)?;
+        for (axis, grid) in (0u8..3).zip(grids) {
+            if let Some(kind) = grid? {
+                out.push(launch, grid_name(launch, axis), kind)?;
+            }
+        }
     }
     Ok(out.0)
 }
@@ -578,7 +606,15 @@ impl Pair<'_> {
     }
 
     /// Rule 4: every differing word is a position word; the tail is identical.
-    fn kernarg_bindings(&self, positions: Positions, out: &mut Bindings) -> Result<(), CalibrationError> {
+    ///
+    /// `grids` is rule 5's result per axis; a word that is not a position word may follow an
+    /// axis bound there.
+    fn kernarg_bindings(
+        &self,
+        positions: Positions,
+        grids: &[Result<Option<BindingKind>, CalibrationError>; 3],
+        out: &mut Bindings,
+    ) -> Result<(), CalibrationError> {
         let launch = self.launch;
         let (words_a, tail_a) = self.a.kernarg.as_chunks::<WORD_BYTES>();
         let (words_b, tail_b) = self.b.kernarg.as_chunks::<WORD_BYTES>();
@@ -591,7 +627,10 @@ impl Pair<'_> {
             let (offset, a, b) = (small_u32(start), u32::from_le_bytes(*wa), u32::from_le_bytes(*wb));
             let (p0, p1) = (positions.p0, positions.p1);
             if i64::from(b) - i64::from(a) != i64::from(p1) - i64::from(p0) {
-                return Err(CalibrationError::InconsistentDelta { launch, offset, a, b, p0, p1 });
+                let (axis, kind) = grid_word(grids, offset, (a, b), positions)
+                    .ok_or(CalibrationError::InconsistentDelta { launch, offset, a, b, p0, p1 })?;
+                out.push(launch, kernarg_grid_name(launch, offset, axis), kind)?;
+                continue;
             }
             let kind = BindingKind::KernargU32 { offset, addend: i64::from(a) - i64::from(p0) };
             kind.value_at(positions.max).map_err(|error| CalibrationError::UnreachableMaximum {
@@ -634,53 +673,76 @@ impl Pair<'_> {
         Ok(())
     }
 
-    /// Rule 5: per axis, equal without rules, or explained by exactly one rule.
+    /// Rule 5: per axis, equal without rules, or explained by exactly one rule. The result per
+    /// axis: the grid binding, `None` for an axis without rules, or why the axis is rejected.
     fn grid_bindings(
         &self,
         rules: &[GridRule],
         positions: Positions,
-        out: &mut Bindings,
-    ) -> Result<(), CalibrationError> {
+    ) -> [Result<Option<BindingKind>, CalibrationError>; 3] {
+        [0u8, 1, 2].map(|axis| self.grid_binding(rules, axis, positions))
+    }
+
+    /// Rule 5 on one axis.
+    fn grid_binding(
+        &self,
+        rules: &[GridRule],
+        axis: u8,
+        positions: Positions,
+    ) -> Result<Option<BindingKind>, CalibrationError> {
         let launch = self.launch;
         let (ga, gb) = (self.a.geometry, self.b.geometry);
         let (wga, wgb) = (ga.grid_workgroups(), gb.grid_workgroups());
-        for axis in 0u8..3 {
-            let x = usize::from(axis);
-            let (items_a, items_b) = (ga.grid_work_items[x], gb.grid_work_items[x]);
-            let unexplained = CalibrationError::UnexplainedGrid {
-                launch,
-                axis,
-                a: wga[x],
-                b: wgb[x],
-                a_work_items: items_a,
-                b_work_items: items_b,
-            };
-            let mut candidates = rules.iter().filter(|r| r.axis == axis).peekable();
-            if candidates.peek().is_none() {
-                if items_a != items_b {
-                    return Err(unexplained);
-                }
-                continue;
+        let x = usize::from(axis);
+        let (items_a, items_b) = (ga.grid_work_items[x], gb.grid_work_items[x]);
+        let unexplained = CalibrationError::UnexplainedGrid {
+            launch,
+            axis,
+            a: wga[x],
+            b: wgb[x],
+            a_work_items: items_a,
+            b_work_items: items_b,
+        };
+        let mut candidates = rules.iter().filter(|r| r.axis == axis).peekable();
+        if candidates.peek().is_none() {
+            if items_a != items_b {
+                return Err(unexplained);
             }
-            let rule = explaining_rule(launch, axis, candidates, (wga[x], wgb[x]), positions)?.ok_or(unexplained)?;
-            let workgroup = ga.workgroup_work_items[x];
-            for (work_items, workgroups) in [(items_a, wga[x]), (items_b, wgb[x])] {
-                if workgroup == 0 || u64::from(workgroups) * u64::from(workgroup) != u64::from(work_items) {
-                    return Err(CalibrationError::GridNotWholeWorkgroups { launch, axis, work_items, workgroup });
-                }
-            }
-            let unbounded =
-                BindingKind::GridAxis { axis, addend: rule.addend, divisor: rule.divisor, max_workgroups: u32::MAX };
-            let max_workgroups = unbounded.value_at(positions.max).map_err(|error| {
-                CalibrationError::UnreachableMaximum { launch, kind: unbounded, max_position: positions.max, error }
-            })?;
-            let kind = BindingKind::GridAxis { axis, addend: rule.addend, divisor: rule.divisor, max_workgroups };
-            debug_assert_eq!(kind.value_at(positions.p0), Ok(wga[x]));
-            debug_assert_eq!(kind.value_at(positions.p1), Ok(wgb[x]));
-            out.push(launch, grid_name(launch, axis), kind)?;
+            return Ok(None);
         }
-        Ok(())
+        let rule = explaining_rule(launch, axis, candidates, (wga[x], wgb[x]), positions)?.ok_or(unexplained)?;
+        let workgroup = ga.workgroup_work_items[x];
+        for (work_items, workgroups) in [(items_a, wga[x]), (items_b, wgb[x])] {
+            if workgroup == 0 || u64::from(workgroups) * u64::from(workgroup) != u64::from(work_items) {
+                return Err(CalibrationError::GridNotWholeWorkgroups { launch, axis, work_items, workgroup });
+            }
+        }
+        let unbounded =
+            BindingKind::GridAxis { axis, addend: rule.addend, divisor: rule.divisor, max_workgroups: u32::MAX };
+        let max_workgroups = unbounded.value_at(positions.max).map_err(|error| {
+            CalibrationError::UnreachableMaximum { launch, kind: unbounded, max_position: positions.max, error }
+        })?;
+        let kind = BindingKind::GridAxis { axis, addend: rule.addend, divisor: rule.divisor, max_workgroups };
+        debug_assert_eq!(kind.value_at(positions.p0), Ok(wga[x]));
+        debug_assert_eq!(kind.value_at(positions.p1), Ok(wgb[x]));
+        Ok(Some(kind))
     }
+}
+
+/// The first axis (x, y, z) whose grid binding in `grids` gives the word's values `words` at both
+/// positions, and the word's binding that follows it.
+fn grid_word(
+    grids: &[Result<Option<BindingKind>, CalibrationError>; 3],
+    offset: u32,
+    words: (u32, u32),
+    positions: Positions,
+) -> Option<(u8, BindingKind)> {
+    grids.iter().find_map(|grid| {
+        let Ok(Some(BindingKind::GridAxis { axis, addend, divisor, max_workgroups })) = *grid else { return None };
+        let kind = BindingKind::KernargGridWorkgroups { offset, axis, addend, divisor, max_workgroups };
+        (kind.value_at(positions.p0) == Ok(words.0) && kind.value_at(positions.p1) == Ok(words.1))
+            .then_some((axis, kind))
+    })
 }
 
 /// The single distinct rule among `candidates` that gives `workgroups` at the two positions;

@@ -227,6 +227,20 @@ pub enum BindingCheckError {
         /// The recorded grid on the axis, work-items.
         recorded_work_items: u32,
     },
+    /// A [`BindingKind::KernargGridWorkgroups`] binding whose launch has no
+    /// [`BindingKind::GridAxis`] binding on its axis with the same `addend`, `divisor` and
+    /// `max_workgroups` (the word would drift from the grid it stands for).
+    #[error(
+        "binding `{name}` follows grid axis {axis} of launch {launch}, which no grid binding with the same parameters binds"
+    )]
+    GridWordWithoutGrid {
+        /// The binding.
+        name: String,
+        /// The launch.
+        launch: u32,
+        /// The axis.
+        axis: u8,
+    },
 }
 
 /// The identity of a tape: what it runs, comparable across processes and machines.
@@ -353,8 +367,11 @@ impl Tape {
     /// The tape with `bindings` in place of its current ones. Each binding must name an existing
     /// launch, a name unique in the list; a kernarg binding a `u32` word inside the blob clear of
     /// every pointer slot, a grid binding an axis ≤ 2, a positive divisor and a maximum at least
-    /// the recorded grid; no two bindings may bind the same bytes or axis of a launch; and at the
-    /// tape's position each binding must reproduce the recorded word or grid exactly.
+    /// the recorded grid; a grid-workgroups kernarg binding both (a word, an axis ≤ 2 and a
+    /// positive divisor) and a grid binding of its launch on its axis with the same `addend`,
+    /// `divisor` and `max_workgroups`; no two bindings may bind the same bytes or axis of a
+    /// launch; and at the tape's position each binding must reproduce the recorded word or grid
+    /// exactly.
     ///
     /// # Errors
     /// [`TapeError::Binding`] naming the first offending binding.
@@ -472,6 +489,16 @@ fn check_bindings(position: u32, launches: &[LaunchRecord], bindings: &[Binding]
                 check_grid_binding(position, launch, binding)?;
                 (1, u64::from(axis), u64::from(axis) + 1)
             }
+            BindingKind::KernargGridWorkgroups { offset, axis, divisor, .. } => {
+                if axis > 2 {
+                    return Err(BindingCheckError::AxisOutOfRange { name: binding.name.clone(), axis });
+                }
+                if divisor == 0 {
+                    return Err(BindingCheckError::ZeroDivisor { name: binding.name.clone() });
+                }
+                check_kernarg_binding(position, launch, binding, offset)?;
+                (0, u64::from(offset), u64::from(offset) + 4)
+            }
         };
         claims.push(Claim { launch: binding.launch, site, start, end, index });
     }
@@ -485,6 +512,28 @@ fn check_bindings(position: u32, launches: &[LaunchRecord], bindings: &[Binding]
                 other: bindings[a.index].name.clone(),
                 launch: a.launch,
             });
+        }
+    }
+    check_grid_words_have_grids(bindings)
+}
+
+/// Every [`BindingKind::KernargGridWorkgroups`] has a [`BindingKind::GridAxis`] of its launch on
+/// its axis with the same parameters (after the conflict check, at most one per axis).
+fn check_grid_words_have_grids(bindings: &[Binding]) -> Result<(), BindingCheckError> {
+    let grids: BTreeSet<(u32, u8, i64, u32, u32)> = bindings
+        .iter()
+        .filter_map(|b| match b.kind {
+            BindingKind::GridAxis { axis, addend, divisor, max_workgroups } => {
+                Some((b.launch, axis, addend, divisor, max_workgroups))
+            }
+            _ => None,
+        })
+        .collect();
+    for b in bindings {
+        if let BindingKind::KernargGridWorkgroups { axis, addend, divisor, max_workgroups, .. } = b.kind
+            && !grids.contains(&(b.launch, axis, addend, divisor, max_workgroups))
+        {
+            return Err(BindingCheckError::GridWordWithoutGrid { name: b.name.clone(), launch: b.launch, axis });
         }
     }
     Ok(())

@@ -470,7 +470,7 @@ fn check_patch_sites(lowered: &LoweredIb, tape: &Tape, family: Family, kernarg_v
         let bad = VerifyError::PatchSite { binding: index };
         let launch = usize::try_from(b.launch).map_err(|_| bad.clone())?;
         let expected_target = match b.kind {
-            BindingKind::KernargU32 { offset, .. } => {
+            BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. } => {
                 PatchTarget::KernargU32 { va: kernarg_vas[launch] + u64::from(offset) }
             }
             BindingKind::GridAxis { axis, .. } => {
