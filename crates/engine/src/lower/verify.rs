@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use kernarg_abi::UserSgprLayout;
 use kernarg_abi::sgpr::UserSgpr;
 use pm4_encoding::packet::{DispatchDirect, EventType, GcrCntl, Packet};
-use pm4_encoding::regs::{self, gfx10_3, gfx11, gfx12};
+use pm4_encoding::regs;
 use pm4_encoding::{DecodeError, Decoder, Family};
 use tape_core::binding::BindingKind;
 use tape_core::deps::{self, DepsError};
@@ -350,14 +350,18 @@ fn check_dispatch(
     let lds_bytes = e.record.lds.static_bytes.saturating_add(e.record.lds.dynamic_bytes);
     // An LDS size the field cannot hold has no correct encoding: expect the impossible u32::MAX.
     let rsrc2 = regs::lds_size_field(family, lds_bytes)
-        .map_or(u32::MAX, |granules| rsrc2_with_lds_size(family, descriptor.compute_pgm_rsrc2(), granules));
+        .ok()
+        .and_then(|granules| regs::rsrc2_with_lds_size(family, descriptor.compute_pgm_rsrc2(), granules))
+        .unwrap_or(u32::MAX);
     check_register(family, registers, dispatch, "COMPUTE_PGM_RSRC2", rsrc2)?;
     check_register(family, registers, dispatch, "COMPUTE_PGM_RSRC3", descriptor.compute_pgm_rsrc3())?;
     let g = e.record.geometry;
     for (axis, name) in ["COMPUTE_NUM_THREAD_X", "COMPUTE_NUM_THREAD_Y", "COMPUTE_NUM_THREAD_Z"].into_iter().enumerate()
     {
         let full = u32::from(g.workgroup_work_items[axis]);
-        let expected = num_thread(family, axis, full, g.grid_work_items[axis] % full.max(1));
+        // `u32::MAX` is never a valid word here: a value that does not fit can match nothing.
+        let expected =
+            regs::num_thread_word(family, axis, full, g.grid_work_items[axis] % full.max(1)).unwrap_or(u32::MAX);
         check_register(family, registers, dispatch, name, expected)?;
     }
     check_user_data(family, registers, e)?;
@@ -425,40 +429,6 @@ fn check_dispatch_packet(family: Family, d: &DispatchDirect, e: &Expected<'_>) -
         }
     }
     Ok(())
-}
-
-/// `COMPUTE_NUM_THREAD_{axis}` with `NUM_THREAD_FULL = full`, `NUM_THREAD_PARTIAL = partial`;
-/// `u32::MAX` (never a valid word here) when they do not fit.
-fn num_thread(family: Family, axis: usize, full: u32, partial: u32) -> u32 {
-    macro_rules! word {
-        ($ty:ty) => {{
-            let max = <$ty>::from_raw(u32::MAX);
-            if full <= max.num_thread_full() && partial <= max.num_thread_partial() {
-                <$ty>::from_raw(0).with_num_thread_full(full).with_num_thread_partial(partial).raw()
-            } else {
-                u32::MAX
-            }
-        }};
-    }
-    match (family, axis) {
-        (Family::Gfx10_3, 0) => word!(gfx10_3::ComputeNumThreadX),
-        (Family::Gfx10_3, 1) => word!(gfx10_3::ComputeNumThreadY),
-        (Family::Gfx10_3, _) => word!(gfx10_3::ComputeNumThreadZ),
-        (Family::Gfx11, 0) => word!(gfx11::ComputeNumThreadX),
-        (Family::Gfx11, 1) => word!(gfx11::ComputeNumThreadY),
-        (Family::Gfx11, _) => word!(gfx11::ComputeNumThreadZ),
-        (Family::Gfx12, 0) => word!(gfx12::ComputeNumThreadX),
-        (Family::Gfx12, 1) => word!(gfx12::ComputeNumThreadY),
-        (Family::Gfx12, _) => word!(gfx12::ComputeNumThreadZ),
-    }
-}
-
-fn rsrc2_with_lds_size(family: Family, rsrc2: u32, granules: u32) -> u32 {
-    match family {
-        Family::Gfx10_3 => gfx10_3::ComputePgmRsrc2::from_raw(rsrc2).with_lds_size(granules).raw(),
-        Family::Gfx11 => gfx11::ComputePgmRsrc2::from_raw(rsrc2).with_lds_size(granules).raw(),
-        Family::Gfx12 => gfx12::ComputePgmRsrc2::from_raw(rsrc2).with_lds_size(granules).raw(),
-    }
 }
 
 fn check_patch_sites(lowered: &LoweredIb, tape: &Tape, family: Family, kernarg_vas: &[u64]) -> Result<(), VerifyError> {

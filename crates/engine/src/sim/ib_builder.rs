@@ -19,7 +19,7 @@
 use kernarg_abi::sgpr::UserSgpr;
 use kernarg_abi::{KernelDescriptor, UserSgprLayout};
 use pm4_encoding::packet::{AcquireMem, DispatchDirect, DispatchInitiator, EventWrite, GcrCntl, PacketError, SetShReg};
-use pm4_encoding::regs::{self, LdsSizeTooLarge, gfx10_3, gfx11, gfx12};
+use pm4_encoding::regs::{self, LdsSizeTooLarge};
 use pm4_encoding::{CapacityError, Family, Writer};
 
 use crate::sim::cp::dims_in_work_items;
@@ -164,13 +164,15 @@ fn emit_dispatch(family: Family, index: usize, d: &IbDispatch<'_>, w: &mut Write
     w.emit(&SetShReg::new(reg(family, "COMPUTE_PGM_LO"), &[pgm_lo, pgm_hi])?)?;
     let lds_bytes = d.descriptor.group_segment_fixed_size().saturating_add(d.dynamic_lds_bytes);
     let lds_size = regs::lds_size_field(family, lds_bytes).map_err(|source| IbBuildError::Lds { index, source })?;
-    let rsrc2 = rsrc2_with_lds_size(family, d.descriptor.compute_pgm_rsrc2(), lds_size);
+    // PANIC: `lds_size_field` bounded the value by the field's maximum, so it fits.
+    let rsrc2 = regs::rsrc2_with_lds_size(family, d.descriptor.compute_pgm_rsrc2(), lds_size).expect("LDS_SIZE fits");
     w.emit(&SetShReg::new(reg(family, "COMPUTE_PGM_RSRC1"), &[d.descriptor.compute_pgm_rsrc1(), rsrc2])?)?;
     w.emit(&SetShReg::new(reg(family, "COMPUTE_PGM_RSRC3"), &[d.descriptor.compute_pgm_rsrc3()])?)?;
     let partial: [u32; 3] = core::array::from_fn(|a| grid[a] % u32::from(workgroup[a]));
     let mut num_thread = [0u32; 3];
     for axis in 0..3 {
-        num_thread[axis] = num_thread_word(family, axis, workgroup[axis].into(), partial[axis]).ok_or(geometry)?;
+        num_thread[axis] =
+            regs::num_thread_word(family, axis, workgroup[axis].into(), partial[axis]).ok_or(geometry)?;
     }
     w.emit(&SetShReg::new(reg(family, "COMPUTE_NUM_THREAD_X"), &num_thread)?)?;
     let user_data = user_data(family, index, d)?;
@@ -213,36 +215,4 @@ fn user_data(family: Family, index: usize, d: &IbDispatch<'_>) -> Result<Vec<u32
         }
     }
     Ok(values)
-}
-
-/// `NUM_THREAD_FULL = full`, `NUM_THREAD_PARTIAL = partial`; `None` when they do not fit.
-fn num_thread_word(family: Family, axis: usize, full: u32, partial: u32) -> Option<u32> {
-    macro_rules! word {
-        ($ty:ty) => {{
-            let max = <$ty>::from_raw(u32::MAX);
-            (full <= max.num_thread_full() && partial <= max.num_thread_partial())
-                .then(|| <$ty>::from_raw(0).with_num_thread_full(full).with_num_thread_partial(partial).raw())
-        }};
-    }
-    match (family, axis) {
-        (Family::Gfx10_3, 0) => word!(gfx10_3::ComputeNumThreadX),
-        (Family::Gfx10_3, 1) => word!(gfx10_3::ComputeNumThreadY),
-        (Family::Gfx10_3, _) => word!(gfx10_3::ComputeNumThreadZ),
-        (Family::Gfx11, 0) => word!(gfx11::ComputeNumThreadX),
-        (Family::Gfx11, 1) => word!(gfx11::ComputeNumThreadY),
-        (Family::Gfx11, _) => word!(gfx11::ComputeNumThreadZ),
-        (Family::Gfx12, 0) => word!(gfx12::ComputeNumThreadX),
-        (Family::Gfx12, 1) => word!(gfx12::ComputeNumThreadY),
-        (Family::Gfx12, _) => word!(gfx12::ComputeNumThreadZ),
-    }
-}
-
-/// The descriptor's RSRC2 with `LDS_SIZE` set (the descriptor leaves it 0; `DESIGN.md` §3).
-fn rsrc2_with_lds_size(family: Family, rsrc2: u32, lds_size: u32) -> u32 {
-    // `lds_size_field` bounded the value by the field's maximum, so `with_lds_size` cannot panic.
-    match family {
-        Family::Gfx10_3 => gfx10_3::ComputePgmRsrc2::from_raw(rsrc2).with_lds_size(lds_size).raw(),
-        Family::Gfx11 => gfx11::ComputePgmRsrc2::from_raw(rsrc2).with_lds_size(lds_size).raw(),
-        Family::Gfx12 => gfx12::ComputePgmRsrc2::from_raw(rsrc2).with_lds_size(lds_size).raw(),
-    }
 }

@@ -45,6 +45,9 @@ mod common;
 pub mod gfx10_3;
 pub mod gfx11;
 pub mod gfx12;
+mod words;
+
+pub use words::{NumThread, num_thread_split, num_thread_word, rsrc2_with_lds_size};
 
 /// First dword of the SH (persistent state) window; SET_SH_REG offsets are relative to it.
 /// Source: reference §1 (`PACKET3_SET_SH_REG_START`).

@@ -118,29 +118,6 @@ pub(super) struct DecodedDispatch {
     pub(super) lds_size: u32,
 }
 
-/// `(NUM_THREAD_FULL, NUM_THREAD_PARTIAL, other bits)` of `COMPUTE_NUM_THREAD_{X,Y,Z}`. The gfx12
-/// `INTERLEAVE_BITS_*` count as other bits: interleaving is not modelled.
-fn num_thread(family: Family, axis: usize, word: u32) -> (u32, u32, u32) {
-    macro_rules! split {
-        ($ty:ty) => {{
-            let w = <$ty>::from_raw(word);
-            let rest = w.with_num_thread_full(0).with_num_thread_partial(0).raw();
-            (w.num_thread_full(), w.num_thread_partial(), rest)
-        }};
-    }
-    match (family, axis) {
-        (Family::Gfx10_3, 0) => split!(gfx10_3::ComputeNumThreadX),
-        (Family::Gfx10_3, 1) => split!(gfx10_3::ComputeNumThreadY),
-        (Family::Gfx10_3, _) => split!(gfx10_3::ComputeNumThreadZ),
-        (Family::Gfx11, 0) => split!(gfx11::ComputeNumThreadX),
-        (Family::Gfx11, 1) => split!(gfx11::ComputeNumThreadY),
-        (Family::Gfx11, _) => split!(gfx11::ComputeNumThreadZ),
-        (Family::Gfx12, 0) => split!(gfx12::ComputeNumThreadX),
-        (Family::Gfx12, 1) => split!(gfx12::ComputeNumThreadY),
-        (Family::Gfx12, _) => split!(gfx12::ComputeNumThreadZ),
-    }
-}
-
 /// `(USER_SGPR, LDS_SIZE, the word with both fields cleared)` of `COMPUTE_PGM_RSRC2`.
 fn rsrc2_fields(family: Family, word: u32) -> (u32, u32, u32) {
     macro_rules! split {
@@ -287,7 +264,9 @@ fn geometry(
     let mut fulls = [0u32; 3];
     for (axis, name) in [(0, "COMPUTE_NUM_THREAD_X"), (1, "COMPUTE_NUM_THREAD_Y"), (2, "COMPUTE_NUM_THREAD_Z")] {
         let word = regs.get(name)?;
-        let (full, partial, rest) = num_thread(family, axis, word);
+        // PANIC: `axis` ranges over 0..3.
+        let regs::NumThread { full, partial, other_bits: rest } =
+            regs::num_thread_split(family, axis, word).expect("axis below 3");
         let axis_name = ['X', 'Y', 'Z'][axis];
         let bad = |reason| CpFaultKind::NumThread {
             kernel: kernel(),
