@@ -15,29 +15,20 @@ use engine::lower::{
     LowerError, LoweredIb, PatchTarget, VerifyError, apply_patch_sites, lower_aql, lower_pm4, slot_by_artifact, verify,
 };
 use engine::sim::SimDevice;
-use kernarg_abi::layout::{ArgValue, DispatchGeometry};
+use kernarg_abi::layout::ArgValue;
 use kernarg_abi::metadata::ValueKind;
 use pm4_encoding::packet::{EventType, Nop, SetShReg};
 use pm4_encoding::{Decoder, Emit, Packet, Target};
 use tape_core::binding::{Binding, BindingKind};
 use tape_core::recorder::Recorder;
 use tape_core::tape::Tape;
-use tape_core::{Access, ArtifactId, Effect, Effects, Geometry, LaunchRecord, Lds, PointerArg};
 
-const GRID: u32 = 1024;
-const WG: u16 = 64;
-const N: u32 = 1000;
-/// fill's `n` = position + `N_ADDEND`.
-const N_ADDEND: i64 = 600;
+mod tape_fixture;
+
+use tape_core::{Access, ArtifactId, LaunchRecord};
+use tape_fixture::{GRID, N, N_ADDEND, TARGETS, WG, bytes_of, load, record, x_value};
+
 const POSITION: u32 = 100;
-const TARGETS: [Target; 3] = [Target::Gfx1030, Target::Gfx1100, Target::Gfx1201];
-
-fn x_value(i: u32) -> f32 {
-    // CAST: small exact values.
-    #[allow(clippy::cast_precision_loss)]
-    let v = (i % 7) as f32 / 4.0 - 0.5;
-    v
-}
 
 /// A device with the chain's code objects, buffers and retained kernarg blobs, and its tape.
 struct Setup {
@@ -47,75 +38,11 @@ struct Setup {
     outputs: [DeviceAllocation; 3],
 }
 
-struct Module {
-    name: &'static str,
-    sha256: [u8; 32],
-    layout: kernarg_abi::KernargLayout,
-    static_lds: u32,
-    wave_size: u8,
-}
-
-fn load(device: &mut SimDevice, target: Target, name: &'static str) -> Module {
-    let bytes = kernels::artifact(&format!("{target}/{name}.co")).unwrap().bytes;
-    let loaded = device.load_code_object(bytes).unwrap();
-    let kernel = loaded.kernel(name).unwrap();
-    let co = kernarg_abi::read_any(bytes, Some(target)).unwrap();
-    Module {
-        name,
-        sha256: loaded.sha256,
-        layout: co.kernel(name).unwrap().kernarg_layout().unwrap(),
-        static_lds: kernel.group_segment_fixed_size,
-        wave_size: u8::try_from(kernel.wavefront_size).unwrap(),
-    }
-}
-
-fn bytes_of(n: u32) -> u64 {
-    4 * u64::from(n.min(GRID))
-}
-
-/// One launch record of `m` over `grid` work-items; `pointers` are (kernarg offset, VA), effects
-/// (pointer index, access, bytes).
-fn record(
-    device: &SimDevice,
-    m: &Module,
-    grid: u32,
-    args: &[ArgValue],
-    pointers: &[(u32, u64)],
-    effects: &[(usize, Access, u64)],
-) -> LaunchRecord {
-    let resolved: Vec<PointerArg> = pointers
-        .iter()
-        .map(|&(kernarg_offset, va)| {
-            let (allocation, offset_bytes) = device.resolve(va).unwrap();
-            PointerArg { kernarg_offset, allocation, offset_bytes }
-        })
-        .collect();
-    let effects = effects
-        .iter()
-        .map(|&(p, access, len_bytes)| Effect {
-            allocation: resolved[p].allocation,
-            offset_bytes: resolved[p].offset_bytes,
-            len_bytes,
-            access,
-        })
-        .collect();
-    LaunchRecord {
-        artifact: ArtifactId { code_object_sha256: m.sha256, symbol: m.name.into() },
-        kernarg: m.layout.build(args, &DispatchGeometry::linear(grid, WG)).unwrap(),
-        geometry: Geometry { grid_work_items: [grid, 1, 1], workgroup_work_items: [WG, 1, 1] },
-        lds: Lds { static_bytes: m.static_lds, dynamic_bytes: 0 },
-        wave_size: m.wave_size,
-        pointers: resolved,
-        effects: Effects::Known(effects),
-    }
-}
-
 /// The chain recorded at `position`, with `bindings`; the first fill runs over `GRID` work-items,
 /// or, with `fill_grid_follows`, over `ceil(n / WG)` whole work-groups.
 fn setup_with(target: Target, position: u32, fill_grid_follows: bool, bindings: impl Fn(u32) -> Vec<Binding>) -> Setup {
     let mut device = SimDevice::new(target);
-    let (fill, axpy, scale) =
-        (load(&mut device, target, "fill"), load(&mut device, target, "axpy"), load(&mut device, target, "scale"));
+    let (fill, axpy, scale) = (load(&mut device, "fill"), load(&mut device, "axpy"), load(&mut device, "scale"));
     let size = 4 * u64::from(GRID);
     let [x, y, z, c] = [0; 4].map(|_| device.allocate(size).unwrap());
     let xs: Vec<u8> = (0..GRID).flat_map(|i| x_value(i).to_le_bytes()).collect();

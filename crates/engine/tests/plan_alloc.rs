@@ -4,7 +4,7 @@
 //! kernel execution, wait) is measured and reported, and the plan's own code in it is checked
 //! apart from the sim's processing.
 
-mod plan_common;
+mod tape_fixture;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use engine::plan::prepare;
 use engine::sim::SimDevice;
-use plan_common::{Chain, TARGETS};
+use tape_fixture::{Chain, TARGETS};
 
 thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };

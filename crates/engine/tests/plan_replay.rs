@@ -3,7 +3,7 @@
 //! device; a reset or a freed buffer makes a plan stale (refused without touching the device);
 //! a fault is a typed error, not retried, and poisons the plan.
 
-mod plan_common;
+mod tape_fixture;
 
 use std::time::Duration;
 
@@ -11,8 +11,8 @@ use engine::device::{Device, QueueError};
 use engine::lower::PatchError;
 use engine::plan::{PrepareError, ReplayError, ReplayOutcome, prepare};
 use engine::sim::SimDevice;
-use plan_common::{Chain, TARGETS, expected_y_first_step};
 use pm4_encoding::Target;
+use tape_fixture::{Chain, TARGETS, expected_y_first_step};
 
 const RECORDED_AT: u32 = 100;
 /// Replay positions: more than 8, not monotonic, including the recorded one.
@@ -173,7 +173,7 @@ fn a_tape_from_another_device_is_refused_and_nothing_is_left_behind() {
     // Same kernels, no buffers: the tape's pointers lead nowhere.
     let mut other = SimDevice::new(Target::Gfx1100);
     for name in ["fill", "axpy", "scale"] {
-        plan_common::load(&mut other, name);
+        tape_fixture::load(&mut other, name);
     }
     let allocations = other.memory().len();
     let result = prepare(&mut other, &tape);

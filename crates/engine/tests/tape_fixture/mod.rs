@@ -1,4 +1,4 @@
-//! The recorded chain of the plan tests: fill(y, 1.5, n) → axpy(y, x, 2.0, N) → scale(c, y, 0.5, N)
+//! The recorded chain of the lowering and plan tests: fill(y, 1.5, n) → axpy(y, x, 2.0, N) → scale(c, y, 0.5, N)
 //! with an independent sibling fill(z, -2.0, N), recorded through the `Recorder` from the real
 //! `kernels` code objects with fill(y)'s `n` bound to the position (`n = position + N_ADDEND`).
 //! The same layout on a second device gives the ordinary path's bytes.
