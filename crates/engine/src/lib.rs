@@ -16,6 +16,11 @@
 
 pub mod bundle;
 pub mod device;
+pub mod examples;
+pub mod funnel;
 pub mod lower;
 pub mod plan;
+pub mod replay;
+pub mod shadow;
 pub mod sim;
+pub mod workload;

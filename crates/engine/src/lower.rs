@@ -274,6 +274,49 @@ pub fn lower_pm4<'k>(
     Ok(LoweredIb { family, words, dispatch_offsets, boundaries, patch_sites })
 }
 
+/// The bindings the kernarg ABI implies for a tape's grid bindings: for every
+/// [`BindingKind::GridAxis`] binding, every `hidden_block_count_{axis}` argument of the launch's
+/// layout that no [`BindingKind::KernargGridWorkgroups`] binding covers yet gets one with the grid
+/// binding's parameters — the argument is, by the ABI, the grid in work-groups — provided the
+/// recorded word equals the grid binding's value at the tape's position. Calibration cannot
+/// discover such a word from samples whose grids happen to be equal; the layout names it.
+/// Returns the tape's bindings plus the new ones (named as tape-core's calibration names them).
+/// A word that does not match is left unbound, and [`lower_pm4`] refuses the grid binding.
+///
+/// # Errors
+/// [`LowerError`] for a launch whose kernel is not loaded or whose layout does not read.
+pub fn with_hidden_grid_bindings<'k>(
+    tape: &Tape,
+    kernels: &dyn Fn(&ArtifactId) -> Option<&'k KernelSlot>,
+) -> Result<Vec<tape_core::binding::Binding>, LowerError> {
+    let mut bindings = tape.bindings().to_vec();
+    for binding in tape.bindings() {
+        let BindingKind::GridAxis { axis, addend, divisor, max_workgroups } = binding.kind else { continue };
+        let launch = usize::try_from(binding.launch).unwrap_or(usize::MAX);
+        let Some(record) = tape.launches().get(launch) else { continue };
+        let slot = kernels(&record.artifact)
+            .ok_or_else(|| LowerError::UnknownKernel { launch, artifact: record.artifact.clone() })?;
+        let layout = slot.kernel.kernarg_layout().map_err(|source| LowerError::Layout { launch, source })?;
+        let [(block_count, _), _] = hidden_geometry_args(axis);
+        let Ok(value) = binding.kind.value_at(tape.position()) else { continue };
+        for arg in layout.args().iter().filter(|a| a.kind == block_count && a.size == 4) {
+            let covered =
+                bindings.iter().any(|b| b.launch == binding.launch && b.kind.kernarg_offset() == Some(arg.offset));
+            let at = usize::try_from(arg.offset).unwrap_or(usize::MAX);
+            let recorded = record.kernarg.get(at..at.saturating_add(4)).and_then(|b| <[u8; 4]>::try_from(b).ok());
+            if covered || recorded != Some(value.to_le_bytes()) {
+                continue;
+            }
+            bindings.push(tape_core::binding::Binding {
+                name: tape_core::calibrate::kernarg_grid_name(launch, arg.offset, axis),
+                launch: binding.launch,
+                kind: BindingKind::KernargGridWorkgroups { offset: arg.offset, axis, addend, divisor, max_workgroups },
+            });
+        }
+    }
+    Ok(bindings)
+}
+
 /// The hidden arguments that carry the grid on `axis`: the block count, then the remainder.
 fn hidden_geometry_args(axis: u8) -> [(ValueKind, &'static str); 2] {
     match axis {

@@ -25,33 +25,72 @@
 
 use std::time::Duration;
 
-use aql_packets::{AmdPm4IbPacket, FenceScope, PACKET_SIZE, RingSize, SignalCondition};
+use aql_packets::{AmdPm4IbPacket, FenceScope, KernelDispatchPacket, PACKET_SIZE, RingSize, SignalCondition};
+use serde::{Deserialize, Serialize};
 use tape_core::AllocationId;
+use tape_core::binding::BindingKind;
 use tape_core::tape::{Tape, TapeIdentity};
+use zerocopy::FromBytes;
 
 use crate::device::{Device, DeviceAllocation, FreeError, QueueError, QueueHandle, SignalError, SignalHandle};
-use crate::lower::{PatchError, PatchSite, apply_patch_sites, lower_pm4, slot_by_artifact, verify};
+use crate::lower::{
+    PatchError, PatchSite, PatchTarget, apply_patch_sites, lower_aql, lower_pm4, slot_by_artifact, verify,
+};
 use crate::sim::SimDevice;
 
 mod error;
 
 pub use error::{PrepareError, ReplayError};
 
+/// How a retained token reaches the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// One AQL vendor PM4-IB packet that calls the lowered PM4 IB.
+    Pm4,
+    /// One AQL kernel-dispatch packet per launch ([`lower_aql`]).
+    Aql,
+}
+
+impl Transport {
+    /// `pm4` or `aql`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Transport::Pm4 => "pm4",
+            Transport::Aql => "aql",
+        }
+    }
+}
+
 /// How the retained route submits one token of a plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SubmissionIdentity {
-    /// Kernel dispatches in the IB (the tape's launches).
+    /// The transport.
+    pub transport: Transport,
+    /// Kernel dispatches per token (the tape's launches).
     pub dispatches: usize,
-    /// AQL packets published per token: 1.
+    /// AQL packets published per token: 1 for PM4, one per launch for AQL.
     pub packets_per_token: u32,
     /// The plan's queue.
     pub queue: QueueHandle,
     /// Queues the plan submits to: 1.
     pub queues: u32,
-    /// Wait-free segments of the IB: boundaries + 1.
+    /// Wait-free segments: boundaries + 1.
     pub phases: usize,
-    /// Size of the IB.
+    /// Size of the IB (0 for AQL).
     pub pm4_dwords: usize,
+}
+
+/// A grid binding of the AQL transport: the packet's grid on `axis` is the binding's value in
+/// work-groups times the work-group size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct AqlGridSite {
+    binding: usize,
+    packet: usize,
+    axis: u8,
+    kind: BindingKind,
+    workgroup: u16,
 }
 
 /// What one replay did.
@@ -59,9 +98,9 @@ pub struct SubmissionIdentity {
 pub struct ReplayOutcome {
     /// The position the bindings were patched for.
     pub position: u32,
-    /// AQL packets published: 1.
+    /// AQL packets published: 1 for PM4, one per launch for AQL.
     pub packets: u32,
-    /// Packets the processor completed at the doorbell: 1.
+    /// Packets the processor completed at the doorbell: `packets`.
     pub completed: u64,
     /// The completion signal's value after the wait: 0.
     pub signal_value: i64,
@@ -93,14 +132,19 @@ pub struct PreparedPlan {
     live: Vec<(AllocationId, u64)>,
     kernargs: DeviceAllocation,
     kernarg_vas: Vec<u64>,
-    ib: DeviceAllocation,
+    /// The IB (PM4) or `None` (AQL).
+    ib: Option<DeviceAllocation>,
     patch_sites: Vec<PatchSite>,
+    grid_sites: Vec<AqlGridSite>,
     signal: SignalHandle,
-    packet: [u8; PACKET_SIZE],
+    /// The packets published every token: the PM4-IB packet, or one dispatch per launch.
+    packets: Vec<[u8; PACKET_SIZE]>,
     identity: SubmissionIdentity,
     tape: TapeIdentity,
     pending: Option<u32>,
     poisoned: Option<u32>,
+    /// Tokens published so far.
+    submitted: u64,
 }
 
 /// Device objects made so far by [`prepare`], released again when it fails.
@@ -137,8 +181,22 @@ impl Held {
 /// # Errors
 /// [`PrepareError`]; whatever was created on the device by then is released.
 pub fn prepare(device: &mut SimDevice, tape: &Tape) -> Result<PreparedPlan, PrepareError> {
+    prepare_with(device, tape, Transport::Pm4)
+}
+
+/// [`prepare`] for `transport`: [`Transport::Aql`] retains the kernargs the same way and
+/// publishes one kernel-dispatch packet per launch ([`lower_aql`]) every token, with grid
+/// bindings patched into the packets' grid sizes.
+///
+/// # Errors
+/// As [`prepare`].
+pub fn prepare_with(device: &mut SimDevice, tape: &Tape, transport: Transport) -> Result<PreparedPlan, PrepareError> {
     let mut held = Held::default();
-    match prepare_into(device, tape, &mut held) {
+    let result = match transport {
+        Transport::Pm4 => prepare_into(device, tape, &mut held),
+        Transport::Aql => prepare_aql_into(device, tape, &mut held),
+    };
+    match result {
         Ok(plan) => Ok(plan),
         Err(e) => {
             held.release(device);
@@ -179,6 +237,7 @@ fn prepare_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<
     live.push((kernargs.id, kernargs.va));
     live.push((ib.id, ib.va));
     let identity = SubmissionIdentity {
+        transport: Transport::Pm4,
         dispatches: tape.launches().len(),
         packets_per_token: 1,
         queue,
@@ -193,14 +252,89 @@ fn prepare_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<
         live,
         kernargs,
         kernarg_vas,
-        ib,
+        ib: Some(ib),
         patch_sites: lowered.patch_sites,
+        grid_sites: Vec::new(),
         signal,
-        packet: *packet.as_array(),
+        packets: vec![*packet.as_array()],
         identity,
         tape: tape.identity(),
         pending: None,
         poisoned: None,
+        submitted: 0,
+    })
+}
+
+fn prepare_aql_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<PreparedPlan, PrepareError> {
+    if tape.launches().is_empty() {
+        return Err(PrepareError::EmptyTape);
+    }
+    let mut live = pointer_targets(device, tape)?;
+    let (offsets, total) = kernarg_placement(device, tape)?;
+    let kernargs = *held.kernargs.insert(device.allocate(total)?);
+    device.write(kernargs.va, &kernarg_image(tape, &offsets, total))?;
+    let kernarg_vas: Vec<u64> = offsets.iter().map(|&o| kernargs.va + o).collect();
+    let signal = *held.signal.insert(device.create_signal(0)?);
+    let packets = {
+        let lookup = slot_by_artifact(device.code_objects());
+        lower_aql(tape, &lookup, &kernarg_vas, signal.get())?
+    };
+    let boundaries = tape_core::deps::boundaries(tape.launches()).map_err(crate::lower::LowerError::from)?;
+    let mut patch_sites = Vec::new();
+    let mut grid_sites = Vec::new();
+    for (binding, b) in tape.bindings().iter().enumerate() {
+        let launch = usize::try_from(b.launch).unwrap_or(usize::MAX);
+        let workgroup = tape.launches().get(launch).map(|l| l.geometry.workgroup_work_items);
+        match (b.kind, workgroup) {
+            (BindingKind::GridAxis { axis, .. }, Some(workgroup)) => grid_sites.push(AqlGridSite {
+                binding,
+                packet: launch,
+                axis,
+                kind: b.kind,
+                workgroup: workgroup[usize::from(axis.min(2))],
+            }),
+            (BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. }, Some(_)) => {
+                patch_sites.push(PatchSite {
+                    binding,
+                    launch,
+                    kind: b.kind,
+                    target: PatchTarget::KernargU32 { va: kernarg_vas[launch] + u64::from(offset) },
+                })
+            }
+            // INVARIANT: the tape checked every binding's launch index.
+            (_, None) => return Err(PrepareError::EmptyTape),
+        }
+    }
+    let slots = u32::try_from(packets.len()).unwrap_or(u32::MAX).next_power_of_two().max(PreparedPlan::QUEUE_SLOTS);
+    let ring = RingSize::new(slots).map_err(|_| PrepareError::TooManyPackets { packets: packets.len() })?;
+    let queue = *held.queue.insert(device.create_queue(ring)?);
+    live.push((kernargs.id, kernargs.va));
+    let identity = SubmissionIdentity {
+        transport: Transport::Aql,
+        dispatches: tape.launches().len(),
+        packets_per_token: u32::try_from(packets.len()).unwrap_or(u32::MAX),
+        queue,
+        queues: 1,
+        phases: boundaries.len() + 1,
+        pm4_dwords: 0,
+    };
+    *held = Held::default();
+    Ok(PreparedPlan {
+        epoch: device.epoch(),
+        free_generation: device.free_generation(),
+        live,
+        kernargs,
+        kernarg_vas,
+        ib: None,
+        patch_sites,
+        grid_sites,
+        signal,
+        packets,
+        identity,
+        tape: tape.identity(),
+        pending: None,
+        poisoned: None,
+        submitted: 0,
     })
 }
 
@@ -268,6 +402,16 @@ fn kernarg_image(tape: &Tape, offsets: &[u64], total: u64) -> Vec<u8> {
     image
 }
 
+/// An AQL grid site's grid in work-items at `position`.
+fn grid_work_items(site: &AqlGridSite, position: u32) -> Result<u32, ReplayError> {
+    let binding = site.binding;
+    let workgroups =
+        site.kind.value_at(position).map_err(|source| ReplayError::from(PatchError::Binding { binding, source }))?;
+    workgroups.checked_mul(u32::from(site.workgroup)).ok_or_else(|| {
+        ReplayError::from(PatchError::DimOverflow { binding, workgroups, workgroup_work_items: site.workgroup })
+    })
+}
+
 impl PreparedPlan {
     /// Slots of the plan's queue: one packet per token, drained every token.
     pub const QUEUE_SLOTS: u32 = 4;
@@ -296,9 +440,9 @@ impl PreparedPlan {
         self.epoch
     }
 
-    /// The IB in device memory.
+    /// The IB in device memory (PM4 transport only).
     #[must_use]
-    pub fn ib(&self) -> DeviceAllocation {
+    pub fn ib(&self) -> Option<DeviceAllocation> {
         self.ib
     }
 
@@ -320,10 +464,17 @@ impl PreparedPlan {
         &self.patch_sites
     }
 
-    /// The packet published every token.
+    /// The packets published every token (grid bindings of the AQL transport are patched into
+    /// them at publication).
     #[must_use]
-    pub fn packet(&self) -> &[u8; PACKET_SIZE] {
-        &self.packet
+    pub fn packets(&self) -> &[[u8; PACKET_SIZE]] {
+        &self.packets
+    }
+
+    /// Tokens published so far (each rang the doorbell or was abandoned with an error).
+    #[must_use]
+    pub fn submitted(&self) -> u64 {
+        self.submitted
     }
 
     /// The position whose replay failed, once the plan is poisoned.
@@ -367,26 +518,47 @@ impl PreparedPlan {
             return Err(ReplayError::TokenPending { pending });
         }
         self.check_live(device)?;
-        match apply_patch_sites(device, self.ib.va, &self.patch_sites, position) {
+        // Grid values first: they are checked like the kernarg values, before anything is written.
+        for site in &self.grid_sites {
+            grid_work_items(site, position)?;
+        }
+        let ib_va = self.ib.map_or(0, |ib| ib.va);
+        match apply_patch_sites(device, ib_va, &self.patch_sites, position) {
             Ok(()) => {}
             // Every value is checked before the first write: nothing was written.
             Err(e @ PatchError::Binding { .. }) => return Err(e.into()),
             Err(e) => return Err(self.poison(position, e.into())),
         }
+        for i in 0..self.grid_sites.len() {
+            let site = self.grid_sites[i];
+            let work_items = grid_work_items(&site, position)?;
+            if let Ok(packet) = KernelDispatchPacket::mut_from_bytes(&mut self.packets[site.packet]) {
+                match site.axis {
+                    0 => packet.grid_size_x.set(work_items),
+                    1 => packet.grid_size_y.set(work_items),
+                    _ => packet.grid_size_z.set(work_items),
+                }
+            }
+        }
         if let Err(e) = device.store_signal(self.signal, 1) {
             return Err(self.poison(position, e.into()));
         }
-        match device.publish(self.identity.queue, &self.packet) {
-            Ok(packet_id) => {
-                self.pending = Some(position);
-                Ok(packet_id)
+        let mut first = None;
+        for packet in &self.packets {
+            match device.publish(self.identity.queue, packet) {
+                Ok(packet_id) => {
+                    first.get_or_insert(packet_id);
+                }
+                Err(source) => return Err(self.poison(position, ReplayError::Queue { position, source })),
             }
-            Err(source) => Err(self.poison(position, ReplayError::Queue { position, source })),
         }
+        self.pending = Some(position);
+        self.submitted += 1;
+        Ok(first.unwrap_or(0))
     }
 
     /// The device half of a token: rings the doorbell once, waits at most `timeout` for the
-    /// completion signal to reach 0, and checks that exactly the one packet completed.
+    /// completion signal to reach 0, then checks that exactly the one packet completed.
     ///
     /// # Errors
     /// [`ReplayError::NothingPublished`], or a queue fault, timeout or wrong completion count
@@ -402,14 +574,14 @@ impl PreparedPlan {
             Ok(completed) => completed,
             Err(source) => return Err(self.poison(position, ReplayError::Queue { position, source })),
         };
-        if completed != 1 {
-            return Err(self.poison(position, ReplayError::Completed { position, completed }));
-        }
         // TIMEOUT: bounded by the caller's `timeout`, itself at most TIMEOUT_MAX.
         let signal_value = match device.wait_signal(self.signal, SignalCondition::Eq, 0, timeout) {
             Ok(value) => value,
             Err(source) => return Err(self.poison(position, ReplayError::Wait { position, source })),
         };
+        if completed != u64::from(self.identity.packets_per_token) {
+            return Err(self.poison(position, ReplayError::Completed { position, completed }));
+        }
         Ok(ReplayOutcome { position, packets: self.identity.packets_per_token, completed, signal_value })
     }
 
@@ -449,7 +621,7 @@ impl PreparedPlan {
         }
         let queue = device.destroy_queue(self.identity.queue).map_err(ReleaseError::from);
         let signal = device.destroy_signal(self.signal).map_err(ReleaseError::from);
-        let ib = device.free_ib(self.ib).map_err(ReleaseError::from);
+        let ib = self.ib.map_or(Ok(()), |ib| device.free_ib(ib).map_err(ReleaseError::from));
         let kernargs = device.free(self.kernargs).map_err(ReleaseError::from);
         queue.and(signal).and(ib).and(kernargs)
     }

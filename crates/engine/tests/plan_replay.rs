@@ -35,7 +35,7 @@ fn replays_match_ordinary_runs_at_every_position() {
         assert_eq!((identity.dispatches, identity.packets_per_token, identity.queues), (4, 1, 1), "{target}");
         // fill(z) is independent of fill(y); axpy and scale each wait: boundaries [2, 3].
         assert_eq!(identity.phases, 3, "{target}");
-        assert_eq!(identity.pm4_dwords, usize::try_from(plan.ib().size / 4).unwrap(), "{target}");
+        assert_eq!(identity.pm4_dwords, usize::try_from(plan.ib().unwrap().size / 4).unwrap(), "{target}");
         assert_eq!(plan.tape_identity(), tape.identity());
 
         let (mut ordinary, ordinary_chain) = device_with_chain(target);
@@ -122,7 +122,7 @@ fn a_fault_is_an_error_is_not_retried_and_poisons_the_plan() {
         plan.replay(&mut device, 10, TIMEOUT).unwrap();
 
         // A type-3 header with an opcode no family defines, over the IB's first packet.
-        device.write(plan.ib().va, &0xC000_FF00u32.to_le_bytes()).unwrap();
+        device.write(plan.ib().unwrap().va, &0xC000_FF00u32.to_le_bytes()).unwrap();
         let result = plan.replay(&mut device, 11, TIMEOUT);
         assert!(
             matches!(result, Err(ReplayError::Queue { position: 11, source: QueueError::Fault(_) })),

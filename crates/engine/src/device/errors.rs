@@ -81,6 +81,13 @@ pub enum AllocateError {
         /// Size of that allocation.
         existing_size: u64,
     },
+    /// Refused by a fault injected by the test harness
+    /// ([`SimDevice::inject`](crate::sim::SimDevice::inject)).
+    #[error("allocation of {size} bytes refused by an injected fault")]
+    Injected {
+        /// Requested bytes.
+        size: u64,
+    },
 }
 
 /// Why [`Device::free`] refused.
@@ -499,6 +506,12 @@ pub enum QueueFault {
         size_dwords: u32,
         /// The command processor's error.
         source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// A fault injected by the test harness ([`SimDevice::inject`](crate::sim::SimDevice::inject)).
+    #[error("packet {packet_id}: injected fault")]
+    Injected {
+        /// The packet the processor was at.
+        packet_id: u64,
     },
     /// The ring memory itself faulted (it was freed or overwritten out of range).
     #[error("packet {packet_id}: ring memory: {fault}")]

@@ -50,6 +50,12 @@ pub enum PrepareError {
     /// The lowered IB did not verify against the tape.
     #[error("the lowered IB does not match the tape: {0}")]
     Verify(#[from] VerifyError),
+    /// The AQL transport's packets do not fit one queue.
+    #[error("{packets} AQL packets per token do not fit one queue")]
+    TooManyPackets {
+        /// Packets per token.
+        packets: usize,
+    },
     /// The IB's dword count does not fit a `u32`.
     #[error("IB of {dwords} dwords is too large")]
     IbTooLarge {

@@ -290,6 +290,12 @@ impl SimQueue {
         aql_packets::decode(&bytes).map_err(|e| decode_fault(packet_id, e))
     }
 
+    /// Inactivates the queue with `fault` at its read index, as a packet fault would.
+    pub(crate) fn inject_fault(&mut self) -> QueueFault {
+        let packet_id = self.read_index;
+        self.inactivate(QueueFault::Injected { packet_id })
+    }
+
     fn inactivate(&mut self, fault: QueueFault) -> QueueFault {
         self.fault = Some(fault.clone());
         fault

@@ -58,6 +58,23 @@ pub struct SimDevice {
     epoch: u64,
     /// Advanced by every successful free of a caller allocation or an IB.
     free_generation: u64,
+    /// Faults armed by [`SimDevice::inject`], each fired once, oldest first.
+    injected: Vec<Injection>,
+}
+
+/// A fault the soft device injects on purpose, once, so that failure paths of the routes can be
+/// exercised ([`SimDevice::inject`]). Injections apply to user queues and IB memory, never to the
+/// ordinary launch path's internal queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Injection {
+    /// The next [`Device::allocate_ib`] fails with [`AllocateError::Injected`].
+    IbAllocation,
+    /// The next [`Device::submit`] on a user queue inactivates that queue with
+    /// [`QueueFault::Injected`](crate::device::QueueFault::Injected) before it processes anything.
+    QueueFault,
+    /// The next [`Device::submit`] on a user queue rings the doorbell but the packet processor
+    /// makes no progress: nothing completes, so a wait on the packet's signal times out.
+    Hang,
 }
 
 /// The PM4 hook of a device without a command processor.
@@ -99,6 +116,7 @@ impl SimDevice {
             ib_reports: Vec::new(),
             epoch: 0,
             free_generation: 0,
+            injected: Vec::new(),
         }
     }
 
@@ -268,11 +286,34 @@ impl SimDevice {
         Ok(q.process(memory, objects, signals, pm4)?)
     }
 
+    /// Arms `fault`: it fires once, at the next operation it names (see [`Injection`]).
+    /// Injections fire in the order they were armed; [`Device::reset`] disarms them all.
+    pub fn inject(&mut self, fault: Injection) {
+        self.injected.push(fault);
+    }
+
+    /// Faults armed and not fired yet.
+    #[must_use]
+    pub fn pending_injections(&self) -> &[Injection] {
+        &self.injected
+    }
+
+    /// Removes and returns the oldest armed injection among `kinds`.
+    fn take_injection(&mut self, kinds: &[Injection]) -> Option<Injection> {
+        let at = self.injected.iter().position(|i| kinds.contains(i))?;
+        Some(self.injected.remove(at))
+    }
+
     /// [`Device::submit`], returning the processor's report.
     ///
     /// # Errors
     /// As [`Device::submit`].
     pub fn submit_traced(&mut self, queue: QueueHandle) -> Result<ProcessReport, QueueError> {
+        let injection = if self.queues.contains_key(&queue) {
+            self.take_injection(&[Injection::QueueFault, Injection::Hang])
+        } else {
+            None
+        };
         let Self { memory, objects, signals, queues, cp, clock, ib_reports, .. } = self;
         ib_reports.clear();
         let q = queues.get_mut(&queue).ok_or(QueueError::UnknownQueue { queue })?;
@@ -280,6 +321,11 @@ impl SimDevice {
             return Err(QueueError::Fault(fault.clone()));
         }
         q.ring_doorbell(q.write_index())?;
+        match injection {
+            Some(Injection::QueueFault) => return Err(QueueError::Fault(q.inject_fault())),
+            Some(Injection::Hang) => return Ok(ProcessReport::default()),
+            _ => {}
+        }
         let mut hook = |m: &mut SimMemory, o: &CodeObjects, ib_va: u64, size_dwords: u32| -> Result<(), Pm4Error> {
             let report = cp.execute_ib(m, o, ib_va, size_dwords, clock).map_err(|f| Box::new(f) as Pm4Error)?;
             ib_reports.push(report);
@@ -420,6 +466,7 @@ impl Device for SimDevice {
         self.signals.clear();
         self.kernarg = Self::kernarg_pool(&mut self.memory);
         self.kernarg_cursor = 0;
+        self.injected.clear();
         self.epoch += 1;
     }
 
@@ -481,6 +528,9 @@ impl Device for SimDevice {
     }
 
     fn allocate_ib(&mut self, size_dwords: u32) -> Result<DeviceAllocation, AllocateError> {
+        if self.take_injection(&[Injection::IbAllocation]).is_some() {
+            return Err(AllocateError::Injected { size: u64::from(size_dwords) * 4 });
+        }
         self.memory.allocate_kind(u64::from(size_dwords) * 4, SimMemory::GRANULE_BYTES, RegionKind::Ib)
     }
 }

@@ -21,4 +21,4 @@ pub mod loader;
 pub mod memory;
 pub mod signal;
 
-pub use device::SimDevice;
+pub use device::{Injection, SimDevice};

@@ -1,0 +1,766 @@
+//! The replay controller: which route each forward takes, and every way the retained route
+//! fails closed (`DESIGN.md` §4).
+//!
+//! # States
+//! `Hip` (retained route disabled), `Armed`, `RecordingWarmup`, `Captured`, `ShadowValidated`,
+//! `Ready`, `Fallback { reason }`.
+//!
+//! # Automatic lifecycle
+//! [`ReplayController::configure_model_default`] after a successful model load: `Armed` when the
+//! admission predicate holds or the backend was asked for explicitly, else `Hip`. Then every
+//! eligible forward (a plain single-token continuation) runs ordinarily while the funnel records
+//! it (`RecordingWarmup`) until [`ReplayConfig::warmup_samples`] recordings exist; the bindings
+//! are calibrated from the first two and must come out identical from every later consecutive
+//! pair, and consecutive recordings must be stable (tape-core's stability check) → `Captured` →
+//! preparation → `Ready` (backend `auto`), or → shadow validation of the next
+//! [`ReplayConfig::shadow_positions`] eligible forwards → `ShadowValidated` → `Ready` (backend
+//! `shadow`). In `Ready`, an eligible forward whose transport matches replays the plan; any other
+//! forward runs ordinarily.
+//!
+//! # Manual (certification) lifecycle
+//! With [`ReplayConfig::manual_capture`], forwards never capture. [`ReplayController::observe_shadow`]
+//! records a sample; the second call calibrates, prepares and runs the shadow oracle at
+//! `shadow_positions` positions → `ShadowValidated`; [`ReplayController::install_prepared_plan`]
+//! → `Ready`.
+//!
+//! # Failing closed
+//! | failure | current forward | later forwards |
+//! |---|---|---|
+//! | preparation fails after a successful ordinary warm-up | succeeds (it ran ordinarily) | sticky `Fallback`, ordinary path |
+//! | replay execution fails (fault, timeout) | returns an error; no same-token retry | sticky `Fallback` |
+//! | recorder capacity or capture contract broken | capture aborted, nothing installed | sticky `Fallback` until reset |
+//! | manual shadow validation fails | no route change | sticky `Fallback` |
+//! | model reload / reset / reallocation | — | tape, bindings, plans, observations, fallback cleared; re-armed |
+//!
+//! [`ReplayController::reset_for_model`] is the only way out of `Fallback`.
+
+use std::fmt;
+
+use serde::Serialize;
+use tape_core::calibrate::{Sample, calibrate};
+use tape_core::stability;
+use tape_core::tape::{Tape, TapeIdentity};
+
+use crate::funnel::Funnel;
+use crate::lower::{slot_by_artifact, with_hidden_grid_bindings};
+use crate::plan::{PreparedPlan, ReplayError, SubmissionIdentity, Transport, prepare_with};
+use crate::shadow::{self, ShadowReport};
+use crate::sim::SimDevice;
+use crate::workload::{Workload, WorkloadError};
+
+pub mod config;
+
+pub use config::{Backend, ConfigError, ConfigFlags, ReplayConfig};
+
+/// Why the controller fell back to ordinary launches for good (until a reset).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum FallbackReason {
+    /// A capture was aborted: recorder capacity, a launch that is not a valid tape entry,
+    /// calibration or stability failure.
+    CaptureAborted {
+        /// Why.
+        detail: String,
+    },
+    /// Preparation failed after a successful ordinary warm-up.
+    PreparationFailed {
+        /// Why.
+        detail: String,
+    },
+    /// A retained token failed on the device.
+    ReplayFailed {
+        /// The token's position.
+        position: u32,
+        /// Why.
+        detail: String,
+    },
+    /// The shadow oracle found the routes different, or could not run.
+    ShadowMismatch {
+        /// Why.
+        detail: String,
+    },
+}
+
+impl fmt::Display for FallbackReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FallbackReason::CaptureAborted { detail } => write!(f, "capture aborted: {detail}"),
+            FallbackReason::PreparationFailed { detail } => write!(f, "preparation failed: {detail}"),
+            FallbackReason::ReplayFailed { position, detail } => {
+                write!(f, "replay failed at position {position}: {detail}")
+            }
+            FallbackReason::ShadowMismatch { detail } => write!(f, "shadow validation failed: {detail}"),
+        }
+    }
+}
+
+/// The controller's state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum State {
+    /// Ordinary launches only.
+    Hip,
+    /// The next eligible forward starts a capture.
+    Armed,
+    /// Recording warm-up forwards.
+    RecordingWarmup {
+        /// Recordings so far.
+        samples: usize,
+    },
+    /// A calibrated, stable tape exists; no plan yet.
+    Captured,
+    /// The prepared plan passed the shadow oracle.
+    ShadowValidated,
+    /// Eligible forwards replay the prepared plan.
+    Ready,
+    /// Ordinary launches only, until [`ReplayController::reset_for_model`].
+    Fallback {
+        /// Why.
+        reason: FallbackReason,
+    },
+}
+
+impl State {
+    /// The state's name (`"ready"`, `"fallback"`, ...).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            State::Hip => "hip",
+            State::Armed => "armed",
+            State::RecordingWarmup { .. } => "recording_warmup",
+            State::Captured => "captured",
+            State::ShadowValidated => "shadow_validated",
+            State::Ready => "ready",
+            State::Fallback { .. } => "fallback",
+        }
+    }
+}
+
+/// The route one forward took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Route {
+    /// Ordinary launches.
+    Ordinary,
+    /// Ordinary launches, recorded.
+    Recorded,
+    /// Ordinary launches, then the shadow oracle's other arms.
+    Shadow,
+    /// The prepared plan.
+    Retained,
+}
+
+/// What one forward did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ForwardReport {
+    /// The position.
+    pub position: u32,
+    /// Whether the forward was eligible for the retained route.
+    pub eligible: bool,
+    /// The route taken.
+    pub route: Route,
+    /// Ordinary launches the funnel issued during the forward.
+    pub ordinary_launches: u64,
+    /// Retained submissions (plan replays) during the forward.
+    pub retained_submissions: u64,
+}
+
+/// Why a forward failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    /// The ordinary step failed.
+    #[error("position {position}: {source}")]
+    Workload {
+        /// The position.
+        position: u32,
+        /// Why.
+        source: Box<WorkloadError>,
+    },
+    /// The retained token failed; the controller is in `Fallback` and did not retry.
+    #[error("position {position}: retained replay failed: {source}")]
+    Replay {
+        /// The position.
+        position: u32,
+        /// Why.
+        source: ReplayError,
+    },
+    /// The shadow oracle could not run an arm (the controller is in `Fallback`).
+    #[error("position {position}: shadow oracle: {source}")]
+    Shadow {
+        /// The position.
+        position: u32,
+        /// Why.
+        source: Box<shadow::ShadowError>,
+    },
+}
+
+/// Why a manual-lifecycle call was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ManualError {
+    /// The call does not fit the controller's state.
+    #[error("{operation} is not possible in state {state}")]
+    WrongState {
+        /// The call.
+        operation: &'static str,
+        /// The state.
+        state: &'static str,
+    },
+    /// The recording's step failed.
+    #[error(transparent)]
+    Forward(Box<ForwardError>),
+}
+
+impl From<ForwardError> for ManualError {
+    fn from(e: ForwardError) -> Self {
+        ManualError::Forward(Box::new(e))
+    }
+}
+
+/// Counts of what forwards did since the last reset.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Observations {
+    /// Forwards with eligibility set.
+    pub eligible_forwards: u64,
+    /// Forwards without.
+    pub ineligible_forwards: u64,
+    /// Forwards that ran ordinarily without recording.
+    pub ordinary: u64,
+    /// Forwards that ran ordinarily while recording.
+    pub recorded: u64,
+    /// Forwards that ran the shadow oracle.
+    pub shadow: u64,
+    /// Forwards that replayed the plan.
+    pub retained: u64,
+    /// Fallbacks entered.
+    pub fallbacks: u64,
+    /// Positions replayed, in order (the first [`Observations::POSITIONS_MAX`]).
+    pub replay_positions: Vec<u32>,
+    /// Ordinary launches issued by forwards counted as retained: must be 0.
+    pub ordinary_launches_in_retained_forwards: u64,
+    /// Retained submissions made by forwards counted as ordinary or recorded: must be 0.
+    pub retained_submissions_in_ordinary_forwards: u64,
+}
+
+impl Observations {
+    /// Replay positions kept, at most.
+    pub const POSITIONS_MAX: usize = 1 << 16;
+}
+
+/// The serializable record of which route a run took and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RouteProof {
+    /// The configuration asked for.
+    pub request: ReplayConfig,
+    /// The prepared plan's transport, if one is installed.
+    pub transport: Option<Transport>,
+    /// Whether the last forward was eligible.
+    pub last_eligible: Option<bool>,
+    /// The controller's state name.
+    pub state: &'static str,
+    /// The fallback reason, in `Fallback`.
+    pub fallback_reason: Option<String>,
+    /// The tape's identity, once captured.
+    pub tape: Option<TapeIdentity>,
+    /// The plan's submission identity, once prepared.
+    pub submission: Option<SubmissionProof>,
+    /// The last shadow oracle run.
+    pub shadow: Option<ShadowReport>,
+    /// Counts and observed replay positions.
+    pub observations: Observations,
+}
+
+/// [`SubmissionIdentity`] as the route proof shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SubmissionProof {
+    /// `pm4` or `aql`.
+    pub transport: Transport,
+    /// Dispatches per token.
+    pub dispatches: usize,
+    /// AQL packets per token.
+    pub packets: u32,
+    /// The plan's queue id.
+    pub queue_id: u32,
+    /// Queues used.
+    pub queues: u32,
+    /// Wait-free phases.
+    pub phases: usize,
+    /// PM4 dwords (0 for AQL).
+    pub pm4_dwords: usize,
+}
+
+impl From<SubmissionIdentity> for SubmissionProof {
+    fn from(s: SubmissionIdentity) -> Self {
+        Self {
+            transport: s.transport,
+            dispatches: s.dispatches,
+            packets: s.packets_per_token,
+            queue_id: s.queue.0.get(),
+            queues: s.queues,
+            phases: s.phases,
+            pm4_dwords: s.pm4_dwords,
+        }
+    }
+}
+
+/// The replay controller: see the module documentation.
+#[derive(Debug)]
+pub struct ReplayController {
+    config: ReplayConfig,
+    state: State,
+    /// What `configure_model_default` decided, re-applied by `reset_for_model`.
+    armed: bool,
+    samples: Vec<Tape>,
+    tape: Option<Tape>,
+    plan: Option<PreparedPlan>,
+    shadow_passed: u32,
+    last_shadow: Option<ShadowReport>,
+    last_eligible: Option<bool>,
+    observations: Observations,
+}
+
+impl ReplayController {
+    /// A controller in `Hip` until [`ReplayController::configure_model_default`].
+    #[must_use]
+    pub fn new(config: ReplayConfig) -> Self {
+        Self {
+            config,
+            state: State::Hip,
+            armed: false,
+            samples: Vec::new(),
+            tape: None,
+            plan: None,
+            shadow_passed: 0,
+            last_shadow: None,
+            last_eligible: None,
+            observations: Observations::default(),
+        }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &ReplayConfig {
+        &self.config
+    }
+
+    /// The state.
+    #[must_use]
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The counters.
+    #[must_use]
+    pub fn observations(&self) -> &Observations {
+        &self.observations
+    }
+
+    /// The captured tape.
+    #[must_use]
+    pub fn tape(&self) -> Option<&Tape> {
+        self.tape.as_ref()
+    }
+
+    /// The prepared plan.
+    #[must_use]
+    pub fn plan(&self) -> Option<&PreparedPlan> {
+        self.plan.as_ref()
+    }
+
+    /// After a successful model load: `Armed` when `admitted` (the admission predicate) holds
+    /// or the backend was asked for explicitly, `Hip` when the backend is `hip` or neither holds.
+    pub fn configure_model_default(&mut self, admitted: bool) {
+        self.armed = self.config.backend != Backend::Hip && (admitted || self.config.explicit);
+        self.state = if self.armed { State::Armed } else { State::Hip };
+    }
+
+    /// Model load, reset or swap: the plan is released, tape, samples, observations and the
+    /// fallback reason are dropped, and the controller is re-armed as `configure_model_default`
+    /// last decided. The device's allocation identities restart with its own reset; a plan
+    /// from before is stale there by epoch.
+    pub fn reset_for_model(&mut self, device: &mut SimDevice) {
+        if let Some(plan) = self.plan.take() {
+            // Best effort: a plan of an earlier epoch owns nothing any more.
+            let _ = plan.release(device);
+        }
+        self.samples.clear();
+        self.tape = None;
+        self.shadow_passed = 0;
+        self.last_shadow = None;
+        self.last_eligible = None;
+        self.observations = Observations::default();
+        self.state = if self.armed { State::Armed } else { State::Hip };
+    }
+
+    fn fall_back(&mut self, reason: FallbackReason) {
+        self.observations.fallbacks += 1;
+        self.state = State::Fallback { reason };
+    }
+
+    /// One forward at `position`; `eligible` says whether it is a plain single-token
+    /// continuation (the adapter decides before every forward).
+    ///
+    /// # Errors
+    /// [`ForwardError`]: the ordinary step failed, or the retained token failed (the controller
+    /// is then in `Fallback`; the token is not retried).
+    pub fn forward(
+        &mut self,
+        device: &mut SimDevice,
+        funnel: &mut Funnel,
+        workload: &mut dyn Workload,
+        position: u32,
+        eligible: bool,
+    ) -> Result<ForwardReport, ForwardError> {
+        self.last_eligible = Some(eligible);
+        if eligible {
+            self.observations.eligible_forwards += 1;
+        } else {
+            self.observations.ineligible_forwards += 1;
+        }
+        workload
+            .prepare_step(device, funnel, position)
+            .map_err(|source| ForwardError::Workload { position, source: Box::new(source) })?;
+        let launches_before = funnel.launches();
+        let submitted_before = self.plan.as_ref().map_or(0, PreparedPlan::submitted);
+        let route = match self.state {
+            State::Ready
+                if eligible
+                    && self
+                        .plan
+                        .as_ref()
+                        .is_some_and(|p| p.submission_identity().transport == self.config.transport) =>
+            {
+                self.retained(device, position)?;
+                Route::Retained
+            }
+            State::Armed | State::RecordingWarmup { .. } if eligible && !self.config.manual_capture => {
+                self.recorded(device, funnel, workload, position)?;
+                Route::Recorded
+            }
+            State::Captured if eligible && self.config.backend == Backend::Shadow && self.plan.is_some() => {
+                self.shadow_forward(device, funnel, workload, position)?;
+                Route::Shadow
+            }
+            _ => {
+                workload
+                    .step(device, funnel, position)
+                    .map_err(|source| ForwardError::Workload { position, source: Box::new(source) })?;
+                Route::Ordinary
+            }
+        };
+        let ordinary_launches = funnel.launches() - launches_before;
+        // A plan installed during this forward (the last warm-up) starts at 0.
+        let retained_submissions =
+            self.plan.as_ref().map_or(0, PreparedPlan::submitted).saturating_sub(submitted_before);
+        if matches!(route, Route::Ordinary | Route::Recorded) {
+            self.observations.retained_submissions_in_ordinary_forwards += retained_submissions;
+        }
+        match route {
+            Route::Retained => {
+                self.observations.retained += 1;
+                self.observations.ordinary_launches_in_retained_forwards += ordinary_launches;
+                if self.observations.replay_positions.len() < Observations::POSITIONS_MAX {
+                    self.observations.replay_positions.push(position);
+                }
+            }
+            Route::Ordinary => self.observations.ordinary += 1,
+            Route::Recorded => self.observations.recorded += 1,
+            Route::Shadow => self.observations.shadow += 1,
+        }
+        Ok(ForwardReport { position, eligible, route, ordinary_launches, retained_submissions })
+    }
+
+    fn retained(&mut self, device: &mut SimDevice, position: u32) -> Result<(), ForwardError> {
+        // PANIC: the caller matched `Ready` with a plan.
+        let plan = self.plan.as_mut().expect("a Ready controller has a plan");
+        match plan.replay(device, position, self.config.timeout) {
+            Ok(_) => Ok(()),
+            Err(source) => {
+                self.fall_back(FallbackReason::ReplayFailed { position, detail: source.to_string() });
+                Err(ForwardError::Replay { position, source })
+            }
+        }
+    }
+
+    /// A recorded ordinary forward; after the last warm-up sample, calibration and preparation.
+    fn recorded(
+        &mut self,
+        device: &mut SimDevice,
+        funnel: &mut Funnel,
+        workload: &mut dyn Workload,
+        position: u32,
+    ) -> Result<(), ForwardError> {
+        if let Err(e) = funnel.begin_capture(position) {
+            funnel.abort_capture();
+            self.fall_back(FallbackReason::CaptureAborted { detail: e.to_string() });
+            return workload
+                .step(device, funnel, position)
+                .map_err(|source| ForwardError::Workload { position, source: Box::new(source) });
+        }
+        if let Err(source) = workload.step(device, funnel, position) {
+            funnel.abort_capture();
+            self.fall_back(FallbackReason::CaptureAborted { detail: format!("the recorded step failed: {source}") });
+            return Err(ForwardError::Workload { position, source: Box::new(source) });
+        }
+        match funnel.finish_capture() {
+            Ok(tape) => self.samples.push(tape),
+            Err(e) => {
+                self.samples.clear();
+                self.fall_back(FallbackReason::CaptureAborted { detail: e.to_string() });
+                return Ok(());
+            }
+        }
+        self.state = State::RecordingWarmup { samples: self.samples.len() };
+        if self.samples.len() >= self.config.warmup_samples.max(2) {
+            if let Err(detail) = self.finish_warmup(device, workload) {
+                self.samples.clear();
+                self.fall_back(FallbackReason::CaptureAborted { detail });
+                return Ok(());
+            }
+            self.install(device);
+        }
+        Ok(())
+    }
+
+    /// Calibrates the samples into the tape (`Captured`), adding the bindings the kernarg ABI
+    /// implies for grid bindings ([`with_hidden_grid_bindings`]), or says why not.
+    fn finish_warmup(&mut self, device: &SimDevice, workload: &dyn Workload) -> Result<(), String> {
+        let samples = std::mem::take(&mut self.samples);
+        let rules = workload.grid_rules();
+        let max = workload.max_position();
+        let mut tapes = Vec::with_capacity(samples.len());
+        let mut first_bindings = None;
+        for pair in samples.windows(2) {
+            let bindings = calibrate(sample(&pair[0]), sample(&pair[1]), rules, max)
+                .map_err(|e| format!("calibrating positions {} and {}: {e}", pair[0].position(), pair[1].position()))?;
+            match &first_bindings {
+                None => first_bindings = Some(bindings.clone()),
+                Some(first) if *first != bindings => {
+                    return Err(format!(
+                        "the bindings calibrated from positions {} and {} differ from those of the first pair",
+                        pair[0].position(),
+                        pair[1].position()
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        let mut bindings = first_bindings.unwrap_or_default();
+        if let Some(last) = samples.last() {
+            let position = last.position();
+            let calibrated =
+                last.clone().with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?;
+            let lookup = slot_by_artifact(device.code_objects());
+            bindings = with_hidden_grid_bindings(&calibrated, &lookup).map_err(|e| e.to_string())?;
+        }
+        for t in samples {
+            let position = t.position();
+            tapes.push(t.with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?);
+        }
+        for pair in tapes.windows(2) {
+            let report = stability::compare(&pair[0], &pair[1]);
+            if !report.is_stable() {
+                let drifts: Vec<String> = report.drifts().iter().take(3).map(ToString::to_string).collect();
+                return Err(format!(
+                    "recordings at positions {} and {} are not stable: {}",
+                    pair[0].position(),
+                    pair[1].position(),
+                    drifts.join("; ")
+                ));
+            }
+        }
+        self.tape = tapes.pop();
+        self.state = State::Captured;
+        Ok(())
+    }
+
+    /// Prepares the captured tape: `Ready` (auto), or stays `Captured` awaiting shadow
+    /// validation (shadow); a failure is a sticky fallback.
+    fn install(&mut self, device: &mut SimDevice) {
+        // PANIC: called right after `finish_warmup` succeeded.
+        let tape = self.tape.as_ref().expect("a captured tape");
+        match prepare_with(device, tape, self.config.transport) {
+            Ok(plan) => {
+                self.plan = Some(plan);
+                if self.config.backend == Backend::Auto && !self.config.manual_capture {
+                    self.state = State::Ready;
+                }
+            }
+            Err(e) => self.fall_back(FallbackReason::PreparationFailed { detail: e.to_string() }),
+        }
+    }
+
+    /// A `shadow` backend forward: the oracle at `position`; enough passes make the route Ready.
+    fn shadow_forward(
+        &mut self,
+        device: &mut SimDevice,
+        funnel: &mut Funnel,
+        workload: &mut dyn Workload,
+        position: u32,
+    ) -> Result<(), ForwardError> {
+        let report = self.run_shadow(device, funnel, workload, &[position])?;
+        if report.is_exact() {
+            self.shadow_passed += 1;
+            if self.shadow_passed >= self.config.shadow_positions {
+                self.state = State::ShadowValidated;
+                self.state = State::Ready;
+            }
+        } else {
+            self.fall_back(FallbackReason::ShadowMismatch { detail: divergence_summary(&report) });
+        }
+        Ok(())
+    }
+
+    fn run_shadow(
+        &mut self,
+        device: &mut SimDevice,
+        funnel: &mut Funnel,
+        workload: &mut dyn Workload,
+        positions: &[u32],
+    ) -> Result<ShadowReport, ForwardError> {
+        let (Some(tape), Some(plan)) = (self.tape.as_ref(), self.plan.as_mut()) else {
+            unreachable!("the shadow oracle runs only with a tape and a plan")
+        };
+        match shadow::run(device, funnel, workload, tape, plan, positions, self.config.timeout) {
+            Ok(report) => {
+                self.last_shadow = Some(report.clone());
+                Ok(report)
+            }
+            Err(source) => {
+                let position = positions.first().copied().unwrap_or(0);
+                self.fall_back(FallbackReason::ShadowMismatch { detail: source.to_string() });
+                Err(ForwardError::Shadow { position, source: Box::new(source) })
+            }
+        }
+    }
+
+    /// Manual lifecycle: the first call records the step at `position`; the second records it
+    /// again (at a later position), calibrates, prepares, and runs the shadow oracle at the
+    /// next [`ReplayConfig::shadow_positions`] positions → `ShadowValidated`, or a sticky
+    /// `Fallback` when the oracle finds a difference (the routes do not change either way until
+    /// [`ReplayController::install_prepared_plan`]). Returns the oracle's report after the
+    /// second call.
+    ///
+    /// # Errors
+    /// [`ManualError`]: wrong state, or the recorded step failed.
+    pub fn observe_shadow(
+        &mut self,
+        device: &mut SimDevice,
+        funnel: &mut Funnel,
+        workload: &mut dyn Workload,
+        position: u32,
+    ) -> Result<Option<ShadowReport>, ManualError> {
+        match self.state {
+            State::Armed | State::RecordingWarmup { .. } => {}
+            ref other => return Err(ManualError::WrongState { operation: "observe_shadow", state: other.name() }),
+        }
+        workload
+            .prepare_step(device, funnel, position)
+            .map_err(|source| ForwardError::Workload { position, source: Box::new(source) })?;
+        self.recorded_manual(device, funnel, workload, position)?;
+        if self.samples.len() < 2 {
+            return Ok(None);
+        }
+        if let Err(detail) = self.finish_warmup(device, workload) {
+            self.samples.clear();
+            self.fall_back(FallbackReason::CaptureAborted { detail });
+            return Ok(None);
+        }
+        self.install(device);
+        if self.plan.is_none() {
+            return Ok(None);
+        }
+        let count = self.config.shadow_positions.max(1);
+        let positions: Vec<u32> = (1..=count).filter_map(|i| position.checked_add(i)).collect();
+        let report = self.run_shadow(device, funnel, workload, &positions)?;
+        if report.is_exact() {
+            self.state = State::ShadowValidated;
+        } else {
+            self.fall_back(FallbackReason::ShadowMismatch { detail: divergence_summary(&report) });
+        }
+        Ok(Some(report))
+    }
+
+    fn recorded_manual(
+        &mut self,
+        device: &mut SimDevice,
+        funnel: &mut Funnel,
+        workload: &mut dyn Workload,
+        position: u32,
+    ) -> Result<(), ForwardError> {
+        funnel.abort_capture();
+        if let Err(e) = funnel.begin_capture(position) {
+            self.fall_back(FallbackReason::CaptureAborted { detail: e.to_string() });
+            return Ok(());
+        }
+        if let Err(source) = workload.step(device, funnel, position) {
+            funnel.abort_capture();
+            self.fall_back(FallbackReason::CaptureAborted { detail: format!("the recorded step failed: {source}") });
+            return Err(ForwardError::Workload { position, source: Box::new(source) });
+        }
+        match funnel.finish_capture() {
+            Ok(tape) => {
+                self.samples.push(tape);
+                self.state = State::RecordingWarmup { samples: self.samples.len() };
+            }
+            Err(e) => self.fall_back(FallbackReason::CaptureAborted { detail: e.to_string() }),
+        }
+        Ok(())
+    }
+
+    /// Manual lifecycle: `ShadowValidated` → `Ready`.
+    ///
+    /// # Errors
+    /// [`ManualError::WrongState`] in any other state.
+    pub fn install_prepared_plan(&mut self) -> Result<(), ManualError> {
+        if self.state != State::ShadowValidated {
+            return Err(ManualError::WrongState { operation: "install_prepared_plan", state: self.state.name() });
+        }
+        self.state = State::Ready;
+        Ok(())
+    }
+
+    /// The route proof as of now.
+    #[must_use]
+    pub fn route_proof(&self) -> RouteProof {
+        RouteProof {
+            request: self.config.clone(),
+            transport: self.plan.as_ref().map(|p| p.submission_identity().transport),
+            last_eligible: self.last_eligible,
+            state: self.state.name(),
+            fallback_reason: match &self.state {
+                State::Fallback { reason } => Some(reason.to_string()),
+                _ => None,
+            },
+            tape: self.tape.as_ref().map(Tape::identity),
+            submission: self.plan.as_ref().map(|p| p.submission_identity().into()),
+            shadow: self.last_shadow.clone(),
+            observations: self.observations.clone(),
+        }
+    }
+}
+
+fn sample(t: &Tape) -> Sample<'_> {
+    Sample { position: t.position(), launches: t.launches() }
+}
+
+fn divergence_summary(report: &ShadowReport) -> String {
+    if report.positions.is_empty() {
+        return "no position was compared".into();
+    }
+    let shown: Vec<String> = report
+        .divergences
+        .iter()
+        .take(4)
+        .map(|d| {
+            format!(
+                "position {} surface {} arm {:?} first differs at byte {}{}",
+                d.position,
+                d.surface,
+                d.arm,
+                d.offset,
+                if d.in_guard { " (guard)" } else { "" }
+            )
+        })
+        .collect();
+    format!("{} divergence(s): {}", report.divergences.len(), shown.join("; "))
+}
