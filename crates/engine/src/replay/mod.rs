@@ -521,54 +521,10 @@ impl ReplayController {
         Ok(())
     }
 
-    /// Calibrates the samples into the tape (`Captured`), adding the bindings the kernarg ABI
-    /// implies for grid bindings ([`with_hidden_grid_bindings`]), or says why not.
+    /// Calibrates the samples into the tape (`Captured`), or says why not.
     fn finish_warmup(&mut self, device: &SimDevice, workload: &dyn Workload) -> Result<(), String> {
         let samples = std::mem::take(&mut self.samples);
-        let rules = workload.grid_rules();
-        let max = workload.max_position();
-        let mut tapes = Vec::with_capacity(samples.len());
-        let mut first_bindings = None;
-        for pair in samples.windows(2) {
-            let bindings = calibrate(sample(&pair[0]), sample(&pair[1]), rules, max)
-                .map_err(|e| format!("calibrating positions {} and {}: {e}", pair[0].position(), pair[1].position()))?;
-            match &first_bindings {
-                None => first_bindings = Some(bindings.clone()),
-                Some(first) if *first != bindings => {
-                    return Err(format!(
-                        "the bindings calibrated from positions {} and {} differ from those of the first pair",
-                        pair[0].position(),
-                        pair[1].position()
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
-        let mut bindings = first_bindings.unwrap_or_default();
-        if let Some(last) = samples.last() {
-            let position = last.position();
-            let calibrated =
-                last.clone().with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?;
-            let lookup = slot_by_artifact(device.code_objects());
-            bindings = with_hidden_grid_bindings(&calibrated, &lookup).map_err(|e| e.to_string())?;
-        }
-        for t in samples {
-            let position = t.position();
-            tapes.push(t.with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?);
-        }
-        for pair in tapes.windows(2) {
-            let report = stability::compare(&pair[0], &pair[1]);
-            if !report.is_stable() {
-                let drifts: Vec<String> = report.drifts().iter().take(3).map(ToString::to_string).collect();
-                return Err(format!(
-                    "recordings at positions {} and {} are not stable: {}",
-                    pair[0].position(),
-                    pair[1].position(),
-                    drifts.join("; ")
-                ));
-            }
-        }
-        self.tape = tapes.pop();
+        self.tape = Some(calibrate_samples(device, workload, samples)?);
         self.state = State::Captured;
         Ok(())
     }
@@ -737,6 +693,87 @@ impl ReplayController {
             observations: self.observations.clone(),
         }
     }
+}
+
+/// The tape of a step from recordings of it at increasing positions (at least two): bindings
+/// calibrated from the first two recordings must come out identical from every later
+/// consecutive pair; the bindings the kernarg ABI implies for grid bindings are added
+/// ([`with_hidden_grid_bindings`]); consecutive recordings with those bindings must be stable
+/// (tape-core's stability check). Returns the last recording with the bindings.
+///
+/// # Errors
+/// A message naming the positions and what failed.
+pub fn calibrate_samples(device: &SimDevice, workload: &dyn Workload, samples: Vec<Tape>) -> Result<Tape, String> {
+    if samples.len() < 2 {
+        return Err(format!("{} recording(s): calibration needs at least two", samples.len()));
+    }
+    let rules = workload.grid_rules();
+    let max = workload.max_position();
+    let mut first_bindings = None;
+    for pair in samples.windows(2) {
+        let bindings = calibrate(sample(&pair[0]), sample(&pair[1]), rules, max)
+            .map_err(|e| format!("calibrating positions {} and {}: {e}", pair[0].position(), pair[1].position()))?;
+        match &first_bindings {
+            None => first_bindings = Some(bindings),
+            Some(first) if *first != bindings => {
+                return Err(format!(
+                    "the bindings calibrated from positions {} and {} differ from those of the first pair",
+                    pair[0].position(),
+                    pair[1].position()
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let mut bindings = first_bindings.unwrap_or_default();
+    if let Some(last) = samples.last() {
+        let position = last.position();
+        let calibrated = last.clone().with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?;
+        let lookup = slot_by_artifact(device.code_objects());
+        bindings = with_hidden_grid_bindings(&calibrated, &lookup).map_err(|e| e.to_string())?;
+    }
+    let mut tapes = Vec::with_capacity(samples.len());
+    for t in samples {
+        let position = t.position();
+        tapes.push(t.with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?);
+    }
+    for pair in tapes.windows(2) {
+        let report = stability::compare(&pair[0], &pair[1]);
+        if !report.is_stable() {
+            let drifts: Vec<String> = report.drifts().iter().take(3).map(ToString::to_string).collect();
+            return Err(format!(
+                "recordings at positions {} and {} are not stable: {}",
+                pair[0].position(),
+                pair[1].position(),
+                drifts.join("; ")
+            ));
+        }
+    }
+    tapes.pop().ok_or_else(|| "no recording".to_owned())
+}
+
+/// Records the step at each of `positions` (ordinary launches, host preparation included) and
+/// calibrates the recordings into a tape ([`calibrate_samples`]).
+///
+/// # Errors
+/// A message naming what failed: a step, a recording, or calibration.
+pub fn capture_tape(
+    device: &mut SimDevice,
+    funnel: &mut Funnel,
+    workload: &mut dyn Workload,
+    positions: &[u32],
+) -> Result<Tape, String> {
+    let mut samples = Vec::with_capacity(positions.len());
+    for &position in positions {
+        workload.prepare_step(device, funnel, position).map_err(|e| format!("position {position}: {e}"))?;
+        funnel.begin_capture(position).map_err(|e| format!("position {position}: {e}"))?;
+        if let Err(e) = workload.step(device, funnel, position) {
+            funnel.abort_capture();
+            return Err(format!("position {position}: {e}"));
+        }
+        samples.push(funnel.finish_capture().map_err(|e| format!("position {position}: {e}"))?);
+    }
+    calibrate_samples(device, workload, samples)
 }
 
 fn sample(t: &Tape) -> Sample<'_> {
