@@ -20,6 +20,11 @@ use crate::sys;
 /// hung queue on its own schedule.
 pub const WAIT_TIMEOUT_MAX: Duration = Duration::from_secs(10);
 
+/// `length_dw` of an IB chunk.
+// CAST: the struct is 32 bytes (asserted in `abi::amdgpu`), 8 dwords.
+#[allow(clippy::cast_possible_truncation)]
+const IB_CHUNK_DWORDS: u32 = (size_of::<DrmAmdgpuCsChunkIb>() / 4) as u32;
+
 /// A GPU context (`AMDGPU_CTX_OP_ALLOC_CTX`); freed on drop.
 #[derive(Debug)]
 pub struct Context<'d> {
@@ -118,7 +123,7 @@ impl Context<'_> {
         };
         let chunk = DrmAmdgpuCsChunk {
             chunk_id: AMDGPU_CHUNK_ID_IB,
-            length_dw: u32::try_from(size_of::<DrmAmdgpuCsChunkIb>() / 4).expect("8 dwords"),
+            length_dw: IB_CHUNK_DWORDS,
             chunk_data: std::ptr::from_ref(&ib_data).expose_provenance() as u64,
         };
         // `chunks` points at an array of user pointers, one per chunk.
@@ -157,7 +162,9 @@ impl Context<'_> {
         }
         // TIMEOUT: the header says the timeout is absolute; the kernel measures it against its
         // monotonic clock, so it is now on CLOCK_MONOTONIC plus the bounded relative timeout.
-        let deadline_ns = monotonic_ns()?.saturating_add(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
+        // CAST: at most `WAIT_TIMEOUT_MAX`, 10^10 ns, checked above.
+        let timeout_ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        let deadline_ns = monotonic_ns()?.saturating_add(timeout_ns);
         let mut arg = DrmAmdgpuWaitCs {
             r#in: DrmAmdgpuWaitCsIn {
                 handle: fence.seq_no,
@@ -199,4 +206,55 @@ fn monotonic_ns() -> Result<u64, WaitError> {
     let secs = u64::try_from(now.tv_sec).unwrap_or(0);
     let nanos = u64::try_from(now.tv_nsec).unwrap_or(0);
     Ok(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A context over `/dev/null`: every ioctl fails with `ENOTTY`, so what reaches the kernel
+    /// is visible by the request named in the error. Its drop's FREE fails the same way.
+    fn null_context(device: &Device) -> Context<'_> {
+        Context { device, id: 1 }
+    }
+
+    #[test]
+    fn submit_checks_the_ib_then_reaches_the_cs_ioctl() {
+        let device = Device::open("/dev/null").unwrap();
+        let ctx = null_context(&device);
+        assert!(matches!(ctx.submit(&IbChunk::compute(0x1000, 0), None), Err(SubmitError::EmptyIb)));
+        assert!(matches!(
+            ctx.submit(&IbChunk::compute(0x1000, 6), None),
+            Err(SubmitError::IbNotDwords { ib_bytes: 6 })
+        ));
+        match ctx.submit(&IbChunk::compute(0x1000, 64), None) {
+            Err(SubmitError::Ioctl(e)) => {
+                assert_eq!(e.ioctl, "DRM_IOCTL_AMDGPU_CS");
+                assert_eq!(e.errno, libc::ENOTTY);
+            }
+            other => panic!("expected the CS ioctl's error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn wait_is_bounded_then_reaches_the_wait_ioctl() {
+        let device = Device::open("/dev/null").unwrap();
+        let ctx = null_context(&device);
+        let fence = Fence { ctx_id: 1, ip_type: AMDGPU_HW_IP_COMPUTE, ip_instance: 0, ring: 0, seq_no: 1 };
+        assert!(matches!(
+            ctx.wait(&fence, WAIT_TIMEOUT_MAX + Duration::from_millis(1)),
+            Err(WaitError::TimeoutTooLong { timeout_ms: 10_001, limit_ms: 10_000 })
+        ));
+        match ctx.wait(&fence, Duration::from_millis(1)) {
+            Err(WaitError::Ioctl(e)) => assert_eq!(e.ioctl, "DRM_IOCTL_AMDGPU_WAIT_CS"),
+            other => panic!("expected the WAIT_CS ioctl's error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn monotonic_clock_advances() {
+        let a = monotonic_ns().unwrap();
+        let b = monotonic_ns().unwrap();
+        assert!(a > 0 && b >= a);
+    }
 }

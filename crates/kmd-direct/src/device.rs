@@ -154,6 +154,7 @@ impl Device {
     /// query).
     pub fn info<R: PlainData + Default>(&self, query: u32, params: DrmAmdgpuInfoQuery) -> Result<R, IoctlError> {
         let mut reply = R::default();
+        // PANIC: INFO reply structs are a few hundred bytes.
         let return_size = u32::try_from(size_of::<R>()).expect("INFO replies are far below 4 GiB");
         let mut arg = DrmAmdgpuInfo {
             return_pointer: std::ptr::from_mut(&mut reply).expose_provenance() as u64,

@@ -18,6 +18,11 @@ use crate::sys;
 /// Most buffer objects one [`BoList`] takes.
 pub const BO_LIST_MAX: usize = 4096;
 
+/// `bo_info_size` of a BO list.
+// CAST: the entry is 8 bytes (asserted in `abi::amdgpu`).
+#[allow(clippy::cast_possible_truncation)]
+const BO_LIST_ENTRY_SIZE: u32 = size_of::<DrmAmdgpuBoListEntry>() as u32;
+
 /// A GEM handle; the kernel never hands out 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GemHandle(pub NonZeroU32);
@@ -93,9 +98,9 @@ impl Device {
             r#in: DrmAmdgpuBoListIn {
                 operation: AMDGPU_BO_LIST_OP_CREATE,
                 list_handle: 0,
-                // CAST: at most `BO_LIST_MAX` entries, checked above.
+                // PANIC: at most `BO_LIST_MAX` entries, checked above.
                 bo_number: u32::try_from(entries.len()).expect("bounded by BO_LIST_MAX"),
-                bo_info_size: u32::try_from(size_of::<DrmAmdgpuBoListEntry>()).expect("8 bytes"),
+                bo_info_size: BO_LIST_ENTRY_SIZE,
                 bo_info_ptr: entries.as_ptr().expose_provenance() as u64,
             },
         };
@@ -327,5 +332,55 @@ impl Drop for BoList<'_> {
         };
         // SAFETY: `bo_info_ptr` is null with 0 entries: DESTROY reads no user memory.
         let _ = unsafe { sys::ioctl_with_pointers(self.device.as_fd(), DRM_IOCTL_AMDGPU_BO_LIST, &mut arg) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_and_map_va_reach_their_ioctls() {
+        let device = Device::open("/dev/null").unwrap();
+        // Handle 1 on /dev/null: every ioctl fails with ENOTTY, drop's GEM_CLOSE included.
+        let bo = Bo { device: &device, handle: GemHandle(NonZeroU32::MIN), size: 4096 };
+        match bo.map() {
+            Err(GemError::Ioctl(e)) => assert_eq!(e.ioctl, "DRM_IOCTL_AMDGPU_GEM_MMAP"),
+            other => panic!("expected the GEM_MMAP ioctl's error, got {other:?}"),
+        }
+        match bo.map_va(0x10_0000, crate::abi::AMDGPU_VM_PAGE_READABLE) {
+            Err(GemError::Ioctl(e)) => assert_eq!(e.ioctl, "DRM_IOCTL_AMDGPU_GEM_VA"),
+            other => panic!("expected the GEM_VA ioctl's error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn mapping_copies_are_bounds_checked() {
+        const LEN: usize = 4096;
+        // SAFETY: a fresh private anonymous mapping overlaps no Rust object; `Mapping`'s drop
+        // unmaps exactly it.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(raw, libc::MAP_FAILED);
+        let mut mapping = Mapping { ptr: NonNull::new(raw.cast()).unwrap(), len: LEN, bo: PhantomData };
+        mapping.write(LEN - 4, &[1, 2, 3, 4]).unwrap();
+        let mut back = [0; 4];
+        mapping.read(LEN - 4, &mut back).unwrap();
+        assert_eq!(back, [1, 2, 3, 4]);
+        assert!(matches!(
+            mapping.write(LEN - 3, &[0; 4]),
+            Err(GemError::OutOfRange { offset: 4093, len: 4, size: LEN })
+        ));
+        assert!(matches!(mapping.read(usize::MAX, &mut back), Err(GemError::OutOfRange { .. })));
+        assert_eq!(mapping.len(), LEN);
+        assert!(!mapping.is_empty());
     }
 }

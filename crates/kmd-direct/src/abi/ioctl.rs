@@ -143,3 +143,21 @@ ioctls! {
     /// `DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_WAIT_CS, union drm_amdgpu_wait_cs)`.
     DRM_IOCTL_AMDGPU_WAIT_CS = write_read(DRM_COMMAND_BASE + DRM_AMDGPU_WAIT_CS, DrmAmdgpuWaitCs);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ioc_packs_dir_size_type_nr() {
+        // _IOWR('d', 0x00, 64 bytes), _IOW('d', 0x09, 8 bytes), _IOW('d', 0x45, 32 bytes).
+        assert_eq!(ioc(IOC_READ | IOC_WRITE, 0x64, 0x00, 64), 0xc040_6400);
+        assert_eq!(ioc(IOC_WRITE, 0x64, 0x09, 8), 0x4008_6409);
+        assert_eq!(ioc(IOC_WRITE, 0x64, 0x45, 32), 0x4020_6445);
+        assert_eq!(ioc(IOC_NONE, 0x64, 0x01, 0), 0x0000_6401);
+        assert_eq!(DRM_IOCTL_VERSION.request(), 0xc040_6400);
+        assert_eq!(DRM_IOCTL_GEM_CLOSE.request(), 0x4008_6409);
+        assert_eq!(DRM_IOCTL_AMDGPU_INFO.request(), 0x4020_6445);
+        assert_eq!(format!("{DRM_IOCTL_GEM_CLOSE:?}"), "DRM_IOCTL_GEM_CLOSE (0x40086409)");
+    }
+}
