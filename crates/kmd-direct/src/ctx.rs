@@ -160,8 +160,9 @@ impl Context<'_> {
                 limit_ms: WAIT_TIMEOUT_MAX.as_millis(),
             });
         }
-        // TIMEOUT: the header says the timeout is absolute; the kernel measures it against its
-        // monotonic clock, so it is now on CLOCK_MONOTONIC plus the bounded relative timeout.
+        // TIMEOUT: the header says only that the timeout is absolute; the amdgpu driver compares
+        // it with the kernel's monotonic clock, so the deadline is now on CLOCK_MONOTONIC plus
+        // the bounded relative timeout (unverified on a GPU, see the crate docs).
         // CAST: at most `WAIT_TIMEOUT_MAX`, 10^10 ns, checked above.
         let timeout_ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
         let deadline_ns = monotonic_ns()?.saturating_add(timeout_ns);

@@ -18,8 +18,8 @@ use crate::sys::{self, PlainData};
 /// Longest driver name, date or description [`Device::version`] reads.
 pub const VERSION_STRING_MAX: usize = 4096;
 
-/// An open DRM device node (a render node for everything but [`Device::version`]); the
-/// descriptor closes on drop, after every object borrowed from it.
+/// An open DRM device node. The descriptor closes on drop, which the borrow checker orders after
+/// every object ([`crate::Bo`], [`crate::Context`], ...) borrowed from it.
 #[derive(Debug)]
 pub struct Device {
     fd: OwnedFd,

@@ -23,7 +23,8 @@ pub const BO_LIST_MAX: usize = 4096;
 #[allow(clippy::cast_possible_truncation)]
 const BO_LIST_ENTRY_SIZE: u32 = size_of::<DrmAmdgpuBoListEntry>() as u32;
 
-/// A GEM handle; the kernel never hands out 0.
+/// A GEM handle; 0 names no object, and a 0 from the kernel is reported as
+/// [`GemError::ZeroHandle`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GemHandle(pub NonZeroU32);
 

@@ -8,12 +8,19 @@
 //! the installed libdrm headers (`/usr/include/libdrm/drm.h` and `amdgpu_drm.h` from Debian's
 //! `libdrm-dev` 2.4.114) and **has not yet been run on a GPU**: the layouts, request numbers and
 //! constants are checked against those headers by a compiled C program (`tests/layout.rs`), the
-//! error paths on machines without an amdgpu render node; nothing here has submitted work.
+//! error paths on machines without an amdgpu render node; nothing here has submitted work yet.
+//! Behaviour the headers do not state (which clock `WAIT_CS`'s absolute timeout is measured on,
+//! which VA alignment `GEM_VA` accepts) follows the amdgpu kernel driver and is unverified until
+//! it runs on a GPU.
+//!
+//! The layout test needs the Debian packages `libdrm-dev` (the headers) and `gcc` (a C compiler,
+//! `cc` or `$CC`); without them it fails under `CI=true` and is skipped elsewhere.
 //!
 //! # Map
 //!
 //! - [`abi`]: every transcribed struct, union, ioctl request and constant, with compile-time
-//!   layout asserts and a [`layout_table`] the layout test checks against the C headers.
+//!   layout asserts and a hidden `layout_table()` that the layout test checks against the C
+//!   headers.
 //! - [`discover`]: `/dev/dri/renderD*` with driver, PCI vendor and device id; per-node errors.
 //! - [`Device`]: open (read-write, close-on-exec), `DRM_IOCTL_VERSION`, `AMDGPU_INFO_DEV_INFO`,
 //!   `AMDGPU_INFO_FW_VERSION` (ME, PFP, MEC), `AMDGPU_INFO_HW_IP_INFO`.

@@ -2,7 +2,7 @@
 //! package `libdrm-dev` 2.4.114) and the Linux `asm-generic/ioctl.h` request encoding.
 //!
 //! Every struct is `#[repr(C)]` with compile-time asserts of its size, alignment and every field
-//! offset; every struct, ioctl request and constant also lands in [`layout_table`], which the
+//! offset; every struct, ioctl request and constant also lands in `layout_table()`, which the
 //! `layout` integration test compiles against the C headers. Names are the C names in Rust casing
 //! (`struct drm_amdgpu_cs_chunk` → [`DrmAmdgpuCsChunk`]); a union stays a `union`, with its `in`
 //! member spelled `r#in`.
