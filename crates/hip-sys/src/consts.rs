@@ -332,9 +332,11 @@ c_enums! {
             "Supports cooperative launch on multiple devices with unmatched functions";
         COOPERATIVE_MULTI_DEVICE_UNMATCHED_GRID_DIM = 10008, "hipDeviceAttributeCooperativeMultiDeviceUnmatchedGridDim",
             "Supports cooperative launch on multiple devices with unmatched grid dimensions";
-        COOPERATIVE_MULTI_DEVICE_UNMATCHED_BLOCK_DIM = 10009, "hipDeviceAttributeCooperativeMultiDeviceUnmatchedBlockDim",
+        COOPERATIVE_MULTI_DEVICE_UNMATCHED_BLOCK_DIM = 10009,
+            "hipDeviceAttributeCooperativeMultiDeviceUnmatchedBlockDim",
             "Supports cooperative launch on multiple devices with unmatched block dimensions";
-        COOPERATIVE_MULTI_DEVICE_UNMATCHED_SHARED_MEM = 10010, "hipDeviceAttributeCooperativeMultiDeviceUnmatchedSharedMem",
+        COOPERATIVE_MULTI_DEVICE_UNMATCHED_SHARED_MEM = 10010,
+            "hipDeviceAttributeCooperativeMultiDeviceUnmatchedSharedMem",
             "Supports cooperative launch on multiple devices with unmatched shared memories";
         IS_LARGE_BAR = 10011, "hipDeviceAttributeIsLargeBar",
             "Whether it is LargeBar";

@@ -16,7 +16,8 @@ macro_rules! fn_table {
         }
     ) => {
         $(#[doc = $table_doc])*
-        #[derive(Clone, Copy, Debug)]
+        // Not `Copy`: a copy of the table would invite outliving the library that owns it.
+        #[derive(Debug)]
         pub struct $table {
             $(
                 $(#[doc = $doc])*

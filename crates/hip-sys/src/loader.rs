@@ -61,8 +61,11 @@ pub(crate) fn candidates(env_override: Option<OsString>, defaults: &[&str]) -> V
     }
 }
 
-/// Opens the first candidate that `dlopen` accepts, with `RTLD_NOW | RTLD_LOCAL` so that a
-/// library with unresolved dependencies fails here rather than on a first call.
+/// Opens the first candidate that `dlopen` accepts, with `RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE`:
+/// `RTLD_NOW` so that a library with unresolved dependencies fails here rather than on a first
+/// call; `RTLD_NODELETE` because the GPU runtimes start threads and register exit handlers that
+/// would run into unmapped code if the last handle's `dlclose` unloaded them, so the code stays
+/// mapped until the process exits.
 pub(crate) fn open_first(candidates: &[PathBuf]) -> Result<(libloading::Library, PathBuf), LoadError> {
     let mut tried = Vec::with_capacity(candidates.len());
     for candidate in candidates {
@@ -70,7 +73,9 @@ pub(crate) fn open_first(candidates: &[PathBuf]) -> Result<(libloading::Library,
         // to be loaded into a process. The candidates are the vendor runtime's names, or the one
         // path the user chose through the documented override and so vouches for; `RTLD_LOCAL`
         // keeps its symbols out of the global namespace.
-        let opened = unsafe { unix::Library::open(Some(candidate.as_os_str()), unix::RTLD_NOW | unix::RTLD_LOCAL) };
+        let opened = unsafe {
+            unix::Library::open(Some(candidate.as_os_str()), unix::RTLD_NOW | unix::RTLD_LOCAL | libc::RTLD_NODELETE)
+        };
         match opened {
             Ok(library) => return Ok((library.into(), candidate.clone())),
             Err(error) => tried.push(OpenAttempt { candidate: candidate.clone(), error: error.to_string() }),

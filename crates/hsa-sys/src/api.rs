@@ -117,8 +117,11 @@ fn_table! {
             ) -> HsaStatus;
         /// Reads a symbol attribute into `value`.
         hsa_executable_symbol_get_info = "hsa_executable_symbol_get_info":
-            unsafe extern "C" fn(executable_symbol: ExecutableSymbol, attribute: ExecutableSymbolInfo, value: *mut c_void)
-                -> HsaStatus;
+            unsafe extern "C" fn(
+                executable_symbol: ExecutableSymbol,
+                attribute: ExecutableSymbolInfo,
+                value: *mut c_void,
+            ) -> HsaStatus;
         /// Destroys an executable.
         hsa_executable_destroy = "hsa_executable_destroy":
             unsafe extern "C" fn(executable: Executable) -> HsaStatus;

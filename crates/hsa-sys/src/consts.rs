@@ -265,7 +265,8 @@ c_enums! {
         CALL_CONVENTION_INFO_WAVEFRONT_SIZE = 3, "HSA_ISA_INFO_CALL_CONVENTION_INFO_WAVEFRONT_SIZE",
             "Deprecated. Number of work-items in a wavefront for a given call convention. Must be a power of 2 in the \
              range `[1,256]`. The type of this attribute is uint32_t.";
-        CALL_CONVENTION_INFO_WAVEFRONTS_PER_COMPUTE_UNIT = 4, "HSA_ISA_INFO_CALL_CONVENTION_INFO_WAVEFRONTS_PER_COMPUTE_UNIT",
+        CALL_CONVENTION_INFO_WAVEFRONTS_PER_COMPUTE_UNIT = 4,
+            "HSA_ISA_INFO_CALL_CONVENTION_INFO_WAVEFRONTS_PER_COMPUTE_UNIT",
             "Deprecated. Number of wavefronts per compute unit for a given call convention. In practice, other \
              factors (for example, the amount of group memory used by a work-group) may further limit the number of \
              wavefronts per compute unit. The type of this attribute is uint32_t.";

@@ -6,9 +6,10 @@
 //!
 //! # Loading
 //!
-//! [`Hsa::load`] opens the library with `dlopen(RTLD_NOW | RTLD_LOCAL)` and resolves every symbol
-//! of [`HsaFns`] at once. A missing symbol is a [`LoadError::MissingSymbols`] listing all of them,
-//! never a panic or a null pointer on a first call. The library is searched for as:
+//! [`Hsa::load`] opens the library with `dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)` (the
+//! runtime is never unmapped: its threads and exit handlers outlive any handle) and resolves
+//! every symbol of [`HsaFns`] at once. A missing symbol is a [`LoadError::MissingSymbols`] listing
+//! all of them, never a panic or a null pointer on a first call. The library is searched for as:
 //!
 //! 1. the path in the environment variable `REDLINE_HSA_LIBRARY` ([`LIBRARY_ENV`]) when it is set
 //!    and not empty, and then nothing else;

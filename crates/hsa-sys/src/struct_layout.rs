@@ -22,8 +22,14 @@ macro_rules! struct_layout {
         fn every_field_is_listed(value: &$name) {
             let $name { $($field: _),* } = value;
         }
-        $out.push($crate::layout::LayoutEntry::size(concat!("sizeof(", $c_type, ")"), core::mem::size_of::<$name>()));
-        $out.push($crate::layout::LayoutEntry::size(concat!("_Alignof(", $c_type, ")"), core::mem::align_of::<$name>()));
+        $out.push($crate::layout::LayoutEntry::size(
+            concat!("sizeof(", $c_type, ")"),
+            core::mem::size_of::<$name>(),
+        ));
+        $out.push($crate::layout::LayoutEntry::size(
+            concat!("_Alignof(", $c_type, ")"),
+            core::mem::align_of::<$name>(),
+        ));
         $(
             $out.push($crate::layout::LayoutEntry::size(
                 concat!("offsetof(", $c_type, ", ", $c_field, ")"),
