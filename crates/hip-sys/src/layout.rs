@@ -1,0 +1,78 @@
+//! The table the C cross-check (`tests/c_layout.rs`) compiles against the installed headers.
+//!
+//! Each entry pairs a C expression (`sizeof(hipDeviceProp_t)`, `offsetof(hipDeviceProp_t, gcnArchName)`,
+//! `hipErrorInvalidDevice`) with the value the Rust side has for it. The entries are produced by the
+//! same macros that declare the enums and assert the struct layouts, so a transcribed item is
+//! checked by construction.
+
+/// One C expression and the Rust value it must equal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayoutEntry {
+    /// A C integer constant expression over the declarations of [`LAYOUT_HEADERS`].
+    pub c_expr: &'static str,
+    /// The Rust side's value.
+    pub rust: i128,
+}
+
+impl LayoutEntry {
+    /// An entry for a size, alignment or offset.
+    #[must_use]
+    pub fn size(c_expr: &'static str, bytes: usize) -> Self {
+        // CAST: usize is at most 64 bits wide on every target, so it fits i128.
+        let rust = bytes as i128;
+        Self { c_expr, rust }
+    }
+
+    /// An entry for a constant's value.
+    #[must_use]
+    pub fn value(c_expr: &'static str, rust: i128) -> Self {
+        Self { c_expr, rust }
+    }
+}
+
+/// Headers the C side includes, in order.
+pub const LAYOUT_HEADERS: &[&str] = &["hip/hip_runtime_api.h", "hip/hip_version.h"];
+
+/// Preprocessor definitions the C side needs (`-D`): `hip_runtime_api.h` refuses to compile
+/// unless exactly one platform is chosen.
+pub const LAYOUT_DEFINES: &[&str] = &["__HIP_PLATFORM_AMD__"];
+
+/// Every transcribed type, field offset and constant of the crate.
+#[must_use]
+pub fn layout_table() -> Vec<LayoutEntry> {
+    let mut out = Vec::new();
+    crate::consts::enum_layout_entries(&mut out);
+    crate::types::struct_layout_entries(&mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A struct with fields declared in `types.rs` without a `struct_layout!` would be neither
+    /// asserted nor cross-checked. `DeviceArch` is checked bit by bit; the `opaque!` structs have
+    /// no layout of their own.
+    #[test]
+    fn every_struct_has_a_layout_invocation() {
+        let source = include_str!("types.rs");
+        let structs: Vec<&str> = source
+            .lines()
+            .filter_map(|line| line.strip_prefix("pub struct "))
+            .filter(|rest| rest.ends_with('{'))
+            .filter_map(|rest| rest.split_whitespace().next())
+            .collect();
+        assert!(!structs.is_empty());
+        for name in structs {
+            assert!(source.contains(&format!("struct_layout!(out; {name} =")), "{name} has no struct_layout!");
+        }
+    }
+
+    #[test]
+    fn expressions_are_unique() {
+        let table = layout_table();
+        for (index, entry) in table.iter().enumerate() {
+            assert!(table[..index].iter().all(|other| other.c_expr != entry.c_expr), "{} repeats", entry.c_expr);
+        }
+    }
+}

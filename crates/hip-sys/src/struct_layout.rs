@@ -1,0 +1,40 @@
+//! `struct_layout!`: compile-time layout asserts of a `#[repr(C)]` struct that also feed the C
+//! cross-check.
+//!
+//! One invocation per struct names its C type, its size and alignment, and every field with its
+//! C name and offset. It expands to:
+//! - `const` asserts of size, alignment and each offset (the numbers are the header's, read with
+//!   `offsetof` on x86-64);
+//! - a destructuring pattern without `..`, so a field missing from the list fails to compile;
+//! - entries for the layout table, so the same numbers are compared with the C compiler's.
+
+/// Asserts a struct's layout; see the module docs.
+macro_rules! struct_layout {
+    ($out:ident; $name:ident = $c_type:literal, size $size:literal, align $align:literal {
+        $($field:ident: $c_field:literal = $offset:literal,)*
+    }) => {{
+        const _: () = {
+            assert!(core::mem::size_of::<$name>() == $size);
+            assert!(core::mem::align_of::<$name>() == $align);
+            $(assert!(core::mem::offset_of!($name, $field) == $offset);)*
+        };
+        #[allow(dead_code, reason = "only compiled, to prove every field is listed")]
+        fn every_field_is_listed(value: &$name) {
+            let $name { $($field: _),* } = value;
+        }
+        $out.push($crate::layout::LayoutEntry::size(
+            concat!("sizeof(", $c_type, ")"),
+            core::mem::size_of::<$name>(),
+        ));
+        $out.push($crate::layout::LayoutEntry::size(
+            concat!("_Alignof(", $c_type, ")"),
+            core::mem::align_of::<$name>(),
+        ));
+        $(
+            $out.push($crate::layout::LayoutEntry::size(
+                concat!("offsetof(", $c_type, ", ", $c_field, ")"),
+                core::mem::offset_of!($name, $field),
+            ));
+        )*
+    }};
+}
