@@ -3,6 +3,7 @@
 
 pub mod disasm;
 pub mod inspect;
+pub mod lower;
 pub mod sim;
 pub mod tape;
 

@@ -5,7 +5,7 @@
 //! arguments, reads files and renders reports.
 
 use clap::{Parser, Subcommand};
-use daemon::{disasm, inspect, sim, tape};
+use daemon::{disasm, inspect, lower, sim, tape};
 use std::process::ExitCode;
 
 /// Retained replay of GPU decode steps on AMD GPUs.
@@ -29,6 +29,7 @@ struct Cli {
 enum Command {
     Disasm(disasm::Args),
     Inspect(inspect::Args),
+    Lower(lower::Args),
     /// Run IB bundles on the soft device (`sim run`).
     #[command(subcommand)]
     Sim(sim::Command),
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Disasm(args) => disasm::run(&args),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Lower(args) => lower::run(&args),
         Command::Tape(cmd) => tape::run(&cmd),
         Command::Sim(cmd) => sim::run(&cmd),
     };

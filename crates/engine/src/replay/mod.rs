@@ -728,7 +728,8 @@ pub fn calibrate_samples(device: &SimDevice, workload: &dyn Workload, samples: V
     let mut bindings = first_bindings.unwrap_or_default();
     if let Some(last) = samples.last() {
         let position = last.position();
-        let calibrated = last.clone().with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?;
+        let calibrated =
+            last.clone().with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?;
         let lookup = slot_by_artifact(device.code_objects());
         bindings = with_hidden_grid_bindings(&calibrated, &lookup).map_err(|e| e.to_string())?;
     }
