@@ -241,15 +241,28 @@ pub fn prepare_with(device: &mut SimDevice, tape: &Tape, transport: Transport) -
     }
 }
 
-fn prepare_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<PreparedPlan, PrepareError> {
+/// The allocations a tape points into, and its kernarg blobs copied into one retained
+/// allocation (see [`kernarg_placement`]).
+struct Retained {
+    live: Vec<(AllocationId, u64)>,
+    kernargs: DeviceAllocation,
+    kernarg_vas: Vec<u64>,
+}
+
+fn retain_kernargs(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<Retained, PrepareError> {
     if tape.launches().is_empty() {
         return Err(PrepareError::EmptyTape);
     }
-    let mut live = pointer_targets(device, tape)?;
+    let live = pointer_targets(device, tape)?;
     let (offsets, total) = kernarg_placement(device, tape)?;
     let kernargs = *held.kernargs.insert(device.allocate(total)?);
     device.write(kernargs.va, &kernarg_image(tape, &offsets, total))?;
     let kernarg_vas: Vec<u64> = offsets.iter().map(|&o| kernargs.va + o).collect();
+    Ok(Retained { live, kernargs, kernarg_vas })
+}
+
+fn prepare_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<PreparedPlan, PrepareError> {
+    let Retained { mut live, kernargs, kernarg_vas } = retain_kernargs(device, tape, held)?;
 
     let family = device.target().family();
     let lowered = {
@@ -304,14 +317,7 @@ fn prepare_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<
 }
 
 fn prepare_aql_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<PreparedPlan, PrepareError> {
-    if tape.launches().is_empty() {
-        return Err(PrepareError::EmptyTape);
-    }
-    let mut live = pointer_targets(device, tape)?;
-    let (offsets, total) = kernarg_placement(device, tape)?;
-    let kernargs = *held.kernargs.insert(device.allocate(total)?);
-    device.write(kernargs.va, &kernarg_image(tape, &offsets, total))?;
-    let kernarg_vas: Vec<u64> = offsets.iter().map(|&o| kernargs.va + o).collect();
+    let Retained { mut live, kernargs, kernarg_vas } = retain_kernargs(device, tape, held)?;
     let signal = *held.signal.insert(device.create_signal(0)?);
     let packets = {
         let lookup = slot_by_artifact(device.code_objects());
