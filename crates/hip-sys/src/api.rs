@@ -4,7 +4,8 @@ use core::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::loader::{self, LoadError};
+use dynload::{LoadError, fn_table};
+
 use crate::{DeviceAttribute, DeviceProp, HipDeviceptr, HipError, HipFunction, HipModule, HipStream};
 
 /// Environment variable naming the one library to load instead of the default candidates.
@@ -104,7 +105,7 @@ pub struct Hip {
     library_path: PathBuf,
     // INVARIANT: declared last, so it is dropped after `fns`, and never handed out: every pointer
     // in `fns` stays valid for the life of `self`.
-    _library: libloading::Library,
+    _library: dynload::Library,
 }
 
 impl Hip {
@@ -126,7 +127,7 @@ impl Hip {
     ///
     /// As [`Hip::load`].
     pub fn load_with_env(env_override: Option<OsString>) -> Result<Self, LoadError> {
-        Self::load_from(&loader::candidates(env_override, DEFAULT_CANDIDATES))
+        Self::load_from(&dynload::candidates(env_override, DEFAULT_CANDIDATES))
     }
 
     /// Loads the first of `candidates` that `dlopen` opens (a bare name goes through the dynamic
@@ -137,7 +138,7 @@ impl Hip {
     ///
     /// As [`Hip::load`].
     pub fn load_from(candidates: &[PathBuf]) -> Result<Self, LoadError> {
-        let (library, opened_as) = loader::open_first(candidates)?;
+        let (library, opened_as) = dynload::open_first(candidates)?;
         // SAFETY: the candidates name the HIP runtime (or a library the caller chose in its
         // place), and the prototypes of `HipFns` are transcribed from the ROCm 5.2.3 headers.
         // Resolving only takes addresses; a ROCm 6 library (a default candidate) keeps these
@@ -146,7 +147,7 @@ impl Hip {
         // pointers live in `Self` next to `library`.
         let fns = unsafe { HipFns::resolve(&library) }
             .map_err(|missing| LoadError::MissingSymbols { library: opened_as.clone(), missing })?;
-        let library_path = loader::object_path_of(fns.hip_init as *const c_void).unwrap_or_else(|| opened_as.clone());
+        let library_path = dynload::object_path_of(fns.hip_init as *const c_void).unwrap_or_else(|| opened_as.clone());
         Ok(Self { fns, opened_as, library_path, _library: library })
     }
 

@@ -3,6 +3,8 @@
 //! Every enumerator is here, deprecated aliases included. The header documents only some of them;
 //! the others have an empty description.
 
+use dynload::c_enums;
+
 c_enums! {
     /// Error codes (`hipError_t`).
     pub struct HipError(i32) = "hipError_t" {

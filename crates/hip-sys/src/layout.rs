@@ -5,30 +5,7 @@
 //! same macros that declare the enums and assert the struct layouts, so a transcribed item is
 //! checked by construction.
 
-/// One C expression and the Rust value it must equal.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LayoutEntry {
-    /// A C integer constant expression over the declarations of [`LAYOUT_HEADERS`].
-    pub c_expr: &'static str,
-    /// The Rust side's value.
-    pub rust: i128,
-}
-
-impl LayoutEntry {
-    /// An entry for a size, alignment or offset.
-    #[must_use]
-    pub fn size(c_expr: &'static str, bytes: usize) -> Self {
-        // CAST: usize is at most 64 bits wide on every target, so it fits i128.
-        let rust = bytes as i128;
-        Self { c_expr, rust }
-    }
-
-    /// An entry for a constant's value.
-    #[must_use]
-    pub fn value(c_expr: &'static str, rust: i128) -> Self {
-        Self { c_expr, rust }
-    }
-}
+pub use dynload::LayoutEntry;
 
 /// Headers the C side includes, in order.
 pub const LAYOUT_HEADERS: &[&str] = &["hip/hip_runtime_api.h", "hip/hip_version.h"];

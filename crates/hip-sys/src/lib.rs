@@ -47,22 +47,14 @@
 //! preconditions the header documents. [`Hip::init`], the version and device-count getters and
 //! the error-text lookups are safe wrappers where no precondition is left to the caller.
 
-#[macro_use]
-mod c_enum;
-#[macro_use]
-mod fn_table;
-#[macro_use]
-mod struct_layout;
-
 mod api;
 mod consts;
 #[doc(hidden)]
 pub mod layout;
-mod loader;
 mod status;
 mod types;
 
 pub use api::{DEFAULT_CANDIDATES, Hip, HipFns, LIBRARY_ENV};
 pub use consts::*;
-pub use loader::{LoadError, OpenAttempt};
+pub use dynload::{LoadError, OpenAttempt};
 pub use types::*;

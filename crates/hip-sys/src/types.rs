@@ -4,6 +4,8 @@
 use core::ffi::{c_int, c_uint, c_void};
 use core::marker::{PhantomData, PhantomPinned};
 
+use dynload::struct_layout;
+
 /// Declares one opaque C struct per entry, only ever used behind a pointer.
 macro_rules! opaque {
     ($($(#[doc = $doc:literal])* $name:ident;)*) => {

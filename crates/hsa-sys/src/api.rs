@@ -4,7 +4,8 @@ use core::ffi::{CStr, c_char, c_void};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::loader::{self, LoadError};
+use dynload::{LoadError, fn_table};
+
 use crate::{
     Agent, AgentInfo, AmdMemoryPool, AmdMemoryPoolInfo, CodeObjectReader, DefaultFloatRoundingMode, Executable,
     ExecutableSymbol, ExecutableSymbolInfo, HsaStatus, Isa, IsaInfo, LoadedCodeObject, Profile, Queue, Signal,
@@ -199,7 +200,7 @@ pub struct Hsa {
     library_path: PathBuf,
     // INVARIANT: declared last, so it is dropped after `fns`, and never handed out: every pointer
     // in `fns` stays valid for the life of `self`.
-    _library: libloading::Library,
+    _library: dynload::Library,
 }
 
 impl Hsa {
@@ -221,7 +222,7 @@ impl Hsa {
     ///
     /// As [`Hsa::load`].
     pub fn load_with_env(env_override: Option<OsString>) -> Result<Self, LoadError> {
-        Self::load_from(&loader::candidates(env_override, DEFAULT_CANDIDATES))
+        Self::load_from(&dynload::candidates(env_override, DEFAULT_CANDIDATES))
     }
 
     /// Loads the first of `candidates` that `dlopen` opens (a bare name goes through the dynamic
@@ -232,13 +233,13 @@ impl Hsa {
     ///
     /// As [`Hsa::load`].
     pub fn load_from(candidates: &[PathBuf]) -> Result<Self, LoadError> {
-        let (library, opened_as) = loader::open_first(candidates)?;
+        let (library, opened_as) = dynload::open_first(candidates)?;
         // SAFETY: the candidates name the HSA runtime (or a library the caller chose in its
         // place); the prototypes of `HsaFns` are transcribed from the ROCm 5.2.3 headers, which
         // are ABI-stable across the 1.x sonames. The pointers live in `Self` next to `library`.
         let fns = unsafe { HsaFns::resolve(&library) }
             .map_err(|missing| LoadError::MissingSymbols { library: opened_as.clone(), missing })?;
-        let library_path = loader::object_path_of(fns.hsa_init as *const c_void).unwrap_or_else(|| opened_as.clone());
+        let library_path = dynload::object_path_of(fns.hsa_init as *const c_void).unwrap_or_else(|| opened_as.clone());
         Ok(Self { fns, opened_as, library_path, _library: library })
     }
 

@@ -3,6 +3,8 @@
 //! Every enumerator of each listed enum is here, deprecated ones included, so that a value the
 //! runtime returns has a name.
 
+use dynload::c_enums;
+
 c_enums! {
     /// Status codes (`hsa_status_t`, with the additions of `hsa_ext_amd.h`).
     pub struct HsaStatus(u32) = "hsa_status_t" {

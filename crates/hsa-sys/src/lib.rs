@@ -43,18 +43,10 @@
 //! preconditions the header documents. [`Hsa::init`] and [`Hsa::status_string`] are safe
 //! wrappers where no precondition is left to the caller.
 
-#[macro_use]
-mod c_enum;
-#[macro_use]
-mod fn_table;
-#[macro_use]
-mod struct_layout;
-
 mod api;
 mod consts;
 #[doc(hidden)]
 pub mod layout;
-mod loader;
 mod status;
 mod types;
 
@@ -62,5 +54,5 @@ pub use api::{
     AgentCallback, DEFAULT_CANDIDATES, Hsa, HsaFns, IsaCallback, LIBRARY_ENV, MemoryPoolCallback, QueueErrorCallback,
 };
 pub use consts::*;
-pub use loader::{LoadError, OpenAttempt};
+pub use dynload::{LoadError, OpenAttempt};
 pub use types::*;

@@ -7,6 +7,8 @@
 
 use core::ffi::c_void;
 
+use dynload::struct_layout;
+
 /// Declares one opaque-handle struct per entry.
 macro_rules! handles {
     ($($(#[doc = $doc:literal])* $name:ident = $c_type:literal;)*) => {

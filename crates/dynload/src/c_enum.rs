@@ -1,13 +1,33 @@
 //! `c_enums!`: C enums as transparent newtypes, one associated constant per enumerator.
-//!
-//! A newtype rather than a Rust `enum` because the runtime may hand back a value this crate does
-//! not know (a newer ROCm); reading it into a Rust `enum` would be undefined behaviour.
-//!
-//! One invocation declares every enum of the crate and also emits `enum_layout_entries`, which
-//! lists each type's `sizeof` and each enumerator's value for the C cross-check, so an enum
-//! cannot be added without being checked.
 
-/// Declares C enums; see the module docs.
+/// Declares C enums as transparent newtypes, one associated constant per enumerator.
+///
+/// A newtype rather than a Rust `enum` because the library may hand back a value the bindings do
+/// not know (a newer release); reading it into a Rust `enum` would be undefined behaviour. Each
+/// type gets `ALL` (value, C name and description of every enumerator), `name()`,
+/// `description()` and a `Debug` that prints the C name.
+///
+/// One invocation declares every enum of the crate and also emits a `pub(crate)` function
+/// `enum_layout_entries(&mut Vec<LayoutEntry>)`, which lists each type's `sizeof` and each
+/// enumerator's value for the C cross-check, so an enum cannot be added without being checked.
+///
+/// ```
+/// dynload::c_enums! {
+///     /// A status.
+///     pub struct Status(u32) = "status_t" {
+///         OK = 0, "STATUS_OK", "Success.";
+///         FAILED = 1, "STATUS_FAILED", "";
+///     }
+/// }
+///
+/// assert_eq!(Status::OK.name(), Some("STATUS_OK"));
+/// assert_eq!(Status::FAILED.description(), None);
+/// assert_eq!(format!("{:?}", Status(7)), "Status(0x7)");
+/// let mut entries = Vec::new();
+/// enum_layout_entries(&mut entries);
+/// assert_eq!(entries[0], dynload::LayoutEntry::size("sizeof(status_t)", 4));
+/// ```
+#[macro_export]
 macro_rules! c_enums {
     ($(
         $(#[doc = $doc:literal])*
@@ -65,13 +85,13 @@ macro_rules! c_enums {
         )*
 
         /// `sizeof` of every enum type and the value of every enumerator.
-        pub(crate) fn enum_layout_entries(out: &mut Vec<$crate::layout::LayoutEntry>) {
+        pub(crate) fn enum_layout_entries(out: &mut Vec<$crate::LayoutEntry>) {
             $(
-                out.push($crate::layout::LayoutEntry::size(
+                out.push($crate::LayoutEntry::size(
                     concat!("sizeof(", $c_type, ")"),
                     core::mem::size_of::<$name>(),
                 ));
-                $(out.push($crate::layout::LayoutEntry::value($c_name, i128::from($name::$konst.0)));)*
+                $(out.push($crate::LayoutEntry::value($c_name, i128::from($name::$konst.0)));)*
             )*
         }
     };

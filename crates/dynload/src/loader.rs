@@ -1,4 +1,4 @@
-//! Finding and opening the runtime library, and the load errors.
+//! Finding and opening a library, and the load errors.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -15,17 +15,15 @@ pub struct OpenAttempt {
     pub error: String,
 }
 
-/// Why the runtime could not be loaded.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+/// Why the library could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LoadError {
     /// No candidate could be opened.
-    #[error("the runtime library was not found; tried {}", Tried(.tried))]
     NotFound {
         /// Every candidate, in the order tried, with its `dlopen` error.
         tried: Vec<OpenAttempt>,
     },
     /// A library opened but lacks symbols of the function table.
-    #[error("{} lacks {} symbols of the function table: {}", .library.display(), .missing.len(), .missing.join(", "))]
     MissingSymbols {
         /// The candidate that opened.
         library: PathBuf,
@@ -33,6 +31,23 @@ pub enum LoadError {
         missing: Vec<&'static str>,
     },
 }
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotFound { tried } => write!(f, "the runtime library was not found; tried {}", Tried(tried)),
+            Self::MissingSymbols { library, missing } => write!(
+                f,
+                "{} lacks {} symbols of the function table: {}",
+                library.display(),
+                missing.len(),
+                missing.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
 
 /// Formats the attempts of [`LoadError::NotFound`].
 struct Tried<'a>(&'a [OpenAttempt]);
@@ -54,25 +69,28 @@ impl fmt::Display for Tried<'_> {
 
 /// The candidates to try: only the override when `env_override` is set and not empty, else
 /// `defaults` in order.
-pub(crate) fn candidates(env_override: Option<OsString>, defaults: &[&str]) -> Vec<PathBuf> {
+pub fn candidates(env_override: Option<OsString>, defaults: &[&str]) -> Vec<PathBuf> {
     match env_override {
         Some(path) if !path.is_empty() => vec![PathBuf::from(path)],
         _ => defaults.iter().map(PathBuf::from).collect(),
     }
 }
 
-/// Opens the first candidate that `dlopen` accepts, with `RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE`:
+/// Opens the first candidate that `dlopen` accepts and returns it with the candidate that opened;
+/// when none opens, [`LoadError::NotFound`] lists every attempt.
+///
+/// The flags are `RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE`:
 /// `RTLD_NOW` so that a library with unresolved dependencies fails here rather than on a first
 /// call; `RTLD_NODELETE` because the GPU runtimes start threads and register exit handlers that
 /// would run into unmapped code if the last handle's `dlclose` unloaded them, so the code stays
 /// mapped until the process exits.
-pub(crate) fn open_first(candidates: &[PathBuf]) -> Result<(libloading::Library, PathBuf), LoadError> {
+pub fn open_first(candidates: &[PathBuf]) -> Result<(libloading::Library, PathBuf), LoadError> {
     let mut tried = Vec::with_capacity(candidates.len());
     for candidate in candidates {
         // SAFETY: `dlopen` runs the library's initialisers, which is sound for any library built
-        // to be loaded into a process. The candidates are the vendor runtime's names, or the one
-        // path the user chose through the documented override and so vouches for; `RTLD_LOCAL`
-        // keeps its symbols out of the global namespace.
+        // to be loaded into a process. The candidates are the bindings' names for the vendor
+        // library, or the one path the user chose through the documented override and so vouches
+        // for; `RTLD_LOCAL` keeps its symbols out of the global namespace.
         let opened = unsafe {
             unix::Library::open(Some(candidate.as_os_str()), unix::RTLD_NOW | unix::RTLD_LOCAL | libc::RTLD_NODELETE)
         };
@@ -86,7 +104,10 @@ pub(crate) fn open_first(candidates: &[PathBuf]) -> Result<(libloading::Library,
 
 /// The path of the object that defines `address`, per `dladdr`; `None` when the loader does not
 /// know it.
-pub(crate) fn object_path_of(address: *const core::ffi::c_void) -> Option<PathBuf> {
+///
+/// `address` is only compared with the loader's tables, never dereferenced, so any value is fine.
+#[expect(clippy::not_unsafe_ptr_arg_deref, reason = "dladdr never dereferences the address it looks up")]
+pub fn object_path_of(address: *const core::ffi::c_void) -> Option<PathBuf> {
     let mut info = libc::Dl_info {
         dli_fname: core::ptr::null(),
         dli_fbase: core::ptr::null_mut(),
@@ -126,5 +147,17 @@ mod tests {
         assert_eq!(attempts.len(), 2);
         let text = error.to_string();
         assert!(text.contains("/nonexistent/a.so") && text.contains("/nonexistent/b.so"), "{text}");
+    }
+
+    #[test]
+    fn missing_symbols_lists_them() {
+        let error = LoadError::MissingSymbols { library: PathBuf::from("/x/liba.so"), missing: vec!["f", "g"] };
+        assert_eq!(error.to_string(), "/x/liba.so lacks 2 symbols of the function table: f, g");
+    }
+
+    #[test]
+    fn dladdr_names_the_object_of_a_libc_function() {
+        let path = object_path_of(libc::strlen as *const core::ffi::c_void).expect("dladdr knows libc");
+        assert!(path.to_string_lossy().contains("libc"), "{}", path.display());
     }
 }

@@ -1,10 +1,24 @@
 //! `fn_table!`: a struct of C function pointers resolved from a library at load, all or nothing.
 
-/// Declares a function table; see the module docs.
+/// Declares a function table: a struct with one C function pointer per exported symbol.
 ///
 /// Each entry names the field, the exported symbol and the pointer type transcribed from the
 /// header's prototype. `resolve` looks every symbol up and returns either a complete table or the
 /// list of every symbol that is missing, so a table can never hold a dangling or null entry.
+/// `SYMBOLS` lists the names in table order.
+///
+/// ```
+/// dynload::fn_table! {
+///     /// The part of libc used here.
+///     pub struct LibcFns {
+///         /// `strlen(3)`.
+///         strlen = "strlen": unsafe extern "C" fn(s: *const core::ffi::c_char) -> usize;
+///     }
+/// }
+///
+/// assert_eq!(LibcFns::SYMBOLS, ["strlen"]);
+/// ```
+#[macro_export]
 macro_rules! fn_table {
     (
         $(#[doc = $table_doc:literal])*
@@ -40,7 +54,7 @@ macro_rules! fn_table {
             /// (or an ABI-compatible one): each symbol it exports under a table name must be a
             /// function with the table's signature. The returned pointers are valid only while
             /// `library` stays loaded.
-            pub(crate) unsafe fn resolve(library: &libloading::Library) -> Result<Self, Vec<&'static str>> {
+            pub(crate) unsafe fn resolve(library: &$crate::Library) -> Result<Self, Vec<&'static str>> {
                 let mut missing = Vec::new();
                 $(
                     // SAFETY: the caller guarantees the symbol, if present, has this signature
