@@ -614,3 +614,56 @@ fn queue_launch_error(error: QueueError) -> LaunchError {
         }),
     }
 }
+
+/// One GPU agent as [`probe`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentProbe {
+    /// Index among the GPU agents (the `agent_index` of [`HsaDevice::open`]).
+    pub index: usize,
+    /// The agent's first ISA name, if it reports one.
+    pub isa: Option<String>,
+    /// The supported target that ISA denotes; `None` when the lowering does not support it.
+    pub target: Option<Target>,
+}
+
+/// What [`probe`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// The status of `hsa_init`.
+    pub init_status: HsaStatus,
+    /// The GPU agents (empty when `hsa_init` failed).
+    pub agents: Vec<AgentProbe>,
+    /// A discovery call that failed after a successful `hsa_init`.
+    pub error: Option<BackendError>,
+}
+
+/// Initialises the runtime, lists the GPU agents and their targets, and shuts the runtime down
+/// again (for diagnostics: `redline doctor`).
+#[must_use]
+pub fn probe(hsa: &Hsa) -> Probe {
+    let init_status = hsa.init();
+    if !init_status.is_success() {
+        return Probe { init_status, agents: Vec::new(), error: None };
+    }
+    let mut agents = Vec::new();
+    let mut error = None;
+    match discover::gpu_agents(hsa) {
+        Ok(gpus) => {
+            for (index, agent) in gpus.into_iter().enumerate() {
+                match discover::isa_names(hsa, agent) {
+                    Ok(names) => {
+                        let isa = names.into_iter().next();
+                        let target = isa.as_deref().and_then(target_of_isa);
+                        agents.push(AgentProbe { index, isa, target });
+                    }
+                    Err(e) => error = Some(e),
+                }
+            }
+        }
+        Err(e) => error = Some(e),
+    }
+    // SAFETY: drops the reference the successful `hsa_init` above took; nothing created under it
+    // survives (discovery creates no runtime objects).
+    let _ = unsafe { (hsa.fns().hsa_shut_down)() };
+    Probe { init_status, agents, error }
+}
