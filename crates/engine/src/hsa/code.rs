@@ -71,40 +71,19 @@ impl Executables {
         };
         let span = image_span(&elf_bytes)?;
         let loaded = load_executable(hsa, agent, elf_bytes)?;
-        let executable = loaded.executable;
-        self.loaded.push(loaded);
-        let mut kernels = Vec::with_capacity(code_object.kernels.len());
-        let mut load_va = None;
-        for kernel in &code_object.kernels {
-            let m = &kernel.metadata;
-            let kd_va = kernel_object(hsa, executable, agent, &m.name)?;
-            let base = kd_va.wrapping_sub(kernel.descriptor_address);
-            if *load_va.get_or_insert(base) != base {
-                return Err(BackendError::Unsupported {
-                    backend: "HSA",
-                    operation: "a code object loaded non-contiguously",
+        match placed_kernels(hsa, agent, loaded.executable, &code_object) {
+            Ok((load_va, kernels)) => {
+                self.loaded.push(loaded);
+                for kernel in &kernels {
+                    self.by_kd.insert(kernel.kd_va, kernel.clone());
                 }
-                .into());
+                Ok(Placed { load_va, span, sha256: Sha256::digest(bytes).into(), kernels })
             }
-            kernels.push(LoadedKernel {
-                name: m.name.clone(),
-                kd_va,
-                entry_va: base + kernel.entry_address,
-                kernarg_segment_size: m.kernarg_segment_size,
-                kernarg_segment_align: m.kernarg_segment_align,
-                group_segment_fixed_size: m.group_segment_fixed_size,
-                private_segment_fixed_size: m.private_segment_fixed_size,
-                wavefront_size: m.wavefront_size,
-                max_flat_workgroup_size: m.max_flat_workgroup_size,
-            });
+            Err(error) => {
+                destroy(hsa, loaded);
+                Err(error)
+            }
         }
-        for kernel in &kernels {
-            self.by_kd.insert(kernel.kd_va, kernel.clone());
-        }
-        let Some(load_va) = load_va else {
-            return Err(BackendError::Unsupported { backend: "HSA", operation: "a code object without kernels" }.into());
-        };
-        Ok(Placed { load_va, span, sha256: Sha256::digest(bytes).into(), kernels })
     }
 
     /// The kernel whose descriptor is at `kernel_object`.
@@ -115,14 +94,57 @@ impl Executables {
     /// Destroys every executable and reader.
     pub(super) fn destroy_all(&mut self, hsa: &Hsa) {
         for loaded in self.loaded.drain(..) {
-            // SAFETY: an executable and reader this table created; no queue that could run their
-            // kernels is left (the device destroys queues first).
-            unsafe {
-                let _ = (hsa.fns().hsa_executable_destroy)(loaded.executable);
-                let _ = (hsa.fns().hsa_code_object_reader_destroy)(loaded.reader);
-            }
+            destroy(hsa, loaded);
         }
         self.by_kd.clear();
+    }
+}
+
+/// Every kernel's `.kd` symbol in the frozen executable, and the load base they imply.
+fn placed_kernels(
+    hsa: &Hsa,
+    agent: Agent,
+    executable: Executable,
+    code_object: &kernarg_abi::CodeObject,
+) -> Result<(u64, Vec<LoadedKernel>), LoadError> {
+    let mut kernels = Vec::with_capacity(code_object.kernels.len());
+    let mut load_va = None;
+    for kernel in &code_object.kernels {
+        let m = &kernel.metadata;
+        let kd_va = kernel_object(hsa, executable, agent, &m.name)?;
+        let base = kd_va.wrapping_sub(kernel.descriptor_address);
+        if *load_va.get_or_insert(base) != base {
+            return Err(BackendError::Unsupported {
+                backend: "HSA",
+                operation: "a code object loaded non-contiguously",
+            }
+            .into());
+        }
+        kernels.push(LoadedKernel {
+            name: m.name.clone(),
+            kd_va,
+            entry_va: base + kernel.entry_address,
+            kernarg_segment_size: m.kernarg_segment_size,
+            kernarg_segment_align: m.kernarg_segment_align,
+            group_segment_fixed_size: m.group_segment_fixed_size,
+            private_segment_fixed_size: m.private_segment_fixed_size,
+            wavefront_size: m.wavefront_size,
+            max_flat_workgroup_size: m.max_flat_workgroup_size,
+        });
+    }
+    let Some(load_va) = load_va else {
+        return Err(BackendError::Unsupported { backend: "HSA", operation: "a code object without kernels" }.into());
+    };
+    Ok((load_va, kernels))
+}
+
+/// Destroys one executable and its reader.
+fn destroy(hsa: &Hsa, loaded: Loaded) {
+    // SAFETY: an executable and reader this table created; no queue that could run their kernels
+    // is left (the device destroys queues first), or none ever saw them (a failed load).
+    unsafe {
+        let _ = (hsa.fns().hsa_executable_destroy)(loaded.executable);
+        let _ = (hsa.fns().hsa_code_object_reader_destroy)(loaded.reader);
     }
 }
 

@@ -37,7 +37,7 @@ use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aql_packets::{Dimensions, KernelDispatch, PacketControl, RingSize, SignalCondition};
+use aql_packets::{Dimensions, KernelDispatch, KernelDispatchError, PacketControl, RingSize, SignalCondition};
 use hsa_sys::{Agent, AmdMemoryPool, Hsa, HsaStatus, Signal, SystemInfo};
 use kernels::memory::{FaultReason, MemoryFault};
 use pm4_encoding::Target;
@@ -479,7 +479,7 @@ impl Device for HsaDevice {
         unsafe { (hsa.fns().hsa_signal_store_relaxed)(path.signal, 1) };
         let dispatch = KernelDispatch {
             control: PacketControl::SYSTEM_BARRIER,
-            dimensions: Dimensions::Three,
+            dimensions: dimensions_of(request.grid_work_items, request.workgroup_work_items),
             workgroup_size: request.workgroup_work_items,
             grid_size: request.grid_work_items,
             private_segment_size: kernel.private_segment_fixed_size,
@@ -488,10 +488,15 @@ impl Device for HsaDevice {
             kernarg_address: path.kernarg.addr() as u64,
             completion_signal: path.signal.handle,
         };
-        let packet = aql_packets::KernelDispatchPacket::new(&dispatch).map_err(|_| LaunchError::ZeroDimension {
-            kernel: kernel.name.clone(),
-            grid: request.grid_work_items,
-            workgroup: request.workgroup_work_items,
+        let packet = aql_packets::KernelDispatchPacket::new(&dispatch).map_err(|error| match error {
+            KernelDispatchError::KernelObject { address, .. } => LaunchError::UnknownKernel { kernel_object: address },
+            KernelDispatchError::ZeroWorkgroupSize { .. } | KernelDispatchError::ZeroGridSize { .. } => {
+                LaunchError::ZeroDimension {
+                    kernel: kernel.name.clone(),
+                    grid: request.grid_work_items,
+                    workgroup: request.workgroup_work_items,
+                }
+            }
         })?;
         path.queue.publish(&hsa, packet.as_array()).map_err(queue_launch_error)?;
         path.queue.ring_doorbell(&hsa).map_err(queue_launch_error)?;
@@ -600,6 +605,18 @@ impl Device for HsaDevice {
 
     fn allocate_ib(&mut self, size_dwords: u32) -> Result<DeviceAllocation, AllocateError> {
         self.allocate_kind(u64::from(size_dwords) * 4, Kind::Ib)
+    }
+}
+
+/// The packet's `DIMENSIONS`: the highest axis with more than one work-item in the grid or the
+/// work-group, as the soft device's launch path chooses it.
+fn dimensions_of(grid: [u32; 3], workgroup: [u16; 3]) -> Dimensions {
+    if grid[2] > 1 || workgroup[2] > 1 {
+        Dimensions::Three
+    } else if grid[1] > 1 || workgroup[1] > 1 {
+        Dimensions::Two
+    } else {
+        Dimensions::One
     }
 }
 

@@ -242,3 +242,27 @@ pub(super) fn wait(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[repr(C, align(64))]
+    struct Aligned([u8; PACKET_SIZE]);
+
+    #[test]
+    fn ring_slots_receive_the_packet_body_and_header_word() {
+        let mut ring = Aligned([0; PACKET_SIZE]);
+        let packet: [u8; PACKET_SIZE] = core::array::from_fn(|i| u8::try_from(i).unwrap_or(0) + 1);
+        // SAFETY: a 64-byte aligned, exclusively borrowed slot that no packet processor reads.
+        let mut slot = unsafe { RingSlot::new(ring.0.as_mut_ptr()) };
+        aql_packets::publish(&mut slot, &packet);
+        assert_eq!(ring.0, packet);
+    }
+
+    #[test]
+    fn conditions_keep_their_values() {
+        assert_eq!(hsa_condition(aql_packets::SignalCondition::Eq), SignalCondition::EQ);
+        assert_eq!(hsa_condition(aql_packets::SignalCondition::Gte), SignalCondition::GTE);
+    }
+}
