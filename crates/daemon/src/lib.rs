@@ -4,6 +4,7 @@
 pub mod disasm;
 pub mod doctor;
 pub mod inspect;
+pub mod lower;
 pub mod sim;
 pub mod tape;
 

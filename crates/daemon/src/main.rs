@@ -5,7 +5,7 @@
 //! arguments, reads files and renders reports.
 
 use clap::{Parser, Subcommand};
-use daemon::{disasm, inspect, sim, tape};
+use daemon::{disasm, inspect, lower, sim, tape};
 use std::process::ExitCode;
 
 /// Retained replay of GPU decode steps on AMD GPUs.
@@ -30,6 +30,7 @@ enum Command {
     Disasm(disasm::Args),
     Doctor(daemon::doctor::Args),
     Inspect(inspect::Args),
+    Lower(lower::Args),
     /// Run IB bundles on the soft device (`sim run`).
     #[command(subcommand)]
     Sim(sim::Command),
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
         Command::Disasm(args) => disasm::run(&args),
         Command::Doctor(args) => daemon::doctor::run(&args),
         Command::Inspect(args) => inspect::run(&args),
+        Command::Lower(args) => lower::run(&args),
         Command::Tape(cmd) => tape::run(&cmd),
         Command::Sim(cmd) => sim::run(&cmd),
     };

@@ -24,6 +24,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod export;
+
 /// The format tag this reader accepts.
 pub const FORMAT: &str = "redline-ib-bundle/1";
 /// Limits on what a bundle may describe.

@@ -33,9 +33,7 @@ use tape_core::tape::{Tape, TapeIdentity};
 use zerocopy::FromBytes;
 
 use crate::device::{Device, DeviceAllocation, FreeError, QueueError, QueueHandle, SignalError, SignalHandle};
-use crate::lower::{
-    PatchError, PatchSite, PatchTarget, apply_patch_sites, lower_aql, lower_pm4, slot_by_artifact, verify,
-};
+use crate::lower::{PatchError, PatchSite, PatchTarget, lower_aql, lower_pm4, site_values, slot_by_artifact, verify};
 use crate::sim::SimDevice;
 
 mod error;
@@ -145,6 +143,44 @@ pub struct PreparedPlan {
     poisoned: Option<u32>,
     /// Tokens published so far.
     submitted: u64,
+    /// The host's view of the plan's mapped memory (see [`HostWindow`]).
+    window: HostWindow,
+}
+
+/// The memory a host writes per token, as ROCr maps it into the process: the bound words of the
+/// retained kernargs (and, for PM4 grid bindings, the IB's `DIM` dwords), the completion
+/// signal's value, the AQL ring's slots, the write index and the doorbell. The host half of a
+/// token ([`PreparedPlan::publish_token`]) performs exactly these stores here; the soft device
+/// applies them to its device memory, signal and queue when it processes the doorbell
+/// ([`PreparedPlan::finish_token`]), which is the device side of a token (on hardware, the bus
+/// and the packet processor). Preallocated at preparation: no allocation per token.
+#[derive(Debug)]
+struct HostWindow {
+    /// (byte address, value) per patch site, written each token.
+    values: Vec<(u64, u32)>,
+    /// The completion signal's value as the host last stored it.
+    signal: i64,
+    /// Ring slots, as many as the queue has.
+    ring: Vec<[u8; PACKET_SIZE]>,
+    /// Packets written into `ring`.
+    write_index: u64,
+    /// The doorbell value the host stored last (the write index it publishes up to).
+    doorbell: u64,
+    /// Packets the device has taken from `ring`.
+    applied: u64,
+}
+
+impl HostWindow {
+    fn new(sites: usize, slots: u32) -> Self {
+        Self {
+            values: vec![(0, 0); sites],
+            signal: 0,
+            ring: vec![[0; PACKET_SIZE]; usize::try_from(slots).unwrap_or(0)],
+            write_index: 0,
+            doorbell: 0,
+            applied: 0,
+        }
+    }
 }
 
 /// Device objects made so far by [`prepare`], released again when it fails.
@@ -205,15 +241,28 @@ pub fn prepare_with(device: &mut SimDevice, tape: &Tape, transport: Transport) -
     }
 }
 
-fn prepare_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<PreparedPlan, PrepareError> {
+/// The allocations a tape points into, and its kernarg blobs copied into one retained
+/// allocation (see [`kernarg_placement`]).
+struct Retained {
+    live: Vec<(AllocationId, u64)>,
+    kernargs: DeviceAllocation,
+    kernarg_vas: Vec<u64>,
+}
+
+fn retain_kernargs(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<Retained, PrepareError> {
     if tape.launches().is_empty() {
         return Err(PrepareError::EmptyTape);
     }
-    let mut live = pointer_targets(device, tape)?;
+    let live = pointer_targets(device, tape)?;
     let (offsets, total) = kernarg_placement(device, tape)?;
     let kernargs = *held.kernargs.insert(device.allocate(total)?);
     device.write(kernargs.va, &kernarg_image(tape, &offsets, total))?;
     let kernarg_vas: Vec<u64> = offsets.iter().map(|&o| kernargs.va + o).collect();
+    Ok(Retained { live, kernargs, kernarg_vas })
+}
+
+fn prepare_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<PreparedPlan, PrepareError> {
+    let Retained { mut live, kernargs, kernarg_vas } = retain_kernargs(device, tape, held)?;
 
     let family = device.target().family();
     let lowered = {
@@ -236,6 +285,7 @@ fn prepare_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<
 
     live.push((kernargs.id, kernargs.va));
     live.push((ib.id, ib.va));
+    let sites = lowered.patch_sites.len();
     let identity = SubmissionIdentity {
         transport: Transport::Pm4,
         dispatches: tape.launches().len(),
@@ -262,18 +312,12 @@ fn prepare_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<
         pending: None,
         poisoned: None,
         submitted: 0,
+        window: HostWindow::new(sites, PreparedPlan::QUEUE_SLOTS),
     })
 }
 
 fn prepare_aql_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<PreparedPlan, PrepareError> {
-    if tape.launches().is_empty() {
-        return Err(PrepareError::EmptyTape);
-    }
-    let mut live = pointer_targets(device, tape)?;
-    let (offsets, total) = kernarg_placement(device, tape)?;
-    let kernargs = *held.kernargs.insert(device.allocate(total)?);
-    device.write(kernargs.va, &kernarg_image(tape, &offsets, total))?;
-    let kernarg_vas: Vec<u64> = offsets.iter().map(|&o| kernargs.va + o).collect();
+    let Retained { mut live, kernargs, kernarg_vas } = retain_kernargs(device, tape, held)?;
     let signal = *held.signal.insert(device.create_signal(0)?);
     let packets = {
         let lookup = slot_by_artifact(device.code_objects());
@@ -309,6 +353,7 @@ fn prepare_aql_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Res
     let ring = RingSize::new(slots).map_err(|_| PrepareError::TooManyPackets { packets: packets.len() })?;
     let queue = *held.queue.insert(device.create_queue(ring)?);
     live.push((kernargs.id, kernargs.va));
+    let sites = patch_sites.len();
     let identity = SubmissionIdentity {
         transport: Transport::Aql,
         dispatches: tape.launches().len(),
@@ -335,6 +380,7 @@ fn prepare_aql_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Res
         pending: None,
         poisoned: None,
         submitted: 0,
+        window: HostWindow::new(sites, slots),
     })
 }
 
@@ -502,10 +548,13 @@ impl PreparedPlan {
         self.finish_token(device, timeout)
     }
 
-    /// The host half of a token: checks the plan is live, writes the bindings' values for
-    /// `position`, resets the completion signal to 1 and publishes the packet (body, then
-    /// header). Returns the packet id. Separate from [`PreparedPlan::finish_token`] so that the
-    /// host submission cost can be measured apart from the device's execution.
+    /// The host half of a token: checks the plan is live, computes the bindings' values for
+    /// `position` and stores them, the completion signal's reset to 1, the packets and the
+    /// doorbell into the plan's mapped memory ([`HostWindow`]) — everything the host does up
+    /// to and including the doorbell. Returns the first packet's id. Separate from
+    /// [`PreparedPlan::finish_token`] so that the host submission cost can be measured apart
+    /// from the device's execution. Work: one pass over the patch sites (the bindings, not the
+    /// launches) and one 64-byte copy per packet; no heap allocation.
     ///
     /// # Errors
     /// As [`PreparedPlan::replay`], and [`ReplayError::TokenPending`] when a published token is
@@ -518,14 +567,13 @@ impl PreparedPlan {
             return Err(ReplayError::TokenPending { pending });
         }
         self.check_live(device)?;
-        // Grid values first: they are checked like the kernarg values, before anything is written.
+        // Every value is computed and checked before anything is stored.
         for site in &self.grid_sites {
             grid_work_items(site, position)?;
         }
         let ib_va = self.ib.map_or(0, |ib| ib.va);
-        match apply_patch_sites(device, ib_va, &self.patch_sites, position) {
+        match site_values(ib_va, &self.patch_sites, position, &mut self.window.values) {
             Ok(()) => {}
-            // Every value is checked before the first write: nothing was written.
             Err(e @ PatchError::Binding { .. }) => return Err(e.into()),
             Err(e) => return Err(self.poison(position, e.into())),
         }
@@ -540,25 +588,35 @@ impl PreparedPlan {
                 }
             }
         }
-        if let Err(e) = device.store_signal(self.signal, 1) {
-            return Err(self.poison(position, e.into()));
-        }
-        let mut first = None;
+        let window = &mut self.window;
+        window.signal = 1;
+        let first = window.write_index;
+        let slots = u64::try_from(window.ring.len()).unwrap_or(u64::MAX);
         for packet in &self.packets {
-            match device.publish(self.identity.queue, packet) {
-                Ok(packet_id) => {
-                    first.get_or_insert(packet_id);
-                }
-                Err(source) => return Err(self.poison(position, ReplayError::Queue { position, source })),
+            if window.write_index - window.applied >= slots {
+                let source = QueueError::Full {
+                    write_index: window.write_index,
+                    read_index: window.applied,
+                    slots: u32::try_from(window.ring.len()).unwrap_or(u32::MAX),
+                };
+                return Err(self.poison(position, ReplayError::Queue { position, source }));
             }
+            // CAST: the remainder is below the ring's length.
+            let slot = usize::try_from(window.write_index % slots).unwrap_or(0);
+            window.ring[slot] = *packet;
+            window.write_index += 1;
         }
+        // ORDERING: the doorbell is stored after every packet of the token.
+        window.doorbell = window.write_index;
         self.pending = Some(position);
         self.submitted += 1;
-        Ok(first.unwrap_or(0))
+        Ok(first)
     }
 
-    /// The device half of a token: rings the doorbell once, waits at most `timeout` for the
-    /// completion signal to reach 0, then checks that exactly the one packet completed.
+    /// The device half of a token: the soft device takes the host's stores from the plan's
+    /// mapped memory (bound words, signal value, ring slots up to the doorbell), processes the
+    /// doorbell, then the host waits at most `timeout` for the completion signal to reach 0 and
+    /// checks that exactly the token's packets completed.
     ///
     /// # Errors
     /// [`ReplayError::NothingPublished`], or a queue fault, timeout or wrong completion count
@@ -569,7 +627,26 @@ impl PreparedPlan {
     pub fn finish_token(&mut self, device: &mut SimDevice, timeout: Duration) -> Result<ReplayOutcome, ReplayError> {
         assert!(timeout <= Self::TIMEOUT_MAX, "replay timeout {timeout:?} above {:?}", Self::TIMEOUT_MAX);
         let position = self.pending.take().ok_or(ReplayError::NothingPublished)?;
-        // ORDERING: `publish` stored the header last; the doorbell follows it.
+        for i in 0..self.window.values.len() {
+            let (va, word) = self.window.values[i];
+            if let Err(source) = device.write(va, &word.to_le_bytes()) {
+                let binding = self.patch_sites[i].binding;
+                return Err(self.poison(position, PatchError::Transfer { binding, source }.into()));
+            }
+        }
+        if let Err(e) = device.store_signal(self.signal, self.window.signal) {
+            return Err(self.poison(position, e.into()));
+        }
+        let slots = u64::try_from(self.window.ring.len()).unwrap_or(u64::MAX);
+        while self.window.applied < self.window.doorbell {
+            // CAST: the remainder is below the ring's length.
+            let slot = usize::try_from(self.window.applied % slots).unwrap_or(0);
+            if let Err(source) = device.publish(self.identity.queue, &self.window.ring[slot]) {
+                return Err(self.poison(position, ReplayError::Queue { position, source }));
+            }
+            self.window.applied += 1;
+        }
+        // ORDERING: every packet is in the device's ring before the doorbell is processed.
         let completed = match device.submit(self.identity.queue) {
             Ok(completed) => completed,
             Err(source) => return Err(self.poison(position, ReplayError::Queue { position, source })),

@@ -197,7 +197,7 @@ fn restore(device: &mut SimDevice, surfaces: &[Surface], primed: &[Vec<u8>], pos
 
 /// The relaunch arm: every recorded blob, with the bound words and grids for `position`,
 /// through the device's ordinary launch path.
-fn relaunch(device: &mut SimDevice, tape: &Tape, position: u32) -> Result<(), ShadowError> {
+pub(crate) fn relaunch(device: &mut SimDevice, tape: &Tape, position: u32) -> Result<(), ShadowError> {
     let fail = |launch: usize, message: String| ShadowError::Relaunch { position, launch, message };
     let kds: Vec<u64> = {
         let lookup = slot_by_artifact(device.code_objects());

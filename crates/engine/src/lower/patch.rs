@@ -67,6 +67,23 @@ fn site_write(ib_va: u64, site: &PatchSite, position: u32) -> Result<(u64, u32),
     }
 }
 
+/// Every site's (byte address, value) at `position`, into `out` (one entry per site, in order):
+/// what [`apply_patch_sites`] would write, computed without touching a device. No heap
+/// allocation.
+///
+/// # Errors
+/// As [`apply_patch_sites`]; `out` is then partly written.
+///
+/// # Panics
+/// When `out` is shorter than `sites` (a programmer error).
+pub fn site_values(ib_va: u64, sites: &[PatchSite], position: u32, out: &mut [(u64, u32)]) -> Result<(), PatchError> {
+    assert!(out.len() >= sites.len(), "{} value slots for {} sites", out.len(), sites.len());
+    for (site, slot) in sites.iter().zip(out.iter_mut()) {
+        *slot = site_write(ib_va, site, position)?;
+    }
+    Ok(())
+}
+
 /// Writes every site's value at `position`: kernarg words into device memory, `DIM` dwords
 /// into the IB at `ib_va` (in the family's unit, recorded in the site). Every value is computed
 /// and checked before the first write, so a binding without a value at `position` leaves memory

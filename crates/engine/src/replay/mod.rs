@@ -489,28 +489,9 @@ impl ReplayController {
         workload: &mut dyn Workload,
         position: u32,
     ) -> Result<(), ForwardError> {
-        if let Err(e) = funnel.begin_capture(position) {
-            funnel.abort_capture();
-            self.fall_back(FallbackReason::CaptureAborted { detail: e.to_string() });
-            return workload
-                .step(device, funnel, position)
-                .map_err(|source| ForwardError::Workload { position, source: Box::new(source) });
-        }
-        if let Err(source) = workload.step(device, funnel, position) {
-            funnel.abort_capture();
-            self.fall_back(FallbackReason::CaptureAborted { detail: format!("the recorded step failed: {source}") });
-            return Err(ForwardError::Workload { position, source: Box::new(source) });
-        }
-        match funnel.finish_capture() {
-            Ok(tape) => self.samples.push(tape),
-            Err(e) => {
-                self.samples.clear();
-                self.fall_back(FallbackReason::CaptureAborted { detail: e.to_string() });
-                return Ok(());
-            }
-        }
-        self.state = State::RecordingWarmup { samples: self.samples.len() };
-        if self.samples.len() >= self.config.warmup_samples.max(2) {
+        if self.record_sample(device, funnel, workload, position)?
+            && self.samples.len() >= self.config.warmup_samples.max(2)
+        {
             if let Err(detail) = self.finish_warmup(device, workload) {
                 self.samples.clear();
                 self.fall_back(FallbackReason::CaptureAborted { detail });
@@ -519,6 +500,43 @@ impl ReplayController {
             self.install(device);
         }
         Ok(())
+    }
+
+    /// Runs the step at `position` while recording it; returns whether a sample was added. A
+    /// capture that cannot start or finish is aborted (sticky fallback, samples dropped; the step
+    /// still runs ordinarily); a failing step is the forward's error.
+    fn record_sample(
+        &mut self,
+        device: &mut SimDevice,
+        funnel: &mut Funnel,
+        workload: &mut dyn Workload,
+        position: u32,
+    ) -> Result<bool, ForwardError> {
+        let workload_error = |source| ForwardError::Workload { position, source: Box::new(source) };
+        if let Err(e) = funnel.begin_capture(position) {
+            funnel.abort_capture();
+            self.samples.clear();
+            self.fall_back(FallbackReason::CaptureAborted { detail: e.to_string() });
+            return workload.step(device, funnel, position).map(|()| false).map_err(workload_error);
+        }
+        if let Err(source) = workload.step(device, funnel, position) {
+            funnel.abort_capture();
+            self.samples.clear();
+            self.fall_back(FallbackReason::CaptureAborted { detail: format!("the recorded step failed: {source}") });
+            return Err(workload_error(source));
+        }
+        match funnel.finish_capture() {
+            Ok(tape) => {
+                self.samples.push(tape);
+                self.state = State::RecordingWarmup { samples: self.samples.len() };
+                Ok(true)
+            }
+            Err(e) => {
+                self.samples.clear();
+                self.fall_back(FallbackReason::CaptureAborted { detail: e.to_string() });
+                Ok(false)
+            }
+        }
     }
 
     /// Calibrates the samples into the tape (`Captured`), or says why not.
@@ -612,7 +630,7 @@ impl ReplayController {
         workload
             .prepare_step(device, funnel, position)
             .map_err(|source| ForwardError::Workload { position, source: Box::new(source) })?;
-        self.recorded_manual(device, funnel, workload, position)?;
+        self.record_sample(device, funnel, workload, position)?;
         if self.samples.len() < 2 {
             return Ok(None);
         }
@@ -634,33 +652,6 @@ impl ReplayController {
             self.fall_back(FallbackReason::ShadowMismatch { detail: divergence_summary(&report) });
         }
         Ok(Some(report))
-    }
-
-    fn recorded_manual(
-        &mut self,
-        device: &mut SimDevice,
-        funnel: &mut Funnel,
-        workload: &mut dyn Workload,
-        position: u32,
-    ) -> Result<(), ForwardError> {
-        funnel.abort_capture();
-        if let Err(e) = funnel.begin_capture(position) {
-            self.fall_back(FallbackReason::CaptureAborted { detail: e.to_string() });
-            return Ok(());
-        }
-        if let Err(source) = workload.step(device, funnel, position) {
-            funnel.abort_capture();
-            self.fall_back(FallbackReason::CaptureAborted { detail: format!("the recorded step failed: {source}") });
-            return Err(ForwardError::Workload { position, source: Box::new(source) });
-        }
-        match funnel.finish_capture() {
-            Ok(tape) => {
-                self.samples.push(tape);
-                self.state = State::RecordingWarmup { samples: self.samples.len() };
-            }
-            Err(e) => self.fall_back(FallbackReason::CaptureAborted { detail: e.to_string() }),
-        }
-        Ok(())
     }
 
     /// Manual lifecycle: `ShadowValidated` → `Ready`.
@@ -728,7 +719,8 @@ pub fn calibrate_samples(device: &SimDevice, workload: &dyn Workload, samples: V
     let mut bindings = first_bindings.unwrap_or_default();
     if let Some(last) = samples.last() {
         let position = last.position();
-        let calibrated = last.clone().with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?;
+        let calibrated =
+            last.clone().with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?;
         let lookup = slot_by_artifact(device.code_objects());
         bindings = with_hidden_grid_bindings(&calibrated, &lookup).map_err(|e| e.to_string())?;
     }

@@ -1,0 +1,193 @@
+//! `redline lower`: a tape (from a file or a built-in example) validated, lowered into a PM4 IB
+//! for one architecture, and written as an IB bundle that `redline sim run` executes.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use engine::bundle::export::{self, DEFAULT_VA_BASE, ExportOptions, Exported};
+use engine::examples::{self, EXAMPLES};
+use engine::funnel::Funnel;
+use engine::replay::capture_tape;
+use engine::sim::SimDevice;
+use pm4_encoding::Target;
+use serde_json::json;
+use tape_core::tape::Tape;
+
+/// Lower a tape into an IB bundle for the soft device and for tools.
+///
+/// The tape is validated (ABI, artifacts, geometry, bindings, effects), lowered into one PM4
+/// indirect buffer for the architecture (entry acquire, per-dispatch register writes and
+/// DISPATCH_DIRECT, waits only where launches depend on each other, terminal wait and
+/// write-back), checked against the tape by decoding it again, and written as a bundle: the code
+/// objects, every memory region with its initial bytes, the retained kernargs, the IB patched
+/// for one position, the AQL packet that calls it, the binding patch sites, and the expected
+/// bytes of every region as the ordinary path (one dispatch per launch on the soft device)
+/// produces them. The bundle is run once on a fresh soft device before the command succeeds.
+///
+/// With `--example NAME`, the tape is recorded from a built-in workload made of the `kernels`
+/// crate's kernels at three positions and calibrated; the bundle starts from the workload's
+/// state after those steps and is patched for the next position.
+///
+/// Exit codes: 0 bundle written and checked; 1 the tape or example cannot be lowered (the
+/// message says why); 2 usage or I/O error.
+#[derive(Debug, clap::Args)]
+#[command(after_help = examples_help())]
+pub struct Args {
+    /// A stored tape (JSON or the binary `RLTAPE` form).
+    #[arg(long, value_name = "FILE", conflicts_with = "example", required_unless_present_any = ["example", "list_examples"])]
+    tape: Option<PathBuf>,
+    /// A built-in example instead of a tape file (see --list-examples).
+    #[arg(long, value_name = "NAME")]
+    example: Option<String>,
+    /// List the built-in examples and exit.
+    #[arg(long)]
+    list_examples: bool,
+    /// Target architecture: gfx1030, gfx1100, gfx1151, gfx1200 or gfx1201.
+    #[arg(long, value_name = "gfxNNNN", required_unless_present = "list_examples")]
+    arch: Option<String>,
+    /// Output directory for the bundle (created; must not exist or be empty).
+    #[arg(long, value_name = "DIR", required_unless_present = "list_examples")]
+    out: Option<PathBuf>,
+    /// First VA of the bundle's own objects (code objects, kernargs, IB, signal), hex.
+    #[arg(long, value_name = "HEX", value_parser = parse_hex)]
+    va_base: Option<u64>,
+    /// Position the bundle is patched for (default: the tape's recorded position; for an
+    /// example, the position after the recorded ones).
+    #[arg(long)]
+    position: Option<u32>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn examples_help() -> String {
+    let mut s = String::from("Built-in examples:\n");
+    for (name, about) in EXAMPLES {
+        s.push_str(&format!("  {name:<8} {about}\n"));
+    }
+    s
+}
+
+fn parse_hex(s: &str) -> Result<u64, String> {
+    let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
+    u64::from_str_radix(digits, 16).map_err(|e| format!("{s:?} is not a hex address: {e}"))
+}
+
+/// Positions an example is recorded at.
+const EXAMPLE_POSITIONS: [u32; 3] = [0, 1, 2];
+
+/// Runs `redline lower`.
+///
+/// # Errors
+/// Usage and I/O errors (exit 2).
+pub fn run(args: &Args) -> Result<ExitCode> {
+    if args.list_examples {
+        print!("{}", examples_help());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (Some(arch), Some(out)) = (&args.arch, &args.out) else {
+        bail!("--arch and --out are required");
+    };
+    let target: Target = arch.parse().map_err(|e| anyhow::anyhow!("--arch {arch:?}: {e}"))?;
+    if out.exists()
+        && std::fs::read_dir(out).with_context(|| format!("cannot read {}", out.display()))?.next().is_some()
+    {
+        bail!("{} exists and is not empty; choose a new directory", out.display());
+    }
+    let va_base = args.va_base.unwrap_or(DEFAULT_VA_BASE);
+    let source;
+    let result = if let Some(name) = &args.example {
+        source = format!("example {name}");
+        lower_example(name, target, va_base, args.position)
+    } else {
+        // PANIC: clap requires --tape when neither --example nor --list-examples is given.
+        let file = args.tape.as_ref().expect("--tape");
+        source = file.display().to_string();
+        let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        crate::tape::load(&bytes).and_then(|tape| {
+            let position = args.position.unwrap_or(tape.position());
+            let options = ExportOptions { target, position, va_base };
+            export::export(&tape, options, &mut export::pattern).map(|e| (tape, e)).map_err(|e| e.to_string())
+        })
+    };
+    let (tape, exported) = match result {
+        Ok(x) => x,
+        Err(message) => {
+            eprintln!("redline: lower: {source}: {message}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    export::write(out, &exported).with_context(|| format!("writing the bundle to {}", out.display()))?;
+    let tape_json = serde_json::to_vec_pretty(&tape)?;
+    std::fs::write(out.join("tape.json"), tape_json).with_context(|| format!("writing {}/tape.json", out.display()))?;
+    report(args, target, &source, &tape, &exported, out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Records the example at [`EXAMPLE_POSITIONS`] and exports it from the state it leaves.
+fn lower_example(name: &str, target: Target, va_base: u64, position: Option<u32>) -> Result<(Tape, Exported), String> {
+    let mut device = SimDevice::new(target);
+    let mut workload = examples::example(name, &mut device).map_err(|e| e.to_string())?;
+    let mut funnel = Funnel::new(4096);
+    let tape = capture_tape(&mut device, &mut funnel, workload.as_mut(), &EXAMPLE_POSITIONS)?;
+    let position = position.unwrap_or(tape.position() + 1);
+    let options = ExportOptions { target, position, va_base };
+    let exported = export::export(&tape, options, &mut |region| {
+        let mut bytes = vec![0u8; usize::try_from(region.size).unwrap_or(0)];
+        // A region is an allocation of the example's device; its bytes are the primed state.
+        match engine::device::Device::read(&mut device, region.va, &mut bytes) {
+            Ok(()) => bytes,
+            Err(_) => Vec::new(),
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    Ok((tape, exported))
+}
+
+fn report(args: &Args, target: Target, source: &str, tape: &Tape, e: &Exported, out: &std::path::Path) -> Result<()> {
+    let identity = tape.identity();
+    let m = &e.manifest;
+    let stdout = std::io::stdout();
+    let mut w = stdout.lock();
+    if args.json {
+        let doc = json!({
+            "ok": true,
+            "source": source,
+            "arch": target.name(),
+            "out": out.display().to_string(),
+            "tape": identity,
+            "bindings": tape.bindings().iter().map(|b| b.name.clone()).collect::<Vec<_>>(),
+            "ib": {"va": format!("{:#x}", m.ib.va.0), "size_dwords": m.ib.size_dwords},
+            "regions": m.regions.len(),
+            "patch_sites": m.patch_sites,
+            "expected": m.expected.len(),
+            "check": {"dispatches": e.run.dispatches.len(), "pm4_packets": e.run.pm4_packets, "expected_checked": e.run.expected_checked},
+        });
+        serde_json::to_writer_pretty(&mut w, &doc)?;
+        writeln!(w)?;
+        return Ok(());
+    }
+    writeln!(w, "lowered {source} for {} into {}", target.name(), out.display())?;
+    writeln!(
+        w,
+        "  tape: {} launches, {} unique kernels, sequence hash {}",
+        identity.dispatch_count,
+        identity.unique_kernels,
+        identity.sequence_hash.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )?;
+    writeln!(w, "  IB: {} dwords at {:#x}, {} PM4 packets", m.ib.size_dwords, m.ib.va.0, e.run.pm4_packets)?;
+    writeln!(w, "  regions: {} ({} expected results)", m.regions.len(), m.expected.len())?;
+    for p in &m.patch_sites {
+        writeln!(w, "  patch site {}: {:?} at {:#x} = {}", p.binding, p.kind, p.va.0, p.rule)?;
+    }
+    writeln!(
+        w,
+        "  check run on a fresh soft device: {} dispatches, {} expected regions match",
+        e.run.dispatches.len(),
+        e.run.expected_checked
+    )?;
+    writeln!(w, "run it again with: redline sim run {}", out.display())?;
+    Ok(())
+}
