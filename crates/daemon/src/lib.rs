@@ -2,6 +2,7 @@
 //! logic lives in the workspace's library crates; this crate only turns it into a tool.
 
 pub mod disasm;
+pub mod doctor;
 pub mod inspect;
 pub mod lower;
 pub mod sim;

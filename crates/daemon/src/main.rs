@@ -28,6 +28,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Disasm(disasm::Args),
+    Doctor(daemon::doctor::Args),
     Inspect(inspect::Args),
     Lower(lower::Args),
     /// Run IB bundles on the soft device (`sim run`).
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Disasm(args) => disasm::run(&args),
+        Command::Doctor(args) => daemon::doctor::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Lower(args) => lower::run(&args),
         Command::Tape(cmd) => tape::run(&cmd),

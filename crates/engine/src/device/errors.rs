@@ -88,6 +88,9 @@ pub enum AllocateError {
         /// Requested bytes.
         size: u64,
     },
+    /// A hardware backend's runtime call failed, or the backend cannot do this.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
 }
 
 /// Why [`Device::free`] refused.
@@ -109,6 +112,9 @@ pub enum FreeError {
         /// The VA given.
         va: u64,
     },
+    /// A hardware backend's runtime call failed, or the backend cannot do this.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
 }
 
 /// Why a host↔device copy failed; nothing was copied.
@@ -117,6 +123,9 @@ pub enum TransferError {
     /// The device range is not inside one allocation.
     #[error(transparent)]
     Fault(#[from] MemoryFault),
+    /// A hardware backend's runtime call failed, or the backend cannot do this.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
 }
 
 /// Why a code object could not be loaded.
@@ -190,6 +199,9 @@ pub enum LoadError {
     /// Device memory for the image could not be allocated.
     #[error("image memory: {0}")]
     Allocate(#[from] AllocateError),
+    /// A hardware backend's runtime call failed, or the backend cannot do this.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
 }
 
 /// Why an ordinary launch failed. Checks happen before the kernel runs; a failure while it runs
@@ -320,6 +332,9 @@ pub enum LaunchError {
     /// dispatch itself (its ring memory, a packet it could not decode).
     #[error("ordinary-path queue: {0}")]
     Queue(Box<QueueFault>),
+    /// A hardware backend's runtime call failed, or the backend cannot do this.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
 }
 
 /// An access by a kernel outside what its declared effects allow.
@@ -521,6 +536,15 @@ pub enum QueueFault {
         /// The fault.
         fault: MemoryFault,
     },
+    /// The runtime reported an error for the queue through its error callback (a hardware
+    /// backend); the queue was inactivated.
+    #[error("queue {queue_id}: the runtime reported {status}")]
+    Runtime {
+        /// The runtime's queue id.
+        queue_id: u64,
+        /// The status the error callback received.
+        status: hsa_sys::HsaStatus,
+    },
 }
 
 /// The PM4 command processor is not connected to this device yet.
@@ -585,6 +609,9 @@ pub enum QueueError {
     /// The queue is inactive after a fault, or faulted while processing.
     #[error(transparent)]
     Fault(#[from] QueueFault),
+    /// A hardware backend's runtime call failed, or the backend cannot do this.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
 }
 
 /// Why a signal operation was refused.
@@ -608,6 +635,9 @@ pub enum SignalError {
         /// The raw handle.
         handle: u64,
     },
+    /// A hardware backend's runtime call failed, or the backend cannot do this.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
 }
 
 /// Why [`Device::wait_signal`] returned without the condition holding.
@@ -630,4 +660,68 @@ pub enum WaitError {
         /// The timeout given.
         timeout: Duration,
     },
+    /// A hardware backend's runtime call failed, or the backend cannot do this.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// A failure of a hardware backend (HSA, HIP) that the operation's own variants do not describe:
+/// a runtime call that returned an error status, or an operation the backend cannot perform
+/// faithfully. Never a silent success.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// An HSA runtime call returned an error status.
+    #[error("{call} returned {}", StatusName(status.name(), format_args!("{:#x}", status.0)))]
+    Hsa {
+        /// The C function called (`hsa_init`, `hsa_queue_create`, ...).
+        call: &'static str,
+        /// Its status.
+        status: hsa_sys::HsaStatus,
+    },
+    /// A HIP runtime call returned an error code.
+    #[error("{call} returned {}", StatusName(error.name(), format_args!("{}", error.0)))]
+    Hip {
+        /// The C function called (`hipInit`, `hipModuleLaunchKernel`, ...).
+        call: &'static str,
+        /// Its error code.
+        error: hip_sys::HipError,
+    },
+    /// The backend cannot perform the operation faithfully, so it refuses it.
+    #[error("{operation} is not supported by the {backend} backend")]
+    Unsupported {
+        /// `HSA` or `HIP`.
+        backend: &'static str,
+        /// What was asked.
+        operation: &'static str,
+    },
+    /// A runtime wait did not finish within its bound.
+    #[error("{call} did not complete within {timeout:?}")]
+    Timeout {
+        /// What was waited for.
+        call: &'static str,
+        /// The bound.
+        timeout: Duration,
+    },
+    /// A request larger than the backend's own limit.
+    #[error("{what}: {requested} exceeds the limit of {limit}")]
+    Limit {
+        /// What is limited.
+        what: &'static str,
+        /// The amount asked for.
+        requested: u64,
+        /// The limit.
+        limit: u64,
+    },
+}
+
+/// `NAME (value)` for a known status, `unknown status value` otherwise.
+struct StatusName<'a>(Option<&'static str>, core::fmt::Arguments<'a>);
+
+impl core::fmt::Display for StatusName<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some(name) => write!(f, "{name} ({})", self.1),
+            None => write!(f, "unknown status {}", self.1),
+        }
+    }
 }
