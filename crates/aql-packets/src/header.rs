@@ -329,6 +329,19 @@ impl Dimensions {
     /// Every field of the `setup` word, in bit order.
     pub const FIELDS: [BitField; 2] = [field::DIMENSIONS, field::SETUP_RESERVED];
 
+    /// The fewest dimensions that hold a launch: the highest axis with more than one work-item
+    /// in the grid or the work-group (unused axes are 1), as HIP chooses it.
+    #[must_use]
+    pub const fn fewest(grid: [u32; 3], workgroup: [u16; 3]) -> Self {
+        if grid[2] > 1 || workgroup[2] > 1 {
+            Dimensions::Three
+        } else if grid[1] > 1 || workgroup[1] > 1 {
+            Dimensions::Two
+        } else {
+            Dimensions::One
+        }
+    }
+
     /// The number of dimensions, 1..=3.
     #[must_use]
     pub const fn count(self) -> u8 {
@@ -493,6 +506,12 @@ mod tests {
     #[test]
     fn setup_dimensions() {
         assert_eq!(Dimensions::Three.to_setup(), 0x0003);
+        assert_eq!(Dimensions::fewest([1, 1, 1], [1, 1, 1]), Dimensions::One);
+        assert_eq!(Dimensions::fewest([64, 1, 1], [64, 1, 1]), Dimensions::One);
+        assert_eq!(Dimensions::fewest([64, 2, 1], [64, 1, 1]), Dimensions::Two);
+        assert_eq!(Dimensions::fewest([64, 1, 1], [8, 2, 1]), Dimensions::Two);
+        assert_eq!(Dimensions::fewest([4, 1, 3], [4, 1, 1]), Dimensions::Three);
+        assert_eq!(Dimensions::fewest([4, 1, 1], [2, 1, 2]), Dimensions::Three);
         assert_eq!(Dimensions::from_setup(0x0002), Ok(Dimensions::Two));
         assert_eq!(Dimensions::from_setup(0x0000), Err(SetupError::InvalidDimensions { dimensions: 0 }));
         assert_eq!(Dimensions::from_setup(0x0005), Err(SetupError::ReservedBits { bits: 0x0004 }));

@@ -186,13 +186,7 @@ impl<'a> Launch<'a> {
     }
 
     fn geometry(&self) -> DispatchGeometry {
-        let dims = if self.grid[2] > 1 || self.workgroup[2] > 1 {
-            3
-        } else if self.grid[1] > 1 || self.workgroup[1] > 1 {
-            2
-        } else {
-            1
-        };
+        let dims = aql_packets::Dimensions::fewest(self.grid, self.workgroup).count();
         DispatchGeometry {
             grid_size: self.grid,
             workgroup_size: self.workgroup,

@@ -228,11 +228,7 @@ pub fn prepare(device: &mut SimDevice, tape: &Tape) -> Result<PreparedPlan, Prep
 /// As [`prepare`].
 pub fn prepare_with(device: &mut SimDevice, tape: &Tape, transport: Transport) -> Result<PreparedPlan, PrepareError> {
     let mut held = Held::default();
-    let result = match transport {
-        Transport::Pm4 => prepare_into(device, tape, &mut held),
-        Transport::Aql => prepare_aql_into(device, tape, &mut held),
-    };
-    match result {
+    match prepare_into(device, tape, transport, &mut held) {
         Ok(plan) => Ok(plan),
         Err(e) => {
             held.release(device);
@@ -261,14 +257,84 @@ fn retain_kernargs(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Resu
     Ok(Retained { live, kernargs, kernarg_vas })
 }
 
-fn prepare_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<PreparedPlan, PrepareError> {
-    let Retained { mut live, kernargs, kernarg_vas } = retain_kernargs(device, tape, held)?;
+/// What a transport's lowering gives the plan.
+struct Lowered {
+    /// The IB (PM4 only).
+    ib: Option<DeviceAllocation>,
+    patch_sites: Vec<PatchSite>,
+    grid_sites: Vec<AqlGridSite>,
+    /// Published every token.
+    packets: Vec<[u8; PACKET_SIZE]>,
+    /// Wait-free segments.
+    phases: usize,
+    pm4_dwords: usize,
+}
 
+fn prepare_into(
+    device: &mut SimDevice,
+    tape: &Tape,
+    transport: Transport,
+    held: &mut Held,
+) -> Result<PreparedPlan, PrepareError> {
+    let Retained { mut live, kernargs, kernarg_vas } = retain_kernargs(device, tape, held)?;
+    let signal = *held.signal.insert(device.create_signal(0)?);
+    let lowered = match transport {
+        Transport::Pm4 => lower_for_pm4(device, tape, &kernarg_vas, signal, held)?,
+        Transport::Aql => lower_for_aql(device, tape, &kernarg_vas, signal)?,
+    };
+    // The queue drains every token: one slot per packet of a token, at least QUEUE_SLOTS.
+    let packets = lowered.packets.len();
+    let slots = u32::try_from(packets).unwrap_or(u32::MAX).next_power_of_two().max(PreparedPlan::QUEUE_SLOTS);
+    let ring = RingSize::new(slots).map_err(|_| PrepareError::TooManyPackets { packets })?;
+    let queue = *held.queue.insert(device.create_queue(ring)?);
+    live.push((kernargs.id, kernargs.va));
+    if let Some(ib) = lowered.ib {
+        live.push((ib.id, ib.va));
+    }
+    let identity = SubmissionIdentity {
+        transport,
+        dispatches: tape.launches().len(),
+        packets_per_token: u32::try_from(packets).unwrap_or(u32::MAX),
+        queue,
+        queues: 1,
+        phases: lowered.phases,
+        pm4_dwords: lowered.pm4_dwords,
+    };
+    *held = Held::default();
+    Ok(PreparedPlan {
+        epoch: device.epoch(),
+        free_generation: device.free_generation(),
+        live,
+        kernargs,
+        kernarg_vas,
+        ib: lowered.ib,
+        window: HostWindow::new(lowered.patch_sites.len(), slots),
+        patch_sites: lowered.patch_sites,
+        grid_sites: lowered.grid_sites,
+        signal,
+        packets: lowered.packets,
+        identity,
+        tape: tape.identity(),
+        pending: None,
+        poisoned: None,
+        submitted: 0,
+    })
+}
+
+/// The PM4 transport: the IB lowered, verified and written to IB memory, and the one PM4-IB
+/// packet that calls it.
+fn lower_for_pm4(
+    device: &mut SimDevice,
+    tape: &Tape,
+    kernarg_vas: &[u64],
+    signal: SignalHandle,
+    held: &mut Held,
+) -> Result<Lowered, PrepareError> {
     let family = device.target().family();
     let lowered = {
         let lookup = slot_by_artifact(device.code_objects());
-        let lowered = lower_pm4(tape, family, &lookup, &kernarg_vas)?;
-        verify(&lowered, tape, family, &lookup, &kernarg_vas)?;
+        let lowered = lower_pm4(tape, family, &lookup, kernarg_vas)?;
+        verify(&lowered, tape, family, &lookup, kernarg_vas)?;
         lowered
     };
     let dwords = lowered.words.len();
@@ -276,112 +342,58 @@ fn prepare_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<
     let ib = *held.ib.insert(device.allocate_ib(ib_dwords)?);
     let ib_bytes: Vec<u8> = lowered.words.iter().flat_map(|w| w.to_le_bytes()).collect();
     device.write(ib.va, &ib_bytes)?;
-
-    let signal = *held.signal.insert(device.create_signal(0)?);
-    // PANIC: a constant power of two. One packet per token and the queue drains every token.
-    let queue = *held.queue.insert(device.create_queue(RingSize::new(PreparedPlan::QUEUE_SLOTS).expect("ring size"))?);
     let packet = AmdPm4IbPacket::new(ib.va, ib_dwords, FenceScope::System, FenceScope::System, signal.get())
         .map_err(|source| PrepareError::Packet { dwords, source })?;
-
-    live.push((kernargs.id, kernargs.va));
-    live.push((ib.id, ib.va));
-    let sites = lowered.patch_sites.len();
-    let identity = SubmissionIdentity {
-        transport: Transport::Pm4,
-        dispatches: tape.launches().len(),
-        packets_per_token: 1,
-        queue,
-        queues: 1,
-        phases: lowered.boundaries.len() + 1,
-        pm4_dwords: dwords,
-    };
-    *held = Held::default();
-    Ok(PreparedPlan {
-        epoch: device.epoch(),
-        free_generation: device.free_generation(),
-        live,
-        kernargs,
-        kernarg_vas,
+    Ok(Lowered {
         ib: Some(ib),
         patch_sites: lowered.patch_sites,
         grid_sites: Vec::new(),
-        signal,
         packets: vec![*packet.as_array()],
-        identity,
-        tape: tape.identity(),
-        pending: None,
-        poisoned: None,
-        submitted: 0,
-        window: HostWindow::new(sites, PreparedPlan::QUEUE_SLOTS),
+        phases: lowered.boundaries.len() + 1,
+        pm4_dwords: dwords,
     })
 }
 
-fn prepare_aql_into(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Result<PreparedPlan, PrepareError> {
-    let Retained { mut live, kernargs, kernarg_vas } = retain_kernargs(device, tape, held)?;
-    let signal = *held.signal.insert(device.create_signal(0)?);
+/// The AQL transport: one dispatch packet per launch; kernarg bindings patch the retained
+/// kernargs, grid bindings the packets.
+fn lower_for_aql(
+    device: &SimDevice,
+    tape: &Tape,
+    kernarg_vas: &[u64],
+    signal: SignalHandle,
+) -> Result<Lowered, PrepareError> {
     let packets = {
         let lookup = slot_by_artifact(device.code_objects());
-        lower_aql(tape, &lookup, &kernarg_vas, signal.get())?
+        lower_aql(tape, &lookup, kernarg_vas, signal.get())?
     };
     let boundaries = tape_core::deps::boundaries(tape.launches()).map_err(crate::lower::LowerError::from)?;
     let mut patch_sites = Vec::new();
     let mut grid_sites = Vec::new();
     for (binding, b) in tape.bindings().iter().enumerate() {
         let launch = usize::try_from(b.launch).unwrap_or(usize::MAX);
-        let workgroup = tape.launches().get(launch).map(|l| l.geometry.workgroup_work_items);
-        match (b.kind, workgroup) {
-            (BindingKind::GridAxis { axis, .. }, Some(workgroup)) => grid_sites.push(AqlGridSite {
+        // INVARIANT: the tape checked every binding's launch index; lower_aql resolved them all.
+        let (Some(record), Some(&kernarg_va)) = (tape.launches().get(launch), kernarg_vas.get(launch)) else {
+            return Err(PrepareError::EmptyTape);
+        };
+        match b.kind {
+            BindingKind::GridAxis { axis, .. } => grid_sites.push(AqlGridSite {
                 binding,
                 packet: launch,
                 axis,
                 kind: b.kind,
-                workgroup: workgroup[usize::from(axis.min(2))],
+                workgroup: record.geometry.workgroup_work_items[usize::from(axis.min(2))],
             }),
-            (BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. }, Some(_)) => {
+            BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. } => {
                 patch_sites.push(PatchSite {
                     binding,
                     launch,
                     kind: b.kind,
-                    target: PatchTarget::KernargU32 { va: kernarg_vas[launch] + u64::from(offset) },
-                })
+                    target: PatchTarget::KernargU32 { va: kernarg_va + u64::from(offset) },
+                });
             }
-            // INVARIANT: the tape checked every binding's launch index.
-            (_, None) => return Err(PrepareError::EmptyTape),
         }
     }
-    let slots = u32::try_from(packets.len()).unwrap_or(u32::MAX).next_power_of_two().max(PreparedPlan::QUEUE_SLOTS);
-    let ring = RingSize::new(slots).map_err(|_| PrepareError::TooManyPackets { packets: packets.len() })?;
-    let queue = *held.queue.insert(device.create_queue(ring)?);
-    live.push((kernargs.id, kernargs.va));
-    let sites = patch_sites.len();
-    let identity = SubmissionIdentity {
-        transport: Transport::Aql,
-        dispatches: tape.launches().len(),
-        packets_per_token: u32::try_from(packets.len()).unwrap_or(u32::MAX),
-        queue,
-        queues: 1,
-        phases: boundaries.len() + 1,
-        pm4_dwords: 0,
-    };
-    *held = Held::default();
-    Ok(PreparedPlan {
-        epoch: device.epoch(),
-        free_generation: device.free_generation(),
-        live,
-        kernargs,
-        kernarg_vas,
-        ib: None,
-        patch_sites,
-        grid_sites,
-        signal,
-        packets,
-        identity,
-        tape: tape.identity(),
-        pending: None,
-        poisoned: None,
-        submitted: 0,
-        window: HostWindow::new(sites, slots),
-    })
+    Ok(Lowered { ib: None, patch_sites, grid_sites, packets, phases: boundaries.len() + 1, pm4_dwords: 0 })
 }
 
 /// Every allocation the tape's pointer arguments point into, checked on `device`: the pointer
@@ -415,7 +427,7 @@ fn pointer_targets(device: &SimDevice, tape: &Tape) -> Result<Vec<(AllocationId,
 
 /// Offset of each launch's blob in the retained kernarg allocation (aligned to the kernel's
 /// kernarg alignment, at least [`PreparedPlan::KERNARG_ALIGN`]), and the allocation's size.
-fn kernarg_placement(device: &SimDevice, tape: &Tape) -> Result<(Vec<u64>, u64), PrepareError> {
+pub(crate) fn kernarg_placement(device: &SimDevice, tape: &Tape) -> Result<(Vec<u64>, u64), PrepareError> {
     let lookup = slot_by_artifact(device.code_objects());
     let mut offsets = Vec::with_capacity(tape.launches().len());
     let mut cursor: u64 = 0;
@@ -438,7 +450,7 @@ fn kernarg_placement(device: &SimDevice, tape: &Tape) -> Result<(Vec<u64>, u64),
 }
 
 /// The retained kernarg allocation's bytes: every blob at its offset.
-fn kernarg_image(tape: &Tape, offsets: &[u64], total: u64) -> Vec<u8> {
+pub(crate) fn kernarg_image(tape: &Tape, offsets: &[u64], total: u64) -> Vec<u8> {
     // PANIC: `total` is at most KERNARG_BYTES_MAX, and every blob ends inside it.
     let mut image = vec![0u8; usize::try_from(total).expect("kernarg image fits memory")];
     for (record, &offset) in tape.launches().iter().zip(offsets) {

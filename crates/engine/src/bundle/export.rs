@@ -11,8 +11,8 @@
 //! 3. **Expected results.** The tape runs through the ordinary path of a soft device laid out
 //!    identically: each recorded blob, with the bindings' values at `position`, one dispatch at a
 //!    time. Every region's bytes afterwards are the bundle's `expected` entries.
-//! 4. **The submission.** The retained kernargs (each blob aligned to its kernel's kernarg
-//!    alignment, at least 64 bytes) follow the code objects, the PM4 IB lowered with
+//! 4. **The submission.** The retained kernargs (placed as a prepared plan places them) follow
+//!    the code objects, the PM4 IB lowered with
 //!    [`lower_pm4`] and checked with [`verify`] follows them, both patched for `position`, and
 //!    one AQL vendor PM4-IB packet with a completion signal calls the IB.
 //!
@@ -33,6 +33,7 @@ use super::{
 };
 use crate::device::Device;
 use crate::lower::{DimUnit, PatchTarget, apply_patch_sites, lower_pm4, slot_by_artifact, verify};
+use crate::plan::{kernarg_image, kernarg_placement};
 use crate::sim::SimDevice;
 use crate::sim::memory::SimMemory;
 
@@ -249,26 +250,10 @@ pub fn export(
     // The retained kernargs and the IB.
     let mut lowered_device = layout(target, &objects, &regions, &contents)?;
     let kernarg_base = cursor.next_multiple_of(SimMemory::GRANULE_BYTES);
-    let mut kernarg_vas = Vec::with_capacity(tape.launches().len());
-    let mut end = kernarg_base;
-    {
-        let lookup = slot_by_artifact(lowered_device.code_objects());
-        for (i, launch) in tape.launches().iter().enumerate() {
-            let slot = lookup(&launch.artifact).ok_or_else(|| {
-                ExportError::Tape(format!("launch {i}: kernel {} not loaded", launch.artifact.symbol))
-            })?;
-            let align = u64::from(slot.loaded.kernarg_segment_align).max(64);
-            let va = end.next_multiple_of(align);
-            kernarg_vas.push(va);
-            end = va + u64::try_from(launch.kernarg.len()).unwrap_or(u64::MAX).max(1);
-        }
-    }
-    let kernarg_size = (end - kernarg_base).next_multiple_of(SimMemory::ALLOCATE_AT_ALIGN);
-    let mut kernarg_image = vec![0u8; usize::try_from(kernarg_size).unwrap_or(0)];
-    for (launch, &va) in tape.launches().iter().zip(&kernarg_vas) {
-        let at = usize::try_from(va - kernarg_base).unwrap_or(usize::MAX);
-        kernarg_image[at..at + launch.kernarg.len()].copy_from_slice(&launch.kernarg);
-    }
+    let (offsets, total) = kernarg_placement(&lowered_device, tape).map_err(|e| ExportError::Tape(e.to_string()))?;
+    let kernarg_vas: Vec<u64> = offsets.iter().map(|&o| kernarg_base + o).collect();
+    let kernarg_size = total.next_multiple_of(SimMemory::ALLOCATE_AT_ALIGN);
+    let kernarg_image = kernarg_image(tape, &offsets, kernarg_size);
     let lowered = {
         let lookup = slot_by_artifact(lowered_device.code_objects());
         let lowered =
@@ -434,15 +419,5 @@ pub fn write(dir: &Path, exported: &Exported) -> Result<(), ExportError> {
 /// kernels' results are exact and not all zero.
 #[must_use]
 pub fn pattern(region: &TapeRegion) -> Vec<u8> {
-    let floats = usize::try_from(region.size / 4).unwrap_or(0);
-    let mut state = region.allocation.0.wrapping_mul(2_654_435_761) | 1;
-    let mut out = Vec::with_capacity(floats * 4);
-    for _ in 0..floats {
-        state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-        // CAST: a value in 0..16, exact in f32.
-        #[allow(clippy::cast_precision_loss)]
-        let v = ((state >> 16) % 16) as f32 / 8.0 - 1.0;
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out
+    crate::examples::pattern(usize::try_from(region.size / 4).unwrap_or(0), region.allocation.0)
 }

@@ -60,6 +60,26 @@ pub struct LoadedKernel {
     pub max_flat_workgroup_size: u32,
 }
 
+impl LoadedKernel {
+    /// `kernel` of a code object whose ELF virtual address 0 is at `load_va`: its descriptor and
+    /// entry at their ELF addresses from there, its launch facts from its metadata.
+    #[must_use]
+    pub fn placed(kernel: &kernarg_abi::Kernel, load_va: u64) -> Self {
+        let m = &kernel.metadata;
+        Self {
+            name: m.name.clone(),
+            kd_va: load_va.wrapping_add(kernel.descriptor_address),
+            entry_va: load_va.wrapping_add(kernel.entry_address),
+            kernarg_segment_size: m.kernarg_segment_size,
+            kernarg_segment_align: m.kernarg_segment_align,
+            group_segment_fixed_size: m.group_segment_fixed_size,
+            private_segment_fixed_size: m.private_segment_fixed_size,
+            wavefront_size: m.wavefront_size,
+            max_flat_workgroup_size: m.max_flat_workgroup_size,
+        }
+    }
+}
+
 /// A code object placed in device memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadedCodeObject {

@@ -110,8 +110,7 @@ fn placed_kernels(
     let mut kernels = Vec::with_capacity(code_object.kernels.len());
     let mut load_va = None;
     for kernel in &code_object.kernels {
-        let m = &kernel.metadata;
-        let kd_va = kernel_object(hsa, executable, agent, &m.name)?;
+        let kd_va = kernel_object(hsa, executable, agent, &kernel.metadata.name)?;
         let base = kd_va.wrapping_sub(kernel.descriptor_address);
         if *load_va.get_or_insert(base) != base {
             return Err(BackendError::Unsupported {
@@ -120,17 +119,7 @@ fn placed_kernels(
             }
             .into());
         }
-        kernels.push(LoadedKernel {
-            name: m.name.clone(),
-            kd_va,
-            entry_va: base + kernel.entry_address,
-            kernarg_segment_size: m.kernarg_segment_size,
-            kernarg_segment_align: m.kernarg_segment_align,
-            group_segment_fixed_size: m.group_segment_fixed_size,
-            private_segment_fixed_size: m.private_segment_fixed_size,
-            wavefront_size: m.wavefront_size,
-            max_flat_workgroup_size: m.max_flat_workgroup_size,
-        });
+        kernels.push(LoadedKernel::placed(kernel, base));
     }
     let Some(load_va) = load_va else {
         return Err(BackendError::Unsupported { backend: "HSA", operation: "a code object without kernels" }.into());

@@ -479,7 +479,7 @@ impl Device for HsaDevice {
         unsafe { (hsa.fns().hsa_signal_store_relaxed)(path.signal, 1) };
         let dispatch = KernelDispatch {
             control: PacketControl::SYSTEM_BARRIER,
-            dimensions: dimensions_of(request.grid_work_items, request.workgroup_work_items),
+            dimensions: Dimensions::fewest(request.grid_work_items, request.workgroup_work_items),
             workgroup_size: request.workgroup_work_items,
             grid_size: request.grid_work_items,
             private_segment_size: kernel.private_segment_fixed_size,
@@ -605,18 +605,6 @@ impl Device for HsaDevice {
 
     fn allocate_ib(&mut self, size_dwords: u32) -> Result<DeviceAllocation, AllocateError> {
         self.allocate_kind(u64::from(size_dwords) * 4, Kind::Ib)
-    }
-}
-
-/// The packet's `DIMENSIONS`: the highest axis with more than one work-item in the grid or the
-/// work-group, as the soft device's launch path chooses it.
-fn dimensions_of(grid: [u32; 3], workgroup: [u16; 3]) -> Dimensions {
-    if grid[2] > 1 || workgroup[2] > 1 {
-        Dimensions::Three
-    } else if grid[1] > 1 || workgroup[1] > 1 {
-        Dimensions::Two
-    } else {
-        Dimensions::One
     }
 }
 

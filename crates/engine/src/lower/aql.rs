@@ -52,7 +52,7 @@ pub fn lower_aql<'k>(
             let (grid, workgroup) = (record.geometry.grid_work_items, record.geometry.workgroup_work_items);
             let dispatch = KernelDispatch {
                 control,
-                dimensions: dimensions(grid, workgroup),
+                dimensions: Dimensions::fewest(grid, workgroup),
                 workgroup_size: workgroup,
                 grid_size: grid,
                 private_segment_size: slot.loaded.private_segment_fixed_size,
@@ -65,15 +65,4 @@ pub fn lower_aql<'k>(
         })
         .collect();
     Ok(packets)
-}
-
-/// The fewest dimensions that hold the launch (unused axes are 1), as HIP sets them.
-fn dimensions(grid: [u32; 3], workgroup: [u16; 3]) -> Dimensions {
-    if grid[2] > 1 || workgroup[2] > 1 {
-        Dimensions::Three
-    } else if grid[1] > 1 || workgroup[1] > 1 {
-        Dimensions::Two
-    } else {
-        Dimensions::One
-    }
 }

@@ -14,7 +14,8 @@
 //! pair, and consecutive recordings must be stable (tape-core's stability check) → `Captured` →
 //! preparation → `Ready` (backend `auto`), or → shadow validation of the next
 //! [`ReplayConfig::shadow_positions`] eligible forwards → `ShadowValidated` → `Ready` (backend
-//! `shadow`). In `Ready`, an eligible forward whose transport matches replays the plan; any other
+//! `shadow`; validation installs the plan at once, so the automatic lifecycle does not stop in
+//! `ShadowValidated`). In `Ready`, an eligible forward whose transport matches replays the plan; any other
 //! forward runs ordinarily.
 //!
 //! # Manual (certification) lifecycle
@@ -574,8 +575,9 @@ impl ReplayController {
         let report = self.run_shadow(device, funnel, workload, &[position])?;
         if report.is_exact() {
             self.shadow_passed += 1;
+            // Automatic lifecycle: validation installs the plan at once; `ShadowValidated` is
+            // held only in the manual lifecycle, until `install_prepared_plan`.
             if self.shadow_passed >= self.config.shadow_positions {
-                self.state = State::ShadowValidated;
                 self.state = State::Ready;
             }
         } else {

@@ -235,13 +235,7 @@ impl SimDevice {
             fault,
         })?;
         let (grid, workgroup) = (request.grid_work_items, request.workgroup_work_items);
-        let dimensions = if grid[2] > 1 || workgroup[2] > 1 {
-            Dimensions::Three
-        } else if grid[1] > 1 || workgroup[1] > 1 {
-            Dimensions::Two
-        } else {
-            Dimensions::One
-        };
+        let dimensions = Dimensions::fewest(grid, workgroup);
         // HIP's in-order stream: barrier bit set, system-scope acquire and release.
         let control = PacketControl { barrier: true, acquire: FenceScope::System, release: FenceScope::System };
         let dispatch = KernelDispatch {

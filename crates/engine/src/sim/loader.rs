@@ -162,25 +162,14 @@ impl CodeObjects {
     ) -> Vec<LoadedKernel> {
         let mut loaded = Vec::with_capacity(code_object.kernels.len());
         for kernel in &code_object.kernels {
-            let m = &kernel.metadata;
             // INVARIANT: kernarg-abi checked both addresses lie in PT_LOAD segments, which
             // `image_span` placed below the image's end.
-            let kd_va = load_va + kernel.descriptor_address;
-            let entry_va = load_va + kernel.entry_address;
+            let placed = LoadedKernel::placed(kernel, load_va);
+            let (kd_va, entry_va) = (placed.kd_va, placed.entry_va);
             let slot = KernelSlot {
-                loaded: LoadedKernel {
-                    name: m.name.clone(),
-                    kd_va,
-                    entry_va,
-                    kernarg_segment_size: m.kernarg_segment_size,
-                    kernarg_segment_align: m.kernarg_segment_align,
-                    group_segment_fixed_size: m.group_segment_fixed_size,
-                    private_segment_fixed_size: m.private_segment_fixed_size,
-                    wavefront_size: m.wavefront_size,
-                    max_flat_workgroup_size: m.max_flat_workgroup_size,
-                },
+                loaded: placed,
                 kernel: kernel.clone(),
-                registry: registry.get(sha256, &m.name).copied(),
+                registry: registry.get(sha256, &kernel.metadata.name).copied(),
             };
             loaded.push(slot.loaded.clone());
             self.kd_by_entry.insert(entry_va, kd_va);
