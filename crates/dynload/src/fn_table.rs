@@ -5,7 +5,8 @@
 /// Each entry names the field, the exported symbol and the pointer type transcribed from the
 /// header's prototype. `resolve` looks every symbol up and returns either a complete table or the
 /// list of every symbol that is missing, so a table can never hold a dangling or null entry.
-/// `SYMBOLS` lists the names in table order.
+/// `SYMBOLS` lists the names in table order. The table implements [`FnTable`], which
+/// [`Runtime`](crate::Runtime) loads.
 ///
 /// ```
 /// dynload::fn_table! {
@@ -44,17 +45,10 @@ macro_rules! fn_table {
         impl $table {
             /// Every symbol of the table, in table order.
             pub const SYMBOLS: &'static [&'static str] = &[$($symbol),*];
+        }
 
-            /// Resolves every symbol of the table in `library`; on failure, lists every missing
-            /// symbol.
-            ///
-            /// # Safety
-            ///
-            /// `library` must be a build of the runtime these prototypes were transcribed from
-            /// (or an ABI-compatible one): each symbol it exports under a table name must be a
-            /// function with the table's signature. The returned pointers are valid only while
-            /// `library` stays loaded.
-            pub(crate) unsafe fn resolve(library: &$crate::Library) -> Result<Self, Vec<&'static str>> {
+        impl $crate::FnTable for $table {
+            unsafe fn resolve(library: &$crate::Library) -> Result<Self, Vec<&'static str>> {
                 let mut missing = Vec::new();
                 $(
                     // SAFETY: the caller guarantees the symbol, if present, has this signature
@@ -75,6 +69,28 @@ macro_rules! fn_table {
                     _ => Err(missing),
                 }
             }
+
+            fn probe_address(&self) -> Option<*const core::ffi::c_void> {
+                let addresses: &[*const core::ffi::c_void] = &[$(self.$field as *const core::ffi::c_void),*];
+                addresses.first().copied()
+            }
         }
     };
+}
+
+/// A function table resolved from a library all at once; [`fn_table!`] implements it.
+pub trait FnTable: Sized {
+    /// Resolves every symbol of the table in `library`; on failure, lists every missing symbol
+    /// in table order.
+    ///
+    /// # Safety
+    ///
+    /// `library` must be a build of the runtime the table's prototypes were transcribed from (or
+    /// an ABI-compatible one): each symbol it exports under a table name must be a function with
+    /// the table's signature. The returned pointers are valid only while `library` stays loaded.
+    unsafe fn resolve(library: &crate::Library) -> Result<Self, Vec<&'static str>>;
+
+    /// The address of the table's first entry, for `dladdr` to name the file the library was
+    /// mapped from; `None` for an empty table.
+    fn probe_address(&self) -> Option<*const core::ffi::c_void>;
 }

@@ -100,12 +100,7 @@ fn_table! {
 /// table.
 #[derive(Debug)]
 pub struct Hip {
-    fns: HipFns,
-    opened_as: PathBuf,
-    library_path: PathBuf,
-    // INVARIANT: declared last, so it is dropped after `fns`, and never handed out: every pointer
-    // in `fns` stays valid for the life of `self`.
-    _library: dynload::Library,
+    runtime: dynload::Runtime<HipFns>,
 }
 
 impl Hip {
@@ -138,36 +133,32 @@ impl Hip {
     ///
     /// As [`Hip::load`].
     pub fn load_from(candidates: &[PathBuf]) -> Result<Self, LoadError> {
-        let (library, opened_as) = dynload::open_first(candidates)?;
         // SAFETY: the candidates name the HIP runtime (or a library the caller chose in its
         // place), and the prototypes of `HipFns` are transcribed from the ROCm 5.2.3 headers.
         // Resolving only takes addresses; a ROCm 6 library (a default candidate) keeps these
         // names, and the one ABI difference callers must mind there, the layout behind
-        // `hipGetDeviceProperties`, is a precondition of calling it (see `DeviceProp`). The
-        // pointers live in `Self` next to `library`.
-        let fns = unsafe { HipFns::resolve(&library) }
-            .map_err(|missing| LoadError::MissingSymbols { library: opened_as.clone(), missing })?;
-        let library_path = dynload::object_path_of(fns.hip_init as *const c_void).unwrap_or_else(|| opened_as.clone());
-        Ok(Self { fns, opened_as, library_path, _library: library })
+        // `hipGetDeviceProperties`, is a precondition of calling it (see `DeviceProp`).
+        let runtime = unsafe { dynload::Runtime::load_from(candidates) }?;
+        Ok(Self { runtime })
     }
 
     /// The raw function table. Its pointers are valid only while `self` is alive.
     #[must_use]
     pub fn fns(&self) -> &HipFns {
-        &self.fns
+        self.runtime.fns()
     }
 
     /// The candidate that opened, as it was handed to `dlopen`.
     #[must_use]
     pub fn opened_as(&self) -> &Path {
-        &self.opened_as
+        self.runtime.opened_as()
     }
 
     /// The file the dynamic loader actually mapped (per `dladdr` of `hipInit`), or
     /// [`Hip::opened_as`] when the loader does not say.
     #[must_use]
     pub fn library_path(&self) -> &Path {
-        &self.library_path
+        self.runtime.library_path()
     }
 
     /// `hipInit(0)`. Without a GPU it fails (ROCm 5.2.3 returns `hipErrorInvalidDevice`).
@@ -175,7 +166,7 @@ impl Hip {
     pub fn init(&self) -> HipError {
         // SAFETY: `hipInit` takes a flags word that must be 0 and is callable at any time from
         // any thread; the pointer is valid while `self` lives.
-        unsafe { (self.fns.hip_init)(0) }
+        unsafe { (self.fns().hip_init)(0) }
     }
 
     /// `hipRuntimeGetVersion`: the runtime version in the `HIP_VERSION` encoding (see
@@ -186,7 +177,7 @@ impl Hip {
     /// The runtime's error code.
     pub fn runtime_version(&self) -> Result<i32, HipError> {
         // SAFETY: the argument is a valid out-pointer for the duration of the call.
-        self.read_int(|out| unsafe { (self.fns.hip_runtime_get_version)(out) })
+        self.read_int(|out| unsafe { (self.fns().hip_runtime_get_version)(out) })
     }
 
     /// `hipDriverGetVersion`: the version of the kernel driver the runtime talks to.
@@ -196,7 +187,7 @@ impl Hip {
     /// The runtime's error code.
     pub fn driver_version(&self) -> Result<i32, HipError> {
         // SAFETY: the argument is a valid out-pointer for the duration of the call.
-        self.read_int(|out| unsafe { (self.fns.hip_driver_get_version)(out) })
+        self.read_int(|out| unsafe { (self.fns().hip_driver_get_version)(out) })
     }
 
     /// `hipGetDeviceCount`.
@@ -206,7 +197,7 @@ impl Hip {
     /// The runtime's error code (`hipErrorNoDevice` without a GPU).
     pub fn device_count(&self) -> Result<i32, HipError> {
         // SAFETY: the argument is a valid out-pointer for the duration of the call.
-        self.read_int(|out| unsafe { (self.fns.hip_get_device_count)(out) })
+        self.read_int(|out| unsafe { (self.fns().hip_get_device_count)(out) })
     }
 
     /// `hipGetErrorName`: the runtime's name for `error`; `None` if it returns null.
@@ -214,7 +205,7 @@ impl Hip {
     pub fn error_name(&self, error: HipError) -> Option<&CStr> {
         // SAFETY: takes any value and returns a static string or null; the pointer is valid while
         // `self` lives.
-        let text = unsafe { (self.fns.hip_get_error_name)(error) };
+        let text = unsafe { (self.fns().hip_get_error_name)(error) };
         // SAFETY: a non-null result is a NUL-terminated string with static storage in the
         // library, which stays loaded while `self` does.
         (!text.is_null()).then(|| unsafe { CStr::from_ptr(text) })
@@ -225,7 +216,7 @@ impl Hip {
     pub fn error_string(&self, error: HipError) -> Option<&CStr> {
         // SAFETY: takes any value and returns a static string or null; the pointer is valid while
         // `self` lives.
-        let text = unsafe { (self.fns.hip_get_error_string)(error) };
+        let text = unsafe { (self.fns().hip_get_error_string)(error) };
         // SAFETY: a non-null result is a NUL-terminated string with static storage in the
         // library, which stays loaded while `self` does.
         (!text.is_null()).then(|| unsafe { CStr::from_ptr(text) })

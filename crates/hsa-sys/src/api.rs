@@ -195,12 +195,7 @@ fn_table! {
 /// table.
 #[derive(Debug)]
 pub struct Hsa {
-    fns: HsaFns,
-    opened_as: PathBuf,
-    library_path: PathBuf,
-    // INVARIANT: declared last, so it is dropped after `fns`, and never handed out: every pointer
-    // in `fns` stays valid for the life of `self`.
-    _library: dynload::Library,
+    runtime: dynload::Runtime<HsaFns>,
 }
 
 impl Hsa {
@@ -233,33 +228,30 @@ impl Hsa {
     ///
     /// As [`Hsa::load`].
     pub fn load_from(candidates: &[PathBuf]) -> Result<Self, LoadError> {
-        let (library, opened_as) = dynload::open_first(candidates)?;
         // SAFETY: the candidates name the HSA runtime (or a library the caller chose in its
         // place); the prototypes of `HsaFns` are transcribed from the ROCm 5.2.3 headers, which
-        // are ABI-stable across the 1.x sonames. The pointers live in `Self` next to `library`.
-        let fns = unsafe { HsaFns::resolve(&library) }
-            .map_err(|missing| LoadError::MissingSymbols { library: opened_as.clone(), missing })?;
-        let library_path = dynload::object_path_of(fns.hsa_init as *const c_void).unwrap_or_else(|| opened_as.clone());
-        Ok(Self { fns, opened_as, library_path, _library: library })
+        // are ABI-stable across the 1.x sonames.
+        let runtime = unsafe { dynload::Runtime::load_from(candidates) }?;
+        Ok(Self { runtime })
     }
 
     /// The raw function table. Its pointers are valid only while `self` is alive.
     #[must_use]
     pub fn fns(&self) -> &HsaFns {
-        &self.fns
+        self.runtime.fns()
     }
 
     /// The candidate that opened, as it was handed to `dlopen`.
     #[must_use]
     pub fn opened_as(&self) -> &Path {
-        &self.opened_as
+        self.runtime.opened_as()
     }
 
     /// The file the dynamic loader actually mapped (per `dladdr` of `hsa_init`), or
     /// [`Hsa::opened_as`] when the loader does not say.
     #[must_use]
     pub fn library_path(&self) -> &Path {
-        &self.library_path
+        self.runtime.library_path()
     }
 
     /// `hsa_init`: takes one reference to the runtime. On a machine without a usable `/dev/kfd`
@@ -268,7 +260,7 @@ impl Hsa {
     pub fn init(&self) -> HsaStatus {
         // SAFETY: `hsa_init` takes no arguments and is callable at any time from any thread; the
         // pointer is valid while `self` lives.
-        unsafe { (self.fns.hsa_init)() }
+        unsafe { (self.fns().hsa_init)() }
     }
 
     /// `hsa_status_string`: the runtime's own text for `status`.
@@ -281,7 +273,7 @@ impl Hsa {
         let mut text: *const c_char = core::ptr::null();
         // SAFETY: `text` is a valid out-pointer for the duration of the call; the pointer in the
         // table is valid while `self` lives.
-        let result = unsafe { (self.fns.hsa_status_string)(status, &mut text) };
+        let result = unsafe { (self.fns().hsa_status_string)(status, &mut text) };
         if result != HsaStatus::SUCCESS {
             return Err(result);
         }
