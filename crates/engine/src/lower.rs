@@ -47,7 +47,7 @@ mod patch;
 mod verify;
 
 pub use aql::lower_aql;
-pub use patch::{PatchError, apply_patch_sites, site_values};
+pub use patch::{PatchError, apply_patch_sites, site_address, site_value};
 pub use verify::{VerifyError, verify};
 
 /// IB dwords reserved per dispatch: wait (2 + 8), PGM (4), RSRC1/2 (4), RSRC3 (3), NUM_THREAD

@@ -33,7 +33,9 @@ use tape_core::tape::{Tape, TapeIdentity};
 use zerocopy::FromBytes;
 
 use crate::device::{Device, DeviceAllocation, FreeError, QueueError, QueueHandle, SignalError, SignalHandle};
-use crate::lower::{PatchError, PatchSite, PatchTarget, lower_aql, lower_pm4, site_values, slot_by_artifact, verify};
+use crate::lower::{
+    PatchError, PatchSite, PatchTarget, lower_aql, lower_pm4, site_address, site_value, slot_by_artifact, verify,
+};
 use crate::sim::SimDevice;
 
 mod error;
@@ -145,40 +147,109 @@ pub struct PreparedPlan {
     submitted: u64,
     /// The host's view of the plan's mapped memory (see [`HostWindow`]).
     window: HostWindow,
+    /// What the device side of a token keeps (see [`DeviceSide`]).
+    device_side: DeviceSide,
+}
+
+/// State only the device side of a token ([`PreparedPlan::process_token`]) writes, with the
+/// handles it needs, on its own cache line: the device side reads nothing else of the plan but
+/// the shared parts of [`HostWindow`].
+#[derive(Debug)]
+#[repr(align(64))]
+struct DeviceSide {
+    /// Packets the device has taken from the host's ring.
+    applied: u64,
+    /// Packets the processor completed for the token being processed, until it is completed.
+    processed: Option<u64>,
+    queue: QueueHandle,
+    signal: SignalHandle,
 }
 
 /// The memory a host writes per token, as ROCr maps it into the process: the bound words of the
 /// retained kernargs (and, for PM4 grid bindings, the IB's `DIM` dwords), the completion
-/// signal's value, the AQL ring's slots, the write index and the doorbell. The host half of a
-/// token ([`PreparedPlan::publish_token`]) performs exactly these stores here; the soft device
-/// applies them to its device memory, signal and queue when it processes the doorbell
-/// ([`PreparedPlan::finish_token`]), which is the device side of a token (on hardware, the bus
-/// and the packet processor). Preallocated at preparation: no allocation per token.
+/// signal's value, the AQL ring's slots and the doorbell. The host half of a token
+/// ([`PreparedPlan::publish_token`]) performs exactly these stores here; the soft device applies
+/// them to its device memory, signal and queue when it processes the doorbell
+/// ([`PreparedPlan::process_token`]), which is the device side of a token (on hardware, the bus
+/// and the packet processor): that side only reads this memory. Preallocated at preparation: no
+/// allocation per token.
+///
+/// Cache lines: what both sides touch per token is two lines, as for a bare packet and
+/// doorbell — the [`Mailbox`] (doorbell, signal value and the first [`MAILBOX_VALUES`] bound
+/// values) and the ring slot (slots are line-aligned) — plus one line per further 16 bound
+/// values. The sites' addresses never change after preparation, and the host's own bookkeeping
+/// sits on a line the device side never reads, as a GPU never reads the host's private data.
 #[derive(Debug)]
 struct HostWindow {
-    /// (byte address, value) per patch site, written each token.
-    values: Vec<(u64, u32)>,
-    /// The completion signal's value as the host last stored it.
-    signal: i64,
-    /// Ring slots, as many as the queue has.
-    ring: Vec<[u8; PACKET_SIZE]>,
-    /// Packets written into `ring`.
-    write_index: u64,
-    /// The doorbell value the host stored last (the write index it publishes up to).
-    doorbell: u64,
-    /// Packets the device has taken from `ring`.
-    applied: u64,
+    /// Byte address per patch site. Constant after preparation.
+    vas: Vec<u64>,
+    /// Values of the sites after the first [`MAILBOX_VALUES`], 16 per line.
+    overflow: Vec<ValueLine>,
+    /// Ring slots, as many as the queue has. Header constant after preparation.
+    ring: Vec<Slot>,
+    mailbox: Mailbox,
+    private: HostPrivate,
 }
 
+/// Bound values carried in the [`Mailbox`] line itself.
+pub const MAILBOX_VALUES: usize = 12;
+
+/// The doorbell, the completion signal's value and the first bound values, as the host last
+/// stored them: one cache line.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Mailbox {
+    /// The write index the host publishes up to.
+    doorbell: u64,
+    /// The completion signal's value.
+    signal: i64,
+    /// Values of the first [`MAILBOX_VALUES`] sites.
+    values: [u32; MAILBOX_VALUES],
+}
+
+/// Sixteen bound values on a cache line.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
+struct ValueLine([u32; 16]);
+
+/// The host's own ring bookkeeping.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct HostPrivate {
+    /// Packets written into the ring.
+    write_index: u64,
+    /// Packets of completed tokens: the host knows their slots are free again.
+    acked: u64,
+}
+
+/// One 64-byte ring slot on a cache line of its own.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
+struct Slot([u8; PACKET_SIZE]);
+
 impl HostWindow {
-    fn new(sites: usize, slots: u32) -> Self {
+    fn new(vas: Vec<u64>, slots: u32) -> Self {
+        let overflow = vas.len().saturating_sub(MAILBOX_VALUES).div_ceil(16);
         Self {
-            values: vec![(0, 0); sites],
-            signal: 0,
-            ring: vec![[0; PACKET_SIZE]; usize::try_from(slots).unwrap_or(0)],
-            write_index: 0,
-            doorbell: 0,
-            applied: 0,
+            vas,
+            overflow: vec![ValueLine::default(); overflow],
+            ring: vec![Slot([0; PACKET_SIZE]); usize::try_from(slots).unwrap_or(0)],
+            mailbox: Mailbox::default(),
+            private: HostPrivate::default(),
+        }
+    }
+
+    fn value_mut(&mut self, site: usize) -> &mut u32 {
+        match site.checked_sub(MAILBOX_VALUES) {
+            None => &mut self.mailbox.values[site],
+            Some(i) => &mut self.overflow[i / 16].0[i % 16],
+        }
+    }
+
+    fn value(&self, site: usize) -> u32 {
+        match site.checked_sub(MAILBOX_VALUES) {
+            None => self.mailbox.values[site],
+            Some(i) => self.overflow[i / 16].0[i % 16],
         }
     }
 }
@@ -300,6 +371,8 @@ fn prepare_into(
         phases: lowered.phases,
         pm4_dwords: lowered.pm4_dwords,
     };
+    let ib_va = lowered.ib.map_or(0, |ib| ib.va);
+    let vas = lowered.patch_sites.iter().map(|site| site_address(ib_va, site)).collect::<Result<Vec<_>, _>>()?;
     *held = Held::default();
     Ok(PreparedPlan {
         epoch: device.epoch(),
@@ -308,7 +381,8 @@ fn prepare_into(
         kernargs,
         kernarg_vas,
         ib: lowered.ib,
-        window: HostWindow::new(lowered.patch_sites.len(), slots),
+        window: HostWindow::new(vas, slots),
+        device_side: DeviceSide { applied: 0, processed: None, queue, signal },
         patch_sites: lowered.patch_sites,
         grid_sites: lowered.grid_sites,
         signal,
@@ -579,15 +653,18 @@ impl PreparedPlan {
             return Err(ReplayError::TokenPending { pending });
         }
         self.check_live(device)?;
-        // Every value is computed and checked before anything is stored.
+        // Grid values are checked before anything is stored; the kernarg values follow.
         for site in &self.grid_sites {
             grid_work_items(site, position)?;
         }
-        let ib_va = self.ib.map_or(0, |ib| ib.va);
-        match site_values(ib_va, &self.patch_sites, position, &mut self.window.values) {
-            Ok(()) => {}
-            Err(e @ PatchError::Binding { .. }) => return Err(e.into()),
-            Err(e) => return Err(self.poison(position, e.into())),
+        for (i, site) in self.patch_sites.iter().enumerate() {
+            // A failing value leaves earlier values in the host window only: nothing reaches the
+            // device before the doorbell, and the next token rewrites every value.
+            match site_value(site, position) {
+                Ok(value) => *self.window.value_mut(i) = value,
+                Err(e @ PatchError::Binding { .. }) => return Err(e.into()),
+                Err(e) => return Err(self.poison(position, e.into())),
+            }
         }
         for i in 0..self.grid_sites.len() {
             let site = self.grid_sites[i];
@@ -601,34 +678,99 @@ impl PreparedPlan {
             }
         }
         let window = &mut self.window;
-        window.signal = 1;
-        let first = window.write_index;
+        window.mailbox.signal = 1;
+        let first = window.private.write_index;
         let slots = u64::try_from(window.ring.len()).unwrap_or(u64::MAX);
         for packet in &self.packets {
-            if window.write_index - window.applied >= slots {
+            let private = &mut window.private;
+            if private.write_index - private.acked >= slots {
                 let source = QueueError::Full {
-                    write_index: window.write_index,
-                    read_index: window.applied,
+                    write_index: private.write_index,
+                    read_index: private.acked,
                     slots: u32::try_from(window.ring.len()).unwrap_or(u32::MAX),
                 };
                 return Err(self.poison(position, ReplayError::Queue { position, source }));
             }
             // CAST: the remainder is below the ring's length.
-            let slot = usize::try_from(window.write_index % slots).unwrap_or(0);
-            window.ring[slot] = *packet;
-            window.write_index += 1;
+            let slot = usize::try_from(private.write_index % slots).unwrap_or(0);
+            window.ring[slot].0 = *packet;
+            private.write_index += 1;
         }
         // ORDERING: the doorbell is stored after every packet of the token.
-        window.doorbell = window.write_index;
+        window.mailbox.doorbell = window.private.write_index;
         self.pending = Some(position);
         self.submitted += 1;
         Ok(first)
     }
 
-    /// The device half of a token: the soft device takes the host's stores from the plan's
-    /// mapped memory (bound words, signal value, ring slots up to the doorbell), processes the
-    /// doorbell, then the host waits at most `timeout` for the completion signal to reach 0 and
-    /// checks that exactly the token's packets completed.
+    /// The rest of a token: [`PreparedPlan::process_token`] (the device side), then
+    /// [`PreparedPlan::complete_token`] (the host's wait).
+    ///
+    /// # Errors
+    /// As those two.
+    ///
+    /// # Panics
+    /// When `timeout` exceeds [`PreparedPlan::TIMEOUT_MAX`] (a programmer error).
+    pub fn finish_token(&mut self, device: &mut SimDevice, timeout: Duration) -> Result<ReplayOutcome, ReplayError> {
+        self.process_token(device)?;
+        self.complete_token(device, timeout)
+    }
+
+    /// The device side of a published token: the soft device takes the host's stores from the
+    /// plan's mapped memory (bound words, signal value, ring slots up to the doorbell) into its
+    /// memory, signal and queue, and processes the doorbell. It only reads what the host half
+    /// wrote ([`HostWindow`]) and writes [`DeviceSide`].
+    ///
+    /// # Errors
+    /// [`ReplayError::NothingPublished`] when no token is published (or it was processed
+    /// already), or a device failure (the plan is poisoned; nothing is retried).
+    pub fn process_token(&mut self, device: &mut SimDevice) -> Result<(), ReplayError> {
+        let side = &mut self.device_side;
+        if side.processed.is_some() || side.applied >= self.window.mailbox.doorbell {
+            return Err(ReplayError::NothingPublished);
+        }
+        for (i, &va) in self.window.vas.iter().enumerate() {
+            let word = self.window.value(i);
+            if let Err(source) = device.write(va, &word.to_le_bytes()) {
+                let binding = self.patch_sites[i].binding;
+                return Err(self.poison_pending(PatchError::Transfer { binding, source }.into()));
+            }
+        }
+        if let Err(e) = device.store_signal(side.signal, self.window.mailbox.signal) {
+            return Err(self.poison_pending(e.into()));
+        }
+        let slots = u64::try_from(self.window.ring.len()).unwrap_or(u64::MAX);
+        while side.applied < self.window.mailbox.doorbell {
+            // CAST: the remainder is below the ring's length.
+            let slot = usize::try_from(side.applied % slots).unwrap_or(0);
+            if let Err(source) = device.publish(side.queue, &self.window.ring[slot].0) {
+                let position = self.pending.unwrap_or(0);
+                return Err(self.poison_pending(ReplayError::Queue { position, source }));
+            }
+            side.applied += 1;
+        }
+        // ORDERING: every packet is in the device's ring before the doorbell is processed.
+        match device.submit(side.queue) {
+            Ok(completed) => {
+                side.processed = Some(completed);
+                Ok(())
+            }
+            Err(source) => {
+                let position = self.pending.unwrap_or(0);
+                Err(self.poison_pending(ReplayError::Queue { position, source }))
+            }
+        }
+    }
+
+    /// [`PreparedPlan::poison`] at the published token's position (error paths only).
+    fn poison_pending(&mut self, error: ReplayError) -> ReplayError {
+        let position = self.pending.unwrap_or(0);
+        self.poison(position, error)
+    }
+
+    /// The host's wait for a token: processes it first if [`PreparedPlan::process_token`] has
+    /// not, waits at most `timeout` for the completion signal to reach 0, then checks that
+    /// exactly the token's packets completed.
     ///
     /// # Errors
     /// [`ReplayError::NothingPublished`], or a queue fault, timeout or wrong completion count
@@ -636,47 +778,29 @@ impl PreparedPlan {
     ///
     /// # Panics
     /// When `timeout` exceeds [`PreparedPlan::TIMEOUT_MAX`] (a programmer error).
-    pub fn finish_token(&mut self, device: &mut SimDevice, timeout: Duration) -> Result<ReplayOutcome, ReplayError> {
+    pub fn complete_token(&mut self, device: &mut SimDevice, timeout: Duration) -> Result<ReplayOutcome, ReplayError> {
         assert!(timeout <= Self::TIMEOUT_MAX, "replay timeout {timeout:?} above {:?}", Self::TIMEOUT_MAX);
+        if self.device_side.processed.is_none() {
+            self.process_token(device)?;
+        }
         let position = self.pending.take().ok_or(ReplayError::NothingPublished)?;
-        for i in 0..self.window.values.len() {
-            let (va, word) = self.window.values[i];
-            if let Err(source) = device.write(va, &word.to_le_bytes()) {
-                let binding = self.patch_sites[i].binding;
-                return Err(self.poison(position, PatchError::Transfer { binding, source }.into()));
-            }
-        }
-        if let Err(e) = device.store_signal(self.signal, self.window.signal) {
-            return Err(self.poison(position, e.into()));
-        }
-        let slots = u64::try_from(self.window.ring.len()).unwrap_or(u64::MAX);
-        while self.window.applied < self.window.doorbell {
-            // CAST: the remainder is below the ring's length.
-            let slot = usize::try_from(self.window.applied % slots).unwrap_or(0);
-            if let Err(source) = device.publish(self.identity.queue, &self.window.ring[slot]) {
-                return Err(self.poison(position, ReplayError::Queue { position, source }));
-            }
-            self.window.applied += 1;
-        }
-        // ORDERING: every packet is in the device's ring before the doorbell is processed.
-        let completed = match device.submit(self.identity.queue) {
-            Ok(completed) => completed,
-            Err(source) => return Err(self.poison(position, ReplayError::Queue { position, source })),
-        };
+        let completed = self.device_side.processed.take().unwrap_or(0);
         // TIMEOUT: bounded by the caller's `timeout`, itself at most TIMEOUT_MAX.
-        let signal_value = match device.wait_signal(self.signal, SignalCondition::Eq, 0, timeout) {
+        let signal_value = match device.wait_signal(self.device_side.signal, SignalCondition::Eq, 0, timeout) {
             Ok(value) => value,
             Err(source) => return Err(self.poison(position, ReplayError::Wait { position, source })),
         };
         if completed != u64::from(self.identity.packets_per_token) {
             return Err(self.poison(position, ReplayError::Completed { position, completed }));
         }
+        self.window.private.acked = self.window.private.write_index;
         Ok(ReplayOutcome { position, packets: self.identity.packets_per_token, completed, signal_value })
     }
 
     fn poison(&mut self, position: u32, error: ReplayError) -> ReplayError {
         self.poisoned = Some(position);
         self.pending = None;
+        self.device_side.processed = None;
         error
     }
 
@@ -713,5 +837,32 @@ impl PreparedPlan {
         let ib = self.ib.map_or(Ok(()), |ib| device.free_ib(ib).map_err(ReleaseError::from));
         let kernargs = device.free(self.kernargs).map_err(ReleaseError::from);
         queue.and(signal).and(ib).and(kernargs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_window_values_go_to_the_mailbox_then_to_whole_overflow_lines() {
+        for sites in [0, 1, MAILBOX_VALUES, MAILBOX_VALUES + 1, MAILBOX_VALUES + 16, MAILBOX_VALUES + 17, 100] {
+            let vas: Vec<u64> = (0..sites).map(|i| 0x1000 + 4 * u64::try_from(i).unwrap()).collect();
+            let mut window = HostWindow::new(vas, 4);
+            assert_eq!(window.overflow.len(), sites.saturating_sub(MAILBOX_VALUES).div_ceil(16), "{sites} sites");
+            for i in 0..sites {
+                *window.value_mut(i) = u32::try_from(i).unwrap() * 7 + 1;
+            }
+            for i in 0..sites {
+                assert_eq!(window.value(i), u32::try_from(i).unwrap() * 7 + 1, "{sites} sites, site {i}");
+            }
+            let in_mailbox = sites.min(MAILBOX_VALUES);
+            for i in 0..in_mailbox {
+                assert_eq!(window.mailbox.values[i], u32::try_from(i).unwrap() * 7 + 1);
+            }
+        }
+        assert_eq!(std::mem::size_of::<Mailbox>(), 64, "the mailbox is one cache line");
+        assert_eq!(std::mem::align_of::<Slot>(), 64, "ring slots are line-aligned");
+        assert_eq!(std::mem::align_of::<DeviceSide>(), 64);
     }
 }

@@ -44,44 +44,41 @@ pub enum PatchError {
     },
 }
 
-/// The address and the little-endian word `site` gets at `position`.
-fn site_write(ib_va: u64, site: &PatchSite, position: u32) -> Result<(u64, u32), PatchError> {
-    let binding = site.binding;
-    let value = site.kind.value_at(position).map_err(|source| PatchError::Binding { binding, source })?;
+/// The byte address `site` writes to (its IB dword's address for a `DIM` site in the IB at
+/// `ib_va`); it does not depend on the position.
+///
+/// # Errors
+/// [`PatchError::IbAddress`] when the address overflows.
+pub fn site_address(ib_va: u64, site: &PatchSite) -> Result<u64, PatchError> {
     match site.target {
-        PatchTarget::KernargU32 { va } => Ok((va, value)),
-        PatchTarget::DispatchDim { ib_dword, unit } => {
-            let word = match unit {
-                DimUnit::Workgroups => value,
-                DimUnit::WorkItems { workgroup_work_items } => value
-                    .checked_mul(u32::from(workgroup_work_items))
-                    .ok_or(PatchError::DimOverflow { binding, workgroups: value, workgroup_work_items })?,
-            };
-            let va = u64::try_from(ib_dword)
-                .ok()
-                .and_then(|d| d.checked_mul(4))
-                .and_then(|off| ib_va.checked_add(off))
-                .ok_or(PatchError::IbAddress { binding, ib_dword })?;
-            Ok((va, word))
-        }
+        PatchTarget::KernargU32 { va } => Ok(va),
+        PatchTarget::DispatchDim { ib_dword, .. } => u64::try_from(ib_dword)
+            .ok()
+            .and_then(|d| d.checked_mul(4))
+            .and_then(|off| ib_va.checked_add(off))
+            .ok_or(PatchError::IbAddress { binding: site.binding, ib_dword }),
     }
 }
 
-/// Every site's (byte address, value) at `position`, into `out` (one entry per site, in order):
-/// what [`apply_patch_sites`] would write, computed without touching a device. No heap
-/// allocation.
+/// The little-endian word `site` gets at `position` (a `DIM` in the family's unit).
 ///
 /// # Errors
-/// As [`apply_patch_sites`]; `out` is then partly written.
-///
-/// # Panics
-/// When `out` is shorter than `sites` (a programmer error).
-pub fn site_values(ib_va: u64, sites: &[PatchSite], position: u32, out: &mut [(u64, u32)]) -> Result<(), PatchError> {
-    assert!(out.len() >= sites.len(), "{} value slots for {} sites", out.len(), sites.len());
-    for (site, slot) in sites.iter().zip(out.iter_mut()) {
-        *slot = site_write(ib_va, site, position)?;
+/// [`PatchError::Binding`] when the binding has no value there, [`PatchError::DimOverflow`].
+pub fn site_value(site: &PatchSite, position: u32) -> Result<u32, PatchError> {
+    let binding = site.binding;
+    let value = site.kind.value_at(position).map_err(|source| PatchError::Binding { binding, source })?;
+    match site.target {
+        PatchTarget::KernargU32 { .. } | PatchTarget::DispatchDim { unit: DimUnit::Workgroups, .. } => Ok(value),
+        PatchTarget::DispatchDim { unit: DimUnit::WorkItems { workgroup_work_items }, .. } => value
+            .checked_mul(u32::from(workgroup_work_items))
+            .ok_or(PatchError::DimOverflow { binding, workgroups: value, workgroup_work_items }),
     }
-    Ok(())
+}
+
+/// The address and the little-endian word `site` gets at `position`.
+fn site_write(ib_va: u64, site: &PatchSite, position: u32) -> Result<(u64, u32), PatchError> {
+    let value = site_value(site, position)?;
+    Ok((site_address(ib_va, site)?, value))
 }
 
 /// Writes every site's value at `position`: kernarg words into device memory, `DIM` dwords

@@ -56,6 +56,9 @@ pub enum PrepareError {
         /// Packets per token.
         packets: usize,
     },
+    /// A binding's patch site has no address.
+    #[error(transparent)]
+    Patch(#[from] PatchError),
     /// The IB's dword count does not fit a `u32`.
     #[error("IB of {dwords} dwords is too large")]
     IbTooLarge {

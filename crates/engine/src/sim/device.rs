@@ -54,12 +54,22 @@ pub struct SimDevice {
     /// GPU clock for timestamps (COPY_DATA, RELEASE_MEM): a monotonic counter.
     clock: u64,
     ib_reports: Vec<IbReport>,
+    /// What a prepared plan checks before every token, on a cache line of its own.
+    generations: Generations,
+    /// Faults armed by [`SimDevice::inject`], each fired once, oldest first.
+    injected: Vec<Injection>,
+}
+
+/// The counters a prepared plan reads in the host half of every token. They change only at a
+/// reset or a free, never while a token executes; kept on their own cache line so that the
+/// device side of a token (which writes the rest of the device) does not share a line with them.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
+struct Generations {
     /// Advanced by every [`Device::reset`]: what a prepared plan checks its allocations against.
     epoch: u64,
     /// Advanced by every successful free of a caller allocation or an IB.
     free_generation: u64,
-    /// Faults armed by [`SimDevice::inject`], each fired once, oldest first.
-    injected: Vec<Injection>,
 }
 
 /// A fault the soft device injects on purpose, once, so that failure paths of the routes can be
@@ -114,8 +124,7 @@ impl SimDevice {
             cp: CommandProcessor::new(target.family()),
             clock: 0,
             ib_reports: Vec::new(),
-            epoch: 0,
-            free_generation: 0,
+            generations: Generations::default(),
             injected: Vec::new(),
         }
     }
@@ -365,7 +374,7 @@ impl SimDevice {
     /// [`FreeError::NotLive`] when it is not a live IB allocation.
     pub fn free_ib(&mut self, ib: DeviceAllocation) -> Result<(), FreeError> {
         self.memory.free_kind(ib, RegionKind::Ib)?;
-        self.free_generation += 1;
+        self.generations.free_generation += 1;
         Ok(())
     }
 
@@ -374,7 +383,7 @@ impl SimDevice {
     /// whatever holds device addresses (a prepared plan) records the epoch it was made in.
     #[must_use]
     pub fn epoch(&self) -> u64 {
-        self.epoch
+        self.generations.epoch
     }
 
     /// A counter advanced by every successful [`Device::free`] and [`SimDevice::free_ib`]: while
@@ -382,7 +391,7 @@ impl SimDevice {
     /// still live, so a holder of device addresses re-checks them only when it moved.
     #[must_use]
     pub fn free_generation(&self) -> u64 {
-        self.free_generation
+        self.generations.free_generation
     }
 
     /// Stores `value` into a signal (`hsa_signal_store_relaxed`): a completion signal is set
@@ -428,7 +437,7 @@ impl Device for SimDevice {
 
     fn free(&mut self, allocation: DeviceAllocation) -> Result<(), FreeError> {
         self.memory.free(allocation)?;
-        self.free_generation += 1;
+        self.generations.free_generation += 1;
         Ok(())
     }
 
@@ -461,7 +470,7 @@ impl Device for SimDevice {
         self.kernarg = Self::kernarg_pool(&mut self.memory);
         self.kernarg_cursor = 0;
         self.injected.clear();
-        self.epoch += 1;
+        self.generations.epoch += 1;
     }
 
     fn create_queue(&mut self, slots: RingSize) -> Result<QueueHandle, QueueError> {
