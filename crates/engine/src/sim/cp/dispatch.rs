@@ -23,7 +23,7 @@ use crate::sim::memory::SimMemory;
 
 /// Registers a dispatch reads, and the user-data window; everything else in the SH window is
 /// refused when written.
-const MODELLED: &[&str] = &[
+const MODELLED: [&str; 8] = [
     "COMPUTE_PGM_LO",
     "COMPUTE_PGM_HI",
     "COMPUTE_PGM_RSRC1",
@@ -34,6 +34,27 @@ const MODELLED: &[&str] = &[
     "COMPUTE_NUM_THREAD_Z",
 ];
 
+/// Indices into [`MODELLED`], for [`ShRegisters::get`].
+const PGM_LO: usize = 0;
+const PGM_HI: usize = 1;
+const PGM_RSRC1: usize = 2;
+const PGM_RSRC2: usize = 3;
+const PGM_RSRC3: usize = 4;
+const NUM_THREAD: [usize; 3] = [5, 6, 7];
+
+/// What writing one SH-window dword means, decided once per register file.
+#[derive(Clone, Copy, Debug)]
+enum Class {
+    /// Not a register of the family.
+    Unknown,
+    /// Written by the queue's owner, never by an IB.
+    QueueOwned(&'static str),
+    /// A register the soft device does not model.
+    Unmodelled(&'static str),
+    /// A modelled register or a user-data register.
+    Accepted,
+}
+
 /// Number of `COMPUTE_USER_DATA_n` registers (reference §6: at most 16 user SGPRs).
 const USER_DATA_COUNT: u32 = 16;
 
@@ -43,35 +64,60 @@ pub(super) struct ShRegisters {
     family: Family,
     /// Indexed by `dword - SH_REG_BASE`; `None` = never written.
     values: Vec<Option<u32>>,
+    /// Indexed like `values`: what a write of the dword means on this family.
+    classes: Vec<Class>,
+    /// The dword of each [`MODELLED`] register on this family.
+    modelled: [u32; MODELLED.len()],
     user_data_0: u32,
 }
 
 impl ShRegisters {
     pub(super) fn new(family: Family) -> Self {
-        // CAST: the SH window is 0x400 dwords.
-        let len = usize::try_from(SH_REG_END - SH_REG_BASE).unwrap_or(0);
-        Self { family, values: vec![None; len], user_data_0: dword(family, "COMPUTE_USER_DATA_0") }
+        let user_data_0 = dword(family, "COMPUTE_USER_DATA_0");
+        let classes = (SH_REG_BASE..SH_REG_END)
+            .map(|dword| match regs::lookup(family, dword) {
+                None => Class::Unknown,
+                Some(info) => {
+                    let name = info.name;
+                    if name == "COMPUTE_TMPRING_SIZE" || name.starts_with("COMPUTE_STATIC_THREAD_MGMT_SE") {
+                        Class::QueueOwned(name)
+                    } else if (user_data_0..user_data_0 + USER_DATA_COUNT).contains(&dword) || MODELLED.contains(&name)
+                    {
+                        Class::Accepted
+                    } else {
+                        Class::Unmodelled(name)
+                    }
+                }
+            })
+            .collect::<Vec<_>>();
+        Self {
+            family,
+            values: vec![None; classes.len()],
+            classes,
+            modelled: MODELLED.map(|name| dword(family, name)),
+            user_data_0,
+        }
     }
 
     /// One `SET_SH_REG` value.
     pub(super) fn write(&mut self, dword: u32, value: u32) -> Result<(), CpFaultKind> {
         let family = self.family;
-        let info = regs::lookup(family, dword).ok_or(CpFaultKind::UnknownRegister { family, dword })?;
-        let name = info.name;
-        if name == "COMPUTE_TMPRING_SIZE" || name.starts_with("COMPUTE_STATIC_THREAD_MGMT_SE") {
-            return Err(CpFaultKind::QueueOwnedRegister { name, dword });
+        let class = dword.checked_sub(SH_REG_BASE).and_then(|i| self.classes.get(usize::try_from(i).ok()?));
+        match class.copied().unwrap_or(Class::Unknown) {
+            Class::Unknown => Err(CpFaultKind::UnknownRegister { family, dword }),
+            Class::QueueOwned(name) => Err(CpFaultKind::QueueOwnedRegister { name, dword }),
+            Class::Unmodelled(name) => Err(CpFaultKind::UnmodelledRegister { name, dword }),
+            Class::Accepted => {
+                // INVARIANT: a classified dword lies inside the window.
+                self.values[index(dword)] = Some(value);
+                Ok(())
+            }
         }
-        let user_data = dword >= self.user_data_0 && dword < self.user_data_0 + USER_DATA_COUNT;
-        if !user_data && !MODELLED.contains(&name) {
-            return Err(CpFaultKind::UnmodelledRegister { name, dword });
-        }
-        // INVARIANT: `lookup` found it in the family's SH table, inside the window.
-        self.values[index(dword)] = Some(value);
-        Ok(())
     }
 
-    fn get(&self, name: &'static str) -> Result<u32, CpFaultKind> {
-        self.values[index(dword(self.family, name))].ok_or(CpFaultKind::RegisterNotSet { name })
+    /// The value of [`MODELLED`]`[register]`.
+    fn get(&self, register: usize) -> Result<u32, CpFaultKind> {
+        self.values[index(self.modelled[register])].ok_or(CpFaultKind::RegisterNotSet { name: MODELLED[register] })
     }
 
     fn user_data(&self, n: u8) -> Result<u32, CpFaultKind> {
@@ -151,16 +197,16 @@ pub(super) fn decode(
     packet: &DispatchDirect,
 ) -> Result<DecodedDispatch, CpFaultKind> {
     let family = regs.family;
-    let (pgm_lo, pgm_hi) = (regs.get("COMPUTE_PGM_LO")?, regs.get("COMPUTE_PGM_HI")?);
+    let (pgm_lo, pgm_hi) = (regs.get(PGM_LO)?, regs.get(PGM_HI)?);
     // Reference §2 usage notes: PGM_LO = entry >> 8, PGM_HI = entry >> 40.
     let entry_va = (u64::from(pgm_hi) << 40) | (u64::from(pgm_lo) << 8);
     let slot = objects.by_entry(entry_va).ok_or(CpFaultKind::UnknownEntry { pgm_lo, pgm_hi, entry_va })?;
     let kernel = || slot.loaded.name.clone();
     let descriptor = &slot.kernel.descriptor;
     let layout = UserSgprLayout::new(descriptor, family);
-    check_equal(slot, "COMPUTE_PGM_RSRC1", regs.get("COMPUTE_PGM_RSRC1")?, descriptor.compute_pgm_rsrc1())?;
-    check_equal(slot, "COMPUTE_PGM_RSRC3", regs.get("COMPUTE_PGM_RSRC3")?, descriptor.compute_pgm_rsrc3())?;
-    let (user_sgpr, lds_size, rest) = rsrc2_fields(family, regs.get("COMPUTE_PGM_RSRC2")?);
+    check_equal(slot, "COMPUTE_PGM_RSRC1", regs.get(PGM_RSRC1)?, descriptor.compute_pgm_rsrc1())?;
+    check_equal(slot, "COMPUTE_PGM_RSRC3", regs.get(PGM_RSRC3)?, descriptor.compute_pgm_rsrc3())?;
+    let (user_sgpr, lds_size, rest) = rsrc2_fields(family, regs.get(PGM_RSRC2)?);
     let (_, _, descriptor_rest) = rsrc2_fields(family, descriptor.compute_pgm_rsrc2());
     if user_sgpr < u32::from(layout.total()) || user_sgpr != u32::from(layout.rsrc2_user_sgpr()) {
         let (descriptor, layout_total) = (layout.rsrc2_user_sgpr(), layout.total());
@@ -262,8 +308,8 @@ fn geometry(
     let mut grid = [0u32; 3];
     let mut workgroup = [0u16; 3];
     let mut fulls = [0u32; 3];
-    for (axis, name) in [(0, "COMPUTE_NUM_THREAD_X"), (1, "COMPUTE_NUM_THREAD_Y"), (2, "COMPUTE_NUM_THREAD_Z")] {
-        let word = regs.get(name)?;
+    for (axis, register) in NUM_THREAD.into_iter().enumerate() {
+        let word = regs.get(register)?;
         // PANIC: `axis` ranges over 0..3.
         let regs::NumThread { full, partial, other_bits: rest } =
             regs::num_thread_split(family, axis, word).expect("axis below 3");
