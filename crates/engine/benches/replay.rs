@@ -13,8 +13,7 @@
 //! What this cannot separate on a shared virtual machine: the longer the device side of a token
 //! takes, the colder the host's caches are when its next half starts (the soft device's CPU
 //! execution and the machine's own interrupts in between). Measured with the floor row: a device
-//! side that only waits 2.8 ms per token (the soft device's time for the 1,000-dispatch tape)
-//! doubles the floor; one that sweeps 64 MiB makes it 6× slower. The host half itself executes
+//! side that only waits 2.8 ms per token doubles the floor; one that sweeps 64 MiB makes it 6× slower. The host half itself executes
 //! the same instructions at every tape length (163 per token under callgrind, 100 and 1,000
 //! dispatches alike).
 //!
