@@ -5,9 +5,12 @@
 //! tape into a PM4 IB with those kernarg addresses ([`lower_pm4`]), checks it with [`verify`]
 //! before anything can run it, writes it into executable IB memory, creates the plan's own AQL
 //! queue and completion signal, and builds the one 64-byte [`AmdPm4IbPacket`] that calls the IB.
-//! Every [`PreparedPlan::replay`] then writes the bindings' values for the position
-//! ([`apply_patch_sites`]), resets the completion signal, publishes the constant packet, rings the
-//! doorbell once and waits with a bounded timeout.
+//! Every [`PreparedPlan::replay`] then computes the bindings' values for the position
+//! ([`site_value`]), stores them with the completion signal's reset, the constant packet and the
+//! doorbell into the plan's mapped memory (the host half, [`PreparedPlan::publish_token`]), lets
+//! the device take them and run the IB ([`PreparedPlan::process_token`]), and waits with a
+//! bounded timeout ([`PreparedPlan::complete_token`]). [`prepare_with`] makes the same plan for
+//! the per-dispatch AQL transport.
 //!
 //! # Stale plans
 //! A plan holds device addresses: its lifetime is that of the allocations it points into. The
@@ -191,7 +194,8 @@ struct HostWindow {
     private: HostPrivate,
 }
 
-/// Bound values carried in the [`Mailbox`] line itself.
+/// Bound values a plan carries on the same cache line as its doorbell and signal value; further
+/// values take one more line per 16.
 pub const MAILBOX_VALUES: usize = 12;
 
 /// The doorbell, the completion signal's value and the first bound values, as the host last
@@ -636,7 +640,7 @@ impl PreparedPlan {
 
     /// The host half of a token: checks the plan is live, computes the bindings' values for
     /// `position` and stores them, the completion signal's reset to 1, the packets and the
-    /// doorbell into the plan's mapped memory ([`HostWindow`]) — everything the host does up
+    /// doorbell into the plan's mapped memory (the host window) — everything the host does up
     /// to and including the doorbell. Returns the first packet's id. Separate from
     /// [`PreparedPlan::finish_token`] so that the host submission cost can be measured apart
     /// from the device's execution. Work: one pass over the patch sites (the bindings, not the
@@ -719,7 +723,7 @@ impl PreparedPlan {
     /// The device side of a published token: the soft device takes the host's stores from the
     /// plan's mapped memory (bound words, signal value, ring slots up to the doorbell) into its
     /// memory, signal and queue, and processes the doorbell. It only reads what the host half
-    /// wrote ([`HostWindow`]) and writes [`DeviceSide`].
+    /// wrote and writes state of its own, on cache lines apart from the host's.
     ///
     /// # Errors
     /// [`ReplayError::NothingPublished`] when no token is published (or it was processed

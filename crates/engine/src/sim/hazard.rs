@@ -93,7 +93,7 @@ pub struct Conflict {
 /// order): same allocation, overlapping ranges, at least one write. "First": the earliest
 /// dispatch that conflicts with a later one, paired with the earliest such later one.
 ///
-/// Work: a sort and a sweep over all declared ranges ([`has_conflict`]); only when a conflict
+/// Work: a sort and a sweep over all declared ranges; only when a conflict
 /// exists are the pairs searched for the first one.
 #[must_use]
 pub fn conflict_in_group(group: &[(usize, &ExecutedDispatch)]) -> Option<Conflict> {
