@@ -155,6 +155,56 @@ c_enums! {
     }
     /// Agent attributes (`hsa_agent_info_t`).
     pub struct AgentInfo(u32) = "hsa_agent_info_t" {
+        NAME = 0, "HSA_AGENT_INFO_NAME",
+            "Agent name.";
+        VENDOR_NAME = 1, "HSA_AGENT_INFO_VENDOR_NAME",
+            "Name of vendor.";
+        FEATURE = 2, "HSA_AGENT_INFO_FEATURE",
+            "Agent capability.";
+        MACHINE_MODEL = 3, "HSA_AGENT_INFO_MACHINE_MODEL",
+            "@deprecated Query HSA_ISA_INFO_MACHINE_MODELS for a given intruction set architecture supported by the agent instead.";
+        PROFILE = 4, "HSA_AGENT_INFO_PROFILE",
+            "@deprecated Query HSA_ISA_INFO_PROFILES for a given intruction set architecture supported by the agent instead.";
+        DEFAULT_FLOAT_ROUNDING_MODE = 5, "HSA_AGENT_INFO_DEFAULT_FLOAT_ROUNDING_MODE",
+            "@deprecated Query HSA_ISA_INFO_DEFAULT_FLOAT_ROUNDING_MODES for a given intruction set architecture supported by the agent instead.";
+        BASE_PROFILE_DEFAULT_FLOAT_ROUNDING_MODES = 23, "HSA_AGENT_INFO_BASE_PROFILE_DEFAULT_FLOAT_ROUNDING_MODES",
+            "@deprecated Query HSA_ISA_INFO_BASE_PROFILE_DEFAULT_FLOAT_ROUNDING_MODES for a given intruction set architecture supported by the agent instead.";
+        FAST_F16_OPERATION = 24, "HSA_AGENT_INFO_FAST_F16_OPERATION",
+            "@deprecated Query HSA_ISA_INFO_FAST_F16_OPERATION for a given intruction set architecture supported by the agent instead.";
+        WAVEFRONT_SIZE = 6, "HSA_AGENT_INFO_WAVEFRONT_SIZE",
+            "@deprecated Query HSA_WAVEFRONT_INFO_SIZE for a given wavefront and intruction set architecture supported by the agent instead.";
+        WORKGROUP_MAX_DIM = 7, "HSA_AGENT_INFO_WORKGROUP_MAX_DIM",
+            "@deprecated Query HSA_ISA_INFO_WORKGROUP_MAX_DIM for a given intruction set architecture supported by the agent instead.";
+        WORKGROUP_MAX_SIZE = 8, "HSA_AGENT_INFO_WORKGROUP_MAX_SIZE",
+            "@deprecated Query HSA_ISA_INFO_WORKGROUP_MAX_SIZE for a given intruction set architecture supported by the agent instead.";
+        GRID_MAX_DIM = 9, "HSA_AGENT_INFO_GRID_MAX_DIM",
+            "@deprecated Query HSA_ISA_INFO_GRID_MAX_DIM for a given intruction set architecture supported by the agent instead.";
+        GRID_MAX_SIZE = 10, "HSA_AGENT_INFO_GRID_MAX_SIZE",
+            "@deprecated Query HSA_ISA_INFO_GRID_MAX_SIZE for a given intruction set architecture supported by the agent instead.";
+        FBARRIER_MAX_SIZE = 11, "HSA_AGENT_INFO_FBARRIER_MAX_SIZE",
+            "@deprecated Query HSA_ISA_INFO_FBARRIER_MAX_SIZE for a given intruction set architecture supported by the agent instead.";
+        QUEUES_MAX = 12, "HSA_AGENT_INFO_QUEUES_MAX",
+            "@deprecated The maximum number of queues is not statically determined.";
+        QUEUE_MIN_SIZE = 13, "HSA_AGENT_INFO_QUEUE_MIN_SIZE",
+            "Minimum number of packets that a queue created in the agent can hold.";
+        QUEUE_MAX_SIZE = 14, "HSA_AGENT_INFO_QUEUE_MAX_SIZE",
+            "Maximum number of packets that a queue created in the agent can hold.";
+        QUEUE_TYPE = 15, "HSA_AGENT_INFO_QUEUE_TYPE",
+            "Type of a queue created in the agent.";
+        NODE = 16, "HSA_AGENT_INFO_NODE",
+            "@deprecated NUMA information is not exposed anywhere else in the API.";
+        DEVICE = 17, "HSA_AGENT_INFO_DEVICE",
+            "Type of hardware device associated with the agent.";
+        CACHE_SIZE = 18, "HSA_AGENT_INFO_CACHE_SIZE",
+            "@deprecated Query hsa_agent_iterate_caches to retrieve information about the caches present in a given agent.";
+        ISA = 19, "HSA_AGENT_INFO_ISA",
+            "@deprecated An agent may support multiple instruction set architectures.";
+        EXTENSIONS = 20, "HSA_AGENT_INFO_EXTENSIONS",
+            "Bit-mask indicating which extensions are supported by the agent.";
+        VERSION_MAJOR = 21, "HSA_AGENT_INFO_VERSION_MAJOR",
+            "Major version of the HSA runtime specification supported by the agent.";
+        VERSION_MINOR = 22, "HSA_AGENT_INFO_VERSION_MINOR",
+            "Minor version of the HSA runtime specification supported by the agent.";
     }
     /// AMD agent attributes (`hsa_amd_agent_info_t`), queried through `hsa_agent_get_info`.
     pub struct AmdAgentInfo(u32) = "hsa_amd_agent_info_t" {

@@ -13,10 +13,6 @@ use pm4_encoding::Target;
 
 use crate::device::BackendError;
 
-/// `HSA_AGENT_INFO_DEVICE` (`hsa.h`, `hsa_agent_info_t`): the agent's `hsa_device_type_t`. The
-/// hsa-sys table transcribes no `hsa_agent_info_t` enumerators yet, so the value is named here.
-pub(super) const AGENT_INFO_DEVICE: AgentInfo = AgentInfo(17);
-
 /// Agents collected at most; iteration stops (`HSA_STATUS_INFO_BREAK`) at this many.
 pub const AGENTS_MAX: usize = 64;
 /// ISAs per agent collected at most.
@@ -93,7 +89,7 @@ pub(super) fn agents(hsa: &Hsa) -> Result<Vec<(Agent, DeviceType)>, BackendError
         .into_iter()
         .map(|agent| {
             // CAST: `hsa_device_type_t` is a C enum, 4 bytes (checked by hsa-sys' layout table).
-            let device: u32 = info("hsa_agent_get_info", hsa.fns().hsa_agent_get_info, agent, AGENT_INFO_DEVICE)?;
+            let device: u32 = info("hsa_agent_get_info", hsa.fns().hsa_agent_get_info, agent, AgentInfo::DEVICE)?;
             Ok((agent, DeviceType(device)))
         })
         .collect()
