@@ -10,7 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::Duration;
 
-use engine::plan::prepare;
+use engine::plan::{Transport, prepare_with};
 use engine::sim::SimDevice;
 use tape_fixture::{Chain, TARGETS};
 
@@ -60,50 +60,35 @@ const TOKENS: u32 = 64;
 const TIMEOUT: Duration = Duration::from_millis(10);
 
 #[test]
-fn the_plans_host_half_does_not_allocate() {
+fn the_host_side_of_a_token_does_not_allocate_on_either_transport() {
     for target in TARGETS {
-        let mut device = SimDevice::new(target);
-        let chain = Chain::new(&mut device);
-        let tape = chain.tape(&device, 100);
-        let mut plan = prepare(&mut device, &tape).unwrap();
-        // Warm-up: the first token may grow the sim's report buffers.
-        for position in 0..4 {
-            plan.replay(&mut device, position, TIMEOUT).unwrap();
+        for transport in [Transport::Pm4, Transport::Aql] {
+            let mut device = SimDevice::new(target);
+            let chain = Chain::new(&mut device);
+            let tape = chain.tape(&device, 100);
+            let mut plan = prepare_with(&mut device, &tape, transport).unwrap();
+            // Warm-up: the first token may grow the sim's report buffers.
+            for position in 0..4 {
+                plan.replay(&mut device, position, TIMEOUT).unwrap();
+            }
+            let (mut host, mut device_side) = (0, 0);
+            for position in 0..TOKENS {
+                let before = allocations();
+                plan.publish_token(&mut device, position).unwrap();
+                let published = allocations();
+                plan.process_token(&mut device).unwrap();
+                let processed = allocations();
+                plan.complete_token(&mut device, TIMEOUT).unwrap();
+                host += (published - before) + (allocations() - processed);
+                device_side += processed - published;
+            }
+            assert_eq!(host, 0, "{target} {transport:?}: the host half or the wait allocated");
+            // The counter works: the sim's processing does allocate.
+            assert!(device_side > 0, "{target} {transport:?}");
+            println!(
+                "{target} {transport:?}: {TOKENS} tokens, host side 0 allocations, device side {device_side} ({} per token)",
+                device_side / u64::from(TOKENS)
+            );
         }
-        let (mut host, mut device_half) = (0, 0);
-        for position in 0..TOKENS {
-            let before = allocations();
-            plan.publish_token(&mut device, position).unwrap();
-            let published = allocations();
-            plan.finish_token(&mut device, TIMEOUT).unwrap();
-            host += published - before;
-            device_half += allocations() - published;
-        }
-        assert_eq!(host, 0, "{target}: patch + signal reset + publish allocated");
-        // The counter works: the sim's processing does allocate.
-        assert!(device_half > 0, "{target}");
-        // The device half is the sim's `submit` (packet processing, PM4 decode, hazard model, CPU
-        // kernels) plus the plan's wait and checks; report it per token.
-        println!(
-            "{target}: {TOKENS} tokens, host half 0 allocations, device half {device_half} ({} per token)",
-            device_half / u64::from(TOKENS)
-        );
     }
-}
-
-#[test]
-fn the_plans_wait_and_checks_do_not_allocate() {
-    use aql_packets::SignalCondition;
-    use engine::device::Device;
-    // The plan's part of the device half outside `submit`: the bounded wait on its signal.
-    let mut device = SimDevice::new(pm4_encoding::Target::Gfx1100);
-    let signal = device.create_signal(0).unwrap();
-    device.store_signal(signal, 1).unwrap();
-    device.store_signal(signal, 0).unwrap();
-    let before = allocations();
-    for _ in 0..TOKENS {
-        device.store_signal(signal, 0).unwrap();
-        device.wait_signal(signal, SignalCondition::Eq, 0, TIMEOUT).unwrap();
-    }
-    assert_eq!(allocations() - before, 0);
 }
