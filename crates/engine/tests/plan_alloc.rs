@@ -1,8 +1,8 @@
 //! Heap allocations of a replay in steady state, counted per thread by a wrapping global
-//! allocator. The plan's host half (liveness check, binding patch, signal reset, publish) must
-//! not allocate at all; the device half (doorbell, the soft device's packet processing and CPU
-//! kernel execution, wait) is measured and reported, and the plan's own code in it is checked
-//! apart from the sim's processing.
+//! allocator. The host's side of a token — its half (liveness check, binding values, signal
+//! reset, packet, doorbell) and its wait — must not allocate at all, on either transport; the
+//! device side (the soft device taking the stores, packet processing, PM4 decode, CPU kernel
+//! execution) is measured and reported.
 
 mod tape_fixture;
 
