@@ -403,3 +403,85 @@ fn configuration_comes_from_flags_then_environment_and_refuses_unknown_values() 
     let err = ReplayConfig::resolve(&flags, env(&[])).unwrap_err();
     assert_eq!(err.source_name, "--transport");
 }
+
+/// A step with more bound words than the plan's mailbox line holds: 40 `fill`s whose `n` each
+/// follow the position with their own addend, writing `n` floats of a 64-float row each.
+struct ManyBindings {
+    fill: Kernel,
+    surfaces: Vec<Surface>,
+}
+
+impl ManyBindings {
+    const LAUNCHES: u32 = 40;
+    const ROW: u32 = 64;
+}
+
+impl Workload for ManyBindings {
+    fn name(&self) -> &str {
+        "many-bindings"
+    }
+
+    fn step(&mut self, device: &mut dyn Device, funnel: &mut Funnel, position: u32) -> Result<(), WorkloadError> {
+        let base = self.surfaces[0].va;
+        for i in 0..Self::LAUNCHES {
+            let row = base + 4 * u64::from(i * Self::ROW);
+            // CAST: small exact values.
+            #[allow(clippy::cast_precision_loss)]
+            let value = i as f32 + 0.5;
+            // n = position + i % 7 + 1: a different addend per launch, at most ROW at max_position.
+            let args = [ArgValue::Pointer(row), ArgValue::F32(value), ArgValue::U32(position + i % 7 + 1)];
+            let uses = [Use::write(row, 4 * u64::from(Self::ROW))];
+            funnel.launch(device, &Launch::linear(&self.fill, &args, Self::ROW, 64, &uses))?;
+        }
+        Ok(())
+    }
+
+    fn surfaces(&self) -> &[Surface] {
+        &self.surfaces
+    }
+
+    fn max_position(&self) -> u32 {
+        Self::ROW - 7
+    }
+}
+
+#[test]
+fn more_bindings_than_the_mailbox_holds_replay_bit_exact_on_both_transports() {
+    let build = |device: &mut SimDevice| -> Box<dyn Workload> {
+        let bytes = kernels::artifact(&format!("{}/fill.co", device.target())).unwrap().bytes;
+        let fill = Kernel::load_all(device, bytes, &["fill"]).unwrap().remove(0);
+        let floats = u64::from(ManyBindings::LAUNCHES * ManyBindings::ROW);
+        let surfaces = vec![Surface::allocate(device, "rows", 4 * floats, GUARD_BYTES).unwrap()];
+        Box::new(ManyBindings { fill, surfaces })
+    };
+    for transport in [Transport::Pm4, Transport::Aql] {
+        let mut device = SimDevice::new(Target::Gfx1201);
+        let workload = build(&mut device);
+        let mut r = Run {
+            device,
+            funnel: Funnel::new(64),
+            workload,
+            controller: ReplayController::new(config(Backend::Auto, transport)),
+        };
+        r.controller.configure_model_default(true);
+        let routes: Vec<Route> = (0..20).map(|p| r.forward(p, true).unwrap().route).collect();
+        assert_eq!(routes[..3], [Route::Recorded; 3], "{transport:?}");
+        assert!(
+            routes[3..].iter().all(|&x| x == Route::Retained),
+            "{transport:?}: {routes:?} {:?}",
+            r.controller.state()
+        );
+        let plan = r.controller.plan().unwrap();
+        assert_eq!(plan.patch_sites().len(), 40, "one site per launch");
+        assert!(plan.patch_sites().len() > engine::plan::MAILBOX_VALUES);
+
+        let mut reference_device = SimDevice::new(Target::Gfx1201);
+        let mut reference = build(&mut reference_device);
+        let mut funnel = Funnel::new(64);
+        for p in 0..20 {
+            reference.step(&mut reference_device, &mut funnel, p).unwrap();
+        }
+        let expected = reference.surfaces()[0].snapshot(&mut reference_device).unwrap();
+        assert_eq!(r.surfaces()[0], expected, "{transport:?}");
+    }
+}
