@@ -109,6 +109,31 @@ fn program(table: &[LayoutEntry], headers: &[&str]) -> String {
     text
 }
 
+/// The structs declared with fields in `types_source` (`pub struct Name {`) that have no
+/// `struct_layout!(out; Name = ...)` there: a struct without one would be neither asserted at
+/// compile time nor cross-checked against C.
+#[must_use]
+pub fn structs_without_layout(types_source: &str) -> Vec<&str> {
+    types_source
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub struct "))
+        .filter(|rest| rest.ends_with('{'))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .filter(|name| !types_source.contains(&format!("struct_layout!(out; {name} =")))
+        .collect()
+}
+
+/// The C expressions that occur more than once in `table` (each listed once per repeat).
+#[must_use]
+pub fn repeated_expressions(table: &[LayoutEntry]) -> Vec<&'static str> {
+    table
+        .iter()
+        .enumerate()
+        .filter(|(index, entry)| table[..*index].iter().any(|other| other.c_expr == entry.c_expr))
+        .map(|(_, entry)| entry.c_expr)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +168,19 @@ mod tests {
         if let Outcome::Matched(count) = outcome {
             assert_eq!(count, table.len());
         }
+    }
+
+    #[test]
+    fn structs_without_a_layout_invocation_are_named() {
+        let source = "pub struct A {\n}\nstruct_layout!(out; A = ...);\npub struct B {\n}\npub struct C(u32);\n";
+        assert_eq!(structs_without_layout(source), vec!["B"]);
+    }
+
+    #[test]
+    fn repeated_expressions_are_named() {
+        let table =
+            [LayoutEntry::size("sizeof(a)", 4), LayoutEntry::size("sizeof(b)", 4), LayoutEntry::value("sizeof(a)", 4)];
+        assert_eq!(repeated_expressions(&table), vec!["sizeof(a)"]);
+        assert!(repeated_expressions(&table[..2]).is_empty());
     }
 }
