@@ -1,0 +1,35 @@
+//! GGUF v3 model files.
+//!
+//! - [`Gguf`] parses a file (memory-mapped with [`Gguf::open`] or in memory with
+//!   [`Gguf::parse`]) and validates all of it before handing anything out; errors name the key
+//!   or tensor and the byte offset. Metadata is typed ([`Value`]); tensors are [`TensorInfo`]s
+//!   and, for the supported types, [`TensorView`]s over their bytes.
+//! - [`quant`] holds ggml's Q4_1 and Q8_0 block formats, bit-exact with its reference code,
+//!   and [`f16`] the exact binary16 conversions they rest on.
+//! - [`GgufWriter`] writes files; [`tiny_llama`] generates a deterministic tiny model in the
+//!   shape of the SmolLM2 fixture.
+//!
+//! The crate's one `unsafe` block is the memory map in [`Gguf::open`].
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod error;
+pub mod f16;
+mod file;
+mod parse;
+pub mod quant;
+pub mod tiny;
+mod types;
+mod value;
+mod writer;
+
+pub use error::GgufError;
+pub use file::{Gguf, TensorView};
+pub use parse::{
+    ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS, MAX_TENSOR_NAME_BYTES, TensorInfo,
+};
+pub use quant::QuantError;
+pub use tiny::{TinyLlamaConfig, tiny_llama, write_tiny_llama};
+pub use types::{BlockLayout, GgmlType};
+pub use value::{Array, MixedArray, Value, ValueType};
+pub use writer::{GgufWriter, WRITE_VERSION, WriteError};
