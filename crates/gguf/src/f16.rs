@@ -1,10 +1,11 @@
 //! IEEE 754 binary16 ↔ binary32, bit-exact: subnormals, infinities and NaN payloads kept,
-//! f32 → f16 rounded to nearest, ties to even (as ggml's `GGML_FP32_TO_FP16` on hardware
+//! NaNs quieted, f32 → f16 rounded to nearest, ties to even (as ggml's `GGML_FP32_TO_FP16` on hardware
 //! with F16C, and as gguf-py's numpy `astype(float16)`).
 
 const F32_EXP_MASK: u32 = 0xff;
 const F32_MAN_BITS: u32 = 23;
 const F32_MAN_MASK: u32 = (1 << F32_MAN_BITS) - 1;
+const F32_QUIET: u32 = 1 << (F32_MAN_BITS - 1);
 const F16_MAN_BITS: u32 = 10;
 const F16_EXP_MAX: u32 = 0x1f;
 const F16_INF: u16 = 0x7c00;
@@ -27,7 +28,9 @@ pub fn f16_to_f32(h: u16) -> f32 {
             let exp = BIAS_DIFF + 1 - shift;
             sign | (exp << F32_MAN_BITS) | (man << (F32_MAN_BITS - F16_MAN_BITS))
         }
-        (F16_EXP_MAX, _) => sign | (F32_EXP_MASK << F32_MAN_BITS) | (man << (F32_MAN_BITS - F16_MAN_BITS)),
+        (F16_EXP_MAX, 0) => sign | (F32_EXP_MASK << F32_MAN_BITS),
+        // NaN comes out quiet with its payload, as F16C's `vcvtph2ps` and numpy convert it.
+        (F16_EXP_MAX, _) => sign | (F32_EXP_MASK << F32_MAN_BITS) | F32_QUIET | (man << (F32_MAN_BITS - F16_MAN_BITS)),
         _ => sign | ((exp + BIAS_DIFF) << F32_MAN_BITS) | (man << (F32_MAN_BITS - F16_MAN_BITS)),
     };
     f32::from_bits(bits)

@@ -1,0 +1,220 @@
+//! Malformed files, each built byte by byte, and the error that names what and where.
+
+use gguf::{GgmlType, Gguf, GgufError};
+
+/// A GGUF file written by hand, so that it can be wrong in any way.
+#[derive(Default)]
+struct Raw {
+    bytes: Vec<u8>,
+}
+
+impl Raw {
+    fn header(version: u32, n_tensors: u64, n_kv: u64) -> Self {
+        let mut r = Self::default();
+        r.bytes.extend_from_slice(b"GGUF");
+        r.u32(version).u64(n_tensors).u64(n_kv);
+        r
+    }
+    fn u32(&mut self, v: u32) -> &mut Self {
+        self.bytes.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn u64(&mut self, v: u64) -> &mut Self {
+        self.bytes.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn str(&mut self, s: &[u8]) -> &mut Self {
+        self.u64(u64::try_from(s.len()).unwrap());
+        self.bytes.extend_from_slice(s);
+        self
+    }
+    fn kv_u32(&mut self, key: &str, v: u32) -> &mut Self {
+        self.str(key.as_bytes()).u32(4).u32(v)
+    }
+    fn tensor(&mut self, name: &str, dims: &[u64], ty: u32, offset: u64) -> &mut Self {
+        self.str(name.as_bytes()).u32(u32::try_from(dims.len()).unwrap());
+        for &d in dims {
+            self.u64(d);
+        }
+        self.u32(ty).u64(offset)
+    }
+    /// Pads to 32 and appends `n` data bytes.
+    fn data(&mut self, n: usize) -> Vec<u8> {
+        let mut b = self.bytes.clone();
+        b.resize(b.len().next_multiple_of(32) + n, 0);
+        b
+    }
+    fn parse(&self) -> Result<Gguf, GgufError> {
+        Gguf::parse(self.bytes.clone())
+    }
+}
+
+#[test]
+fn minimal_file_parses() {
+    let mut r = Raw::header(3, 1, 1);
+    r.kv_u32("a", 7).tensor("t", &[32], 0, 0);
+    let g = Gguf::parse(r.data(128)).unwrap();
+    assert_eq!(g.u32("a").unwrap(), 7);
+    assert_eq!(g.data_offset(), 96);
+    assert_eq!(g.tensor("t").unwrap().bytes().len(), 128);
+}
+
+#[test]
+fn header_errors() {
+    assert!(matches!(Gguf::parse(b"GGU".to_vec()), Err(GgufError::Truncated { offset: 0, .. })));
+    let mut bad = Raw::header(3, 0, 0).bytes;
+    bad[0] = b'X';
+    assert!(matches!(Gguf::parse(bad), Err(GgufError::BadMagic { found }) if &found == b"XGUF"));
+    assert!(matches!(Raw::header(1, 0, 0).parse(), Err(GgufError::UnsupportedVersion { version: 1 })));
+    assert_eq!(Raw::header(2, 0, 0).parse().unwrap().version(), 2);
+}
+
+#[test]
+fn huge_counts_are_refused_before_allocating() {
+    let err = Raw::header(3, 0, u64::MAX).parse().unwrap_err();
+    assert!(matches!(err, GgufError::CountTooLarge { offset: 16, count: u64::MAX, limit: 0, .. }), "{err}");
+    let err = Raw::header(3, u64::MAX, 0).parse().unwrap_err();
+    assert!(matches!(err, GgufError::CountTooLarge { count: u64::MAX, .. }), "{err}");
+    // An array of 2^60 u64 in a 100-byte file.
+    let mut r = Raw::header(3, 0, 1);
+    r.str(b"arr").u32(9).u32(10).u64(1 << 60);
+    let err = r.parse().unwrap_err();
+    assert!(matches!(&err, GgufError::CountTooLarge { what, offset: 43, .. } if what.contains("\"arr\"")), "{err}");
+    // A string claiming 2^63 bytes.
+    let mut r = Raw::header(3, 0, 1);
+    r.str(b"s").u32(8).u64(1 << 63);
+    assert!(matches!(r.parse(), Err(GgufError::Truncated { needed, .. }) if needed == 1 << 63));
+}
+
+#[test]
+fn metadata_errors_name_the_key_and_offset() {
+    let mut r = Raw::header(3, 0, 2);
+    r.kv_u32("k", 1).kv_u32("k", 2);
+    assert!(matches!(r.parse(), Err(GgufError::DuplicateKey { key, offset: 41 }) if key == "k"));
+
+    let mut r = Raw::header(3, 0, 1);
+    r.str(b"k").u32(13).u32(0);
+    assert!(matches!(r.parse(), Err(GgufError::UnknownValueType { key, raw: 13, offset: 33 }) if key == "k"));
+
+    let mut r = Raw::header(3, 0, 1);
+    r.str(b"\xff").u32(4).u32(0);
+    assert!(matches!(r.parse(), Err(GgufError::InvalidUtf8 { offset: 32, .. })));
+
+    let mut r = Raw::header(3, 0, 1);
+    r.str(b"b").u32(7);
+    r.bytes.push(2);
+    assert!(matches!(r.parse(), Err(GgufError::InvalidBool { raw: 2, .. })));
+
+    let mut r = Raw::header(3, 0, 1);
+    // MAX_ARRAY_DEPTH arrays of one array each, the innermost holding an empty u8 array.
+    r.str(b"deep").u32(9);
+    for _ in 0..gguf::MAX_ARRAY_DEPTH {
+        r.u32(9).u64(1);
+    }
+    r.u32(0).u64(0);
+    let innermost = 24 + 8 + 4 + 4 + 12 * gguf::MAX_ARRAY_DEPTH;
+    let err = r.parse().unwrap_err();
+    assert!(
+        matches!(&err, GgufError::ArrayTooDeep { key, offset, limit: 8 } if key == "deep" && *offset == innermost),
+        "{err}"
+    );
+    // One level less parses.
+    let mut r = Raw::header(3, 0, 1);
+    r.str(b"deep").u32(9);
+    for _ in 1..gguf::MAX_ARRAY_DEPTH {
+        r.u32(9).u64(1);
+    }
+    r.u32(0).u64(0);
+    assert!(r.parse().is_ok());
+}
+
+#[test]
+fn alignment_must_be_a_power_of_two_u32() {
+    let mut r = Raw::header(3, 0, 1);
+    r.kv_u32("general.alignment", 24);
+    assert!(matches!(r.parse(), Err(GgufError::BadAlignment { found: 24 })));
+    let mut r = Raw::header(3, 0, 1);
+    r.str(b"general.alignment").u32(10).u64(32);
+    assert!(matches!(r.parse(), Err(GgufError::WrongType { expected: "u32", found, .. }) if found == "u64"));
+    let mut r = Raw::header(3, 1, 1);
+    r.kv_u32("general.alignment", 64).tensor("t", &[1], 0, 0);
+    let g = Gguf::parse({
+        let mut b = r.bytes.clone();
+        b.resize(128 + 4, 0);
+        b
+    })
+    .unwrap();
+    assert_eq!((g.alignment(), g.data_offset()), (64, 128));
+}
+
+#[test]
+fn tensor_info_errors() {
+    let mut r = Raw::header(3, 2, 0);
+    r.tensor("t", &[32], 0, 0).tensor("t", &[32], 0, 128);
+    assert!(matches!(Gguf::parse(r.data(256)), Err(GgufError::DuplicateTensor { name, offset: 57 }) if name == "t"));
+
+    let mut r = Raw::header(3, 1, 0);
+    r.tensor(&"x".repeat(64), &[1], 0, 0);
+    assert!(matches!(Gguf::parse(r.data(4)), Err(GgufError::TensorNameTooLong { len: 64, limit: 63, offset: 24 })));
+
+    let mut r = Raw::header(3, 1, 0);
+    r.tensor("t", &[1, 1, 1, 1, 1], 0, 0);
+    assert!(matches!(Gguf::parse(r.data(4)), Err(GgufError::DimCount { n_dims: 5, .. })));
+
+    let mut r = Raw::header(3, 1, 0);
+    r.tensor("t", &[4, 0], 0, 0);
+    assert!(matches!(Gguf::parse(r.data(4)), Err(GgufError::ZeroDim { axis: 1, offset: 45, .. })));
+
+    let mut r = Raw::header(3, 1, 0);
+    r.tensor("t", &[1 << 32, 1 << 32], 0, 0);
+    assert!(matches!(Gguf::parse(r.data(4)), Err(GgufError::SizeOverflow { .. })));
+
+    let mut r = Raw::header(3, 1, 0);
+    r.tensor("q", &[48, 2], 3, 0);
+    let err = Gguf::parse(r.data(1000)).unwrap_err();
+    assert!(matches!(&err, GgufError::RowNotBlockMultiple { row: 48, block: 32, ty: GgmlType::Q4_1, .. }), "{err}");
+    assert_eq!(err.to_string(), "tensor \"q\": row length 48 is not a multiple of Q4_1's block of 32");
+}
+
+#[test]
+fn tensor_data_errors() {
+    let mut r = Raw::header(3, 1, 0);
+    r.tensor("t", &[8], 0, 16);
+    assert!(matches!(Gguf::parse(r.data(64)), Err(GgufError::MisalignedTensor { offset: 16, alignment: 32, .. })));
+
+    let mut r = Raw::header(3, 1, 0);
+    r.tensor("t", &[32], 0, 0);
+    let err = Gguf::parse(r.data(127)).unwrap_err();
+    assert!(matches!(err, GgufError::TensorOutOfBounds { start: 64, end: 192, file_len: 191, .. }), "{err}");
+
+    let mut r = Raw::header(3, 2, 0);
+    r.tensor("a", &[32], 0, 0).tensor("b", &[8], 0, 96);
+    let err = Gguf::parse(r.data(256)).unwrap_err();
+    assert!(
+        matches!(&err, GgufError::TensorOverlap { first, second, offset: 96 } if first == "a" && second == "b"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unsupported_types_parse_but_refuse_data_access() {
+    let mut r = Raw::header(3, 2, 0);
+    r.tensor("q4k", &[256], 12, 0).tensor("new", &[7], 999, 160);
+    let g = Gguf::parse(r.data(200)).unwrap();
+    assert_eq!(g.tensor_info("q4k").unwrap().byte_len(), Some(144));
+    assert_eq!(g.tensor_info("new").unwrap().ty(), GgmlType::Unknown(999));
+    let err = g.tensor("q4k").unwrap_err();
+    assert_eq!(err.to_string(), "unsupported type Q4_K for tensor \"q4k\"");
+    assert!(matches!(g.tensor("new"), Err(GgufError::UnsupportedType { ty: GgmlType::Unknown(999), .. })));
+}
+
+#[test]
+fn typed_getters_name_key_and_types() {
+    let mut r = Raw::header(3, 0, 1);
+    r.str(b"toks").u32(9).u32(5).u64(2).u32(1).u32(2);
+    let g = r.parse().unwrap();
+    assert_eq!(g.i32_array("toks").unwrap(), [1, 2]);
+    let err = g.string_array("toks").unwrap_err();
+    assert_eq!(err.to_string(), "metadata key \"toks\" has type array of i32, expected array of string");
+    assert_eq!(g.str("nope").unwrap_err().to_string(), "metadata key \"nope\" is missing");
+}
