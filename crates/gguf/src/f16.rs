@@ -1,6 +1,6 @@
-//! IEEE 754 binary16 ↔ binary32, bit-exact: subnormals, infinities and NaN payloads kept,
-//! NaNs quieted, f32 → f16 rounded to nearest, ties to even (as ggml's `GGML_FP32_TO_FP16` on hardware
-//! with F16C, and as gguf-py's numpy `astype(float16)`).
+//! IEEE 754 binary16 ↔ binary32, bit-exact: subnormals and infinities kept, NaNs quieted with
+//! the top of their payload, f32 → f16 rounded to nearest, ties to even (as ggml's
+//! `GGML_FP32_TO_FP16` on hardware with F16C, and as gguf-py's numpy `astype(float16)`).
 
 const F32_EXP_MASK: u32 = 0xff;
 const F32_MAN_BITS: u32 = 23;

@@ -5,7 +5,7 @@
 //!   or tensor and the byte offset. Metadata is typed ([`Value`]); tensors are [`TensorInfo`]s
 //!   and, for the supported types, [`TensorView`]s over their bytes.
 //! - [`quant`] holds ggml's Q4_1 and Q8_0 block formats, bit-exact with its reference code,
-//!   and [`f16`] the exact binary16 conversions they rest on.
+//!   and [`f16`](mod@f16) the exact binary16 conversions they rest on.
 //! - [`GgufWriter`] writes files; [`tiny_llama`] generates a deterministic tiny model in the
 //!   shape of the SmolLM2 fixture.
 //!

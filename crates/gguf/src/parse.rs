@@ -121,7 +121,7 @@ impl<'a> Cursor<'a> {
     }
 
     fn array<const N: usize>(&mut self, what: impl FnOnce() -> String) -> Result<[u8; N], GgufError> {
-        let slice = self.take(N as u64, what)?;
+        let slice = self.take(u64::try_from(N).unwrap_or(u64::MAX), what)?;
         let mut out = [0u8; N];
         out.copy_from_slice(slice);
         Ok(out)
@@ -308,7 +308,7 @@ fn parse_tensor_infos(cur: &mut Cursor<'_>, n_tensors: u64) -> Result<Tensors, G
 fn parse_tensor_info(cur: &mut Cursor<'_>, i: u64) -> Result<TensorInfo, GgufError> {
     let info_offset = cur.pos;
     let name_len = u64::from_le_bytes(cur.array(|| format!("name length of tensor #{i}"))?);
-    if name_len > MAX_TENSOR_NAME_BYTES as u64 {
+    if usize::try_from(name_len).map_or(true, |len| len > MAX_TENSOR_NAME_BYTES) {
         return Err(GgufError::TensorNameTooLong { offset: info_offset, len: name_len, limit: MAX_TENSOR_NAME_BYTES });
     }
     cur.pos = info_offset;
@@ -383,8 +383,9 @@ fn check_tensor_data(
     spans.sort_by_key(|&(start, _, _)| start);
     for pair in spans.windows(2) {
         let [(_, first_end, first), (second_start, _, second)] = pair else { continue };
-        // A tensor of unknown size claims only its start, so it cannot be found to overlap.
-        if second_start < first_end || (second_start == &first.offset && first.byte_len.is_some()) {
+        // A tensor of unknown size claims no bytes, so only a known-size tensor around its start
+        // is found to overlap it.
+        if second_start < first_end {
             return Err(GgufError::TensorOverlap {
                 first: first.name.clone(),
                 second: second.name.clone(),

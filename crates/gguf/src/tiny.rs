@@ -310,8 +310,10 @@ fn add_matrix(
     fan_in: u64,
     rows: u64,
 ) -> Result<(), crate::WriteError> {
-    // fan_in ≤ u32::MAX·… is small here; the f32 square root of an exact small integer.
-    let scale = 1.0 / f32::from(u16::try_from(fan_in).unwrap_or(u16::MAX)).sqrt();
+    // CAST: fan_in is a u32 config width; u64 → f32 only rounds (exact below 2^24), never
+    // truncates.
+    #[allow(clippy::cast_precision_loss)]
+    let scale = 1.0 / (fan_in as f32).sqrt();
     add_weight(w, rng, name, [fan_in, rows], GgmlType::Q4_1, scale)
 }
 
