@@ -218,3 +218,13 @@ fn typed_getters_name_key_and_types() {
     assert_eq!(err.to_string(), "metadata key \"toks\" has type array of i32, expected array of string");
     assert_eq!(g.str("nope").unwrap_err().to_string(), "metadata key \"nope\" is missing");
 }
+
+#[test]
+fn open_names_the_path() {
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("does-not-exist.gguf");
+    let err = Gguf::open(&path).unwrap_err();
+    assert!(matches!(&err, GgufError::Io { path: p, .. } if p == &path), "{err}");
+    let empty = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("empty.gguf");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(matches!(Gguf::open(&empty), Err(GgufError::Truncated { offset: 0, available: 0, .. })));
+}
