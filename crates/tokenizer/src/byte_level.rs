@@ -12,11 +12,14 @@ fn is_printable(byte: u8) -> bool {
 #[derive(Debug, Clone)]
 pub(crate) struct ByteLevel {
     to_char: [char; 256],
+    /// Inverse of `to_char`, indexed by code point (all alphabet code points are below 0x144).
+    to_byte: [Option<u8>; 0x144],
 }
 
 impl ByteLevel {
     pub(crate) fn new() -> Self {
         let mut to_char = ['\0'; 256];
+        let mut to_byte = [None; 0x144];
         let mut next_shifted = 0x100u32;
         for byte in 0..=u8::MAX {
             let code = if is_printable(byte) {
@@ -28,8 +31,10 @@ impl ByteLevel {
             };
             // PANIC: codes are at most 0x100 + 68, all valid scalar values.
             to_char[usize::from(byte)] = char::from_u32(code).expect("byte-level code point is a scalar value");
+            // PANIC: code < 0x100 + 68 = 0x144, the table's length.
+            to_byte[usize::try_from(code).expect("code point fits usize")] = Some(byte);
         }
-        Self { to_char }
+        Self { to_char, to_byte }
     }
 
     /// The character that stands for `byte`.
@@ -39,15 +44,8 @@ impl ByteLevel {
 
     /// The byte a character stands for, or `None` if it is not in the alphabet.
     pub(crate) fn byte_of(&self, c: char) -> Option<u8> {
-        let code = u32::from(c);
-        if let Ok(byte) = u8::try_from(code)
-            && is_printable(byte)
-        {
-            return Some(byte);
-        }
-        // The shifted bytes are the non-printable ones in increasing order.
-        let rank = usize::try_from(code.checked_sub(0x100)?).ok()?;
-        (0..=u8::MAX).filter(|&b| !is_printable(b)).nth(rank)
+        let code = usize::try_from(u32::from(c)).ok()?;
+        self.to_byte.get(code).copied().flatten()
     }
 
     /// Decodes a byte-level token string to its bytes; `None` if a character is outside the alphabet.

@@ -112,7 +112,8 @@ fn next_len(s: &str) -> usize {
     let lead = usize::from(s.starts_with(' '));
     let rest = &s[lead..];
     if let Some(c) = rest.chars().next() {
-        for class in [is_letter as fn(char) -> bool, is_number, is_other] {
+        let classes: [fn(char) -> bool; 3] = [is_letter, is_number, is_other];
+        for class in classes {
             if class(c) {
                 return lead + run_len(rest, class);
             }

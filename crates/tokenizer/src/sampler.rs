@@ -45,6 +45,11 @@ impl Xoshiro256 {
         Self { s: [splitmix64(&mut sm), splitmix64(&mut sm), splitmix64(&mut sm), splitmix64(&mut sm)] }
     }
 
+    /// A generator in exactly `state`; `None` for the all-zero state, which xoshiro never leaves.
+    pub fn from_state(state: [u64; 4]) -> Option<Self> {
+        (state != [0; 4]).then_some(Self { s: state })
+    }
+
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         let s = &mut self.s;
@@ -177,4 +182,43 @@ fn argmax(logits: &[f32]) -> u32 {
     }
     // CAST: check_logits bounded the length by u32::MAX.
     u32::try_from(best).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix64_reference_value() {
+        // First output of splitmix64 from state 0, as published with the algorithm.
+        assert_eq!(splitmix64(&mut 0), 0xE220_A839_7B1D_CDAF);
+    }
+
+    #[test]
+    fn xoshiro_first_outputs_by_hand() {
+        let mut x = Xoshiro256::from_state([1, 2, 3, 4]).unwrap();
+        // rotl(2 * 5, 7) * 9 = 1280 * 9.
+        assert_eq!(x.next_u64(), 11_520);
+        // The second output, from the state after one step computed by the definition:
+        let (mut s0, mut s1, mut s2, mut s3) = (1u64, 2u64, 3u64, 4u64);
+        let t = s1 << 17;
+        s2 ^= s0;
+        s3 ^= s1;
+        s1 ^= s2;
+        s0 ^= s3;
+        s2 ^= t;
+        s3 = s3.rotate_left(45);
+        assert_eq!((s0, s2, s3), (7, 262_146, 6u64.rotate_left(45)));
+        assert_eq!(x.next_u64(), s1.wrapping_mul(5).rotate_left(7).wrapping_mul(9));
+        assert!(Xoshiro256::from_state([0; 4]).is_none());
+    }
+
+    #[test]
+    fn unit_interval() {
+        let mut x = Xoshiro256::new(7);
+        for _ in 0..10_000 {
+            let u = x.next_f64();
+            assert!((0.0..1.0).contains(&u));
+        }
+    }
 }

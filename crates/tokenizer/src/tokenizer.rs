@@ -57,6 +57,9 @@ pub struct Vocab {
     pub pad: Option<u32>,
 }
 
+/// `(left id, right id)` → `(rank, merged id)`.
+type MergeTable = HashMap<(u32, u32), (u32, u32)>;
+
 /// A validated byte-level BPE tokenizer.
 #[derive(Debug, Clone)]
 pub struct Tokenizer {
@@ -65,8 +68,7 @@ pub struct Tokenizer {
     /// Decoded bytes of every token (byte-level decoded for normal tokens, raw text otherwise).
     bytes: Vec<Vec<u8>>,
     ids: HashMap<String, u32>,
-    /// `(left, right)` → `(rank, merged)`.
-    merges: HashMap<(u32, u32), (u32, u32)>,
+    merges: MergeTable,
     byte_ids: [u32; 256],
     /// Tokens matched literally in text, grouped by first byte, longest first; `bool` = matched
     /// only when special parsing is on.
@@ -222,10 +224,11 @@ impl Tokenizer {
         Some(if shown { &self.bytes[index] } else { &[] })
     }
 
-    /// Encodes `text`. Bytes whose byte-level symbol is not in the vocabulary are dropped (see
-    /// [`Tokenizer::missing_bytes`]). User-defined tokens that occur literally are always emitted as their ids
+    /// Encodes `text`. User-defined tokens that occur literally are always emitted as their ids
     /// (as llama.cpp does); control and unknown tokens only when `parse_special` is set, otherwise
-    /// their text is tokenized like any other. No BOS is added.
+    /// their text is tokenized like any other. Where literal tokens overlap, the longest wins.
+    /// Bytes whose byte-level symbol is not in the vocabulary are dropped, as llama.cpp and HF
+    /// `tokenizers` do (see [`Tokenizer::missing_bytes`]). No BOS is added.
     pub fn encode(&self, text: &str, parse_special: bool) -> Vec<u32> {
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
         let mut plain_start = 0;
@@ -266,15 +269,17 @@ impl Tokenizer {
     /// Byte-pair encodes one pre-token: start from single-byte symbols and repeatedly apply the
     /// lowest-ranked merge among adjacent pairs, leftmost first on ties (HF's and llama.cpp's order).
     fn bpe(&self, piece: &str, work: &mut Work, out: &mut Vec<u32>) {
-        let Work { syms, heap } = work;
+        let Work { syms, prev, heap } = work;
         syms.clear();
+        prev.clear();
         heap.clear();
         syms.extend(piece.bytes().map(|b| Sym { id: self.byte_ids[usize::from(b)], next: 0, alive: true }));
         let n = syms.len();
         for (i, sym) in syms.iter_mut().enumerate() {
             sym.next = i + 1;
         }
-        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+        // usize::MAX (0 - 1) marks "no previous symbol", like n marks "no next".
+        prev.extend((0..n).map(|i| i.wrapping_sub(1)));
         for left in 0..n.saturating_sub(1) {
             self.push_pair(syms, heap, left, left + 1);
         }
@@ -334,10 +339,7 @@ fn id_index(id: u32) -> usize {
     usize::try_from(id).expect("vocabulary ids fit usize")
 }
 
-fn build_merges(
-    lines: &[String],
-    ids: &HashMap<String, u32>,
-) -> Result<HashMap<(u32, u32), (u32, u32)>, TokenizerError> {
+fn build_merges(lines: &[String], ids: &HashMap<String, u32>) -> Result<MergeTable, TokenizerError> {
     let mut merges = HashMap::with_capacity(lines.len());
     for (index, line) in lines.iter().enumerate() {
         let malformed = || TokenizerError::MalformedMerge { index, merge: line.clone() };
@@ -401,5 +403,6 @@ struct Pair {
 #[derive(Debug, Default)]
 struct Work {
     syms: Vec<Sym>,
+    prev: Vec<usize>,
     heap: BinaryHeap<Reverse<Pair>>,
 }
