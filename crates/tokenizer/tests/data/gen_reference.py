@@ -6,7 +6,9 @@
    (Sequence[Digits(individual_digits), ByteLevel(add_prefix_space=False, use_regex=True)]) and its
    control tokens as special added tokens, and encodes CORPUS -> smollm2_expected.json.
 2. Renders CONVERSATIONS with jinja2 from the GGUF's own chat template -> chatml_expected.json.
-3. Writes the vocabulary (tokens, types, merges, ids, pre, template) as JSON to VOCAB_JSON for the
+3. Splits CORPUS with HF's pre-tokenizers alone (gpt2: ByteLevel(use_regex); smollm: Digits +
+   ByteLevel) -> pretokenize_expected.json, pieces mapped back from byte-level form to text.
+4. Writes the vocabulary (tokens, types, merges, ids, pre, template) as JSON to VOCAB_JSON for the
    Rust test (env REDLINE_SMOLLM2_VOCAB_JSON); it is 49k tokens and is not committed.
 
 Usage: python gen_reference.py MODEL.gguf VOCAB_JSON   (needs: gguf numpy tokenizers jinja2)
@@ -110,6 +112,19 @@ CONVERSATIONS = [
 ]
 
 
+def gpt2_bytes_to_unicode():
+    """GPT-2's byte -> character table (printable Latin-1 as itself, the rest from U+0100)."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    table, shifted = {}, 0
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(0x100 + shifted)
+            shifted += 1
+    return table
+
+
 def field_str(reader, key):
     f = reader.fields[key]
     return bytes(f.parts[f.data[0]]).decode("utf-8")
@@ -172,6 +187,24 @@ def main():
         cases.append({"text": text, "parse_special": parse_special, "ids": ids})
     with open(os.path.join(here, "smollm2_expected.json"), "w", encoding="utf-8") as out:
         json.dump({"source": "HF tokenizers " + __import__("tokenizers").__version__, "cases": cases},
+                  out, ensure_ascii=False, indent=1)
+
+    byte_to_char = gpt2_bytes_to_unicode()
+    char_to_byte = {c: b for b, c in byte_to_char.items()}
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)
+    splitters = {
+        "gpt2": byte_level,
+        "smollm": pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level]),
+    }
+    splits = []
+    for text in CORPUS:
+        entry = {"text": text}
+        for name, pre in splitters.items():
+            pieces = [bytes(char_to_byte[c] for c in p).decode("utf-8") for p, _ in pre.pre_tokenize_str(text)]
+            entry[name] = pieces
+        splits.append(entry)
+    with open(os.path.join(here, "pretokenize_expected.json"), "w", encoding="utf-8") as out:
+        json.dump({"source": "HF tokenizers " + __import__("tokenizers").__version__, "cases": splits},
                   out, ensure_ascii=False, indent=1)
 
     env = jinja2.Environment()
