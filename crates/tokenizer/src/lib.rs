@@ -9,6 +9,11 @@
 //! - [`StopMatcher`]: stop tokens and stop strings over a token stream.
 //!
 //! This crate reads no files: a GGUF reader elsewhere supplies the parts.
+//!
+//! Reference data: `tests/data/gen_reference.py MODEL.gguf VOCAB.json` regenerates the expected ids
+//! (HF `tokenizers`), pre-tokenizer splits and ChatML renderings (jinja2) and writes the SmolLM2
+//! vocabulary to `VOCAB.json`; the SmolLM2 test reads it from `REDLINE_SMOLLM2_VOCAB_JSON` (without
+//! it the test does nothing, except under `CI=true`, where it fails).
 #![forbid(unsafe_code)]
 
 mod byte_level;
