@@ -1,0 +1,91 @@
+//! Chat templates. Only templates recognised exactly are rendered: a GGUF file carries a Jinja
+//! template, and rendering a different one by guess would silently change the prompt.
+
+use crate::error::ChatTemplateError;
+
+/// SmolLM2's ChatML template, as stored in `tokenizer.chat_template`.
+pub const SMOLLM2_CHATML: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// Role: `system`, `user`, `assistant`, ...
+    pub role: String,
+    /// Message text.
+    pub content: String,
+}
+
+impl Message {
+    /// A message with `role` and `content`.
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        Self { role: role.into(), content: content.into() }
+    }
+}
+
+/// A recognised chat template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChatTemplate {
+    /// ChatML (`<|im_start|>role\ncontent<|im_end|>\n`), with the system message inserted when the
+    /// conversation does not start with one.
+    ChatMl {
+        /// System prompt used when the first message is not a system message.
+        default_system: String,
+    },
+}
+
+impl ChatTemplate {
+    /// Recognises a GGUF `tokenizer.chat_template` string; anything else is an error.
+    pub fn from_gguf_template(template: &str) -> Result<Self, ChatTemplateError> {
+        if template == SMOLLM2_CHATML {
+            return Ok(Self::ChatMl {
+                default_system: "You are a helpful AI assistant named SmolLM, trained by Hugging Face".to_owned(),
+            });
+        }
+        Err(ChatTemplateError::Unrecognised { len: template.len(), prefix: template.chars().take(48).collect() })
+    }
+
+    /// Renders `messages` exactly as the Jinja template does; with `add_generation_prompt` the
+    /// text ends with the opening of an assistant turn.
+    pub fn render(&self, messages: &[Message], add_generation_prompt: bool) -> String {
+        let Self::ChatMl { default_system } = self;
+        let mut out = String::new();
+        let mut turn = |role: &str, content: &str| {
+            out.push_str("<|im_start|>");
+            out.push_str(role);
+            out.push('\n');
+            out.push_str(content);
+            out.push_str("<|im_end|>\n");
+        };
+        // The template's `loop.first` test sits inside the loop: no messages, no system prompt.
+        if messages.first().is_some_and(|m| m.role != "system") {
+            turn("system", default_system);
+        }
+        for m in messages {
+            turn(&m.role, &m.content);
+        }
+        if add_generation_prompt {
+            out.push_str("<|im_start|>assistant\n");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unrecognised_is_error() {
+        let err = ChatTemplate::from_gguf_template("{{ messages }}").unwrap_err();
+        assert!(matches!(err, ChatTemplateError::Unrecognised { len: 14, .. }));
+        let near = SMOLLM2_CHATML.replace("SmolLM", "SmolLN");
+        assert!(ChatTemplate::from_gguf_template(&near).is_err());
+    }
+
+    #[test]
+    fn empty_conversation() {
+        let t = ChatTemplate::from_gguf_template(SMOLLM2_CHATML).unwrap();
+        assert_eq!(t.render(&[], false), "");
+        assert_eq!(t.render(&[], true), "<|im_start|>assistant\n");
+    }
+}
