@@ -63,10 +63,7 @@ fn cases(kernel: &str) -> Vec<Case> {
             case(&[("pos", 3), ("heads", 4), ("head_dim", 8)], 16, 16),
             case(&[("pos", 0), ("heads", 9), ("head_dim", 64)], 200, 64),
         ],
-        "kv_store" => vec![
-            case(&[("pos", 2), ("width", 100)], 100, 64),
-            case(&[("pos", 0), ("width", 192)], 128, 32),
-        ],
+        "kv_store" => vec![case(&[("pos", 2), ("width", 100)], 100, 64), case(&[("pos", 0), ("width", 192)], 128, 32)],
         "attention" => vec![
             case(&[("n", 20), ("heads", 6), ("kv_heads", 2), ("head_dim", 16), ("scores_stride", 20)], 6 * 64, 64),
             case(&[("n", 80), ("heads", 9), ("kv_heads", 3), ("head_dim", 64), ("scores_stride", 80)], 9 * 64, 64),
