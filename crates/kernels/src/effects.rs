@@ -503,6 +503,14 @@ mod tests {
             ]
         );
         assert_eq!(FILL.effects[0].bytes.display(FILL.args).to_string(), "4 * min(n, grid_size_x)");
+        assert_eq!(
+            MATVEC_Q4_1.effects[1].bytes.display(MATVEC_Q4_1.args).to_string(),
+            "min(rows, number_of_workgroups_x) * floor(cols / 32) * 20"
+        );
+        assert_eq!(
+            ROPE_STORE.effects[0].bytes.display(ROPE_STORE.args).to_string(),
+            "(4 * pos * heads * head_dim + 8 * min(heads * floor(head_dim / 2), grid_size_x))"
+        );
     }
 
     fn kernarg_fill(out: u64, n: u32) -> [u8; 16] {
@@ -527,6 +535,24 @@ mod tests {
             resolve(&FILL, &launch),
             Ok(vec![ResolvedEffect { arg_index: 0, address: 0, bytes: 0, access: Write }])
         );
+    }
+
+    #[test]
+    fn sums_and_quotients_resolve_and_overflow() {
+        // kv_store, pos 3, width 10, grid 8: 4 * (3 * 10 + min(10, 8)) = 152 bytes of cache.
+        let mut k = [0u8; 24];
+        k[..8].copy_from_slice(&0x1000u64.to_le_bytes());
+        k[8..16].copy_from_slice(&0x2000u64.to_le_bytes());
+        k[16..20].copy_from_slice(&3u32.to_le_bytes());
+        k[20..24].copy_from_slice(&10u32.to_le_bytes());
+        let launch = Launch { kernarg: &k, grid_size: [8, 1, 1], workgroup_size: [8, 1, 1], dynamic_lds_bytes: 0 };
+        let resolved = resolve(&KV_STORE, &launch).unwrap();
+        assert_eq!((resolved[0].bytes, resolved[1].bytes), (152, 32));
+        // floor(10 / 4) = 2; a zero divisor and a sum past 2^64 do not resolve.
+        assert_eq!(Div(&Arg(3), 4).eval(KV_STORE.args, &launch), Ok(Some(2)));
+        assert_eq!(Div(&Arg(3), 0).eval(KV_STORE.args, &launch), Ok(None));
+        assert_eq!(Add(&Const(u64::MAX), &Const(1)).eval(KV_STORE.args, &launch), Ok(None));
+        assert_eq!(Add(&Const(u64::MAX - 1), &Const(1)).eval(KV_STORE.args, &launch), Ok(Some(u64::MAX)));
     }
 
     #[test]

@@ -21,6 +21,19 @@ const K: u64 = 0x50_0000;
 const V: u64 = 0x60_0000;
 const SCORES: u64 = 0x70_0000;
 
+/// A test size as a kernel's `u32` argument.
+fn u32_of(v: usize) -> u32 {
+    u32::try_from(v).unwrap()
+}
+
+/// Rounds an `f64` to the nearest `f32`.
+fn f32_of(v: f64) -> f32 {
+    // CAST: rounding to the nearest f32 is the point.
+    #[allow(clippy::cast_possible_truncation)]
+    let rounded = v as f32;
+    rounded
+}
+
 fn run(cpu: CpuReference, launch: &Launch<'_>, memory: &mut HostMemory) {
     cpu(launch, memory).unwrap_or_else(|e| panic!("{launch:?}: {e}"));
 }
@@ -79,7 +92,7 @@ fn map_bytes(memory: &mut HostMemory, base: u64, bytes: &[u8]) {
 }
 
 fn matvec_q(cpu: CpuReference, sig: &'static signature::Signature, w: &[u8], x: &[f32], rows: u32) -> Vec<u32> {
-    let cols = x.len() as u32;
+    let cols = u32_of(x.len());
     let mut memory = HostMemory::new();
     sentinel_buffer(&mut memory, OUT, rows as usize);
     map_bytes(&mut memory, W, w);
@@ -110,7 +123,7 @@ fn matvec_q4_1_matches_f64_over_model_shapes() {
     for (rows, cols) in [(7usize, 96usize), (5, 576), (3, 1536), (2, 32)] {
         let (w, values) = q4_1_matrix(&mut rng, rows, cols);
         let x = rng.f32s(cols, -2.0, 2.0);
-        let got = matvec_q(cpu::matvec_q4_1, &signature::MATVEC_Q4_1, &w, &x, rows as u32);
+        let got = matvec_q(cpu::matvec_q4_1, &signature::MATVEC_Q4_1, &w, &x, u32_of(rows));
         check_matvec(&got, &values, &x, rows);
     }
 }
@@ -121,7 +134,7 @@ fn matvec_q8_0_matches_f64_over_model_shapes() {
     for (rows, cols) in [(7usize, 96usize), (5, 576), (3, 1536), (2, 32)] {
         let (w, values) = q8_0_matrix(&mut rng, rows, cols);
         let x = rng.f32s(cols, -2.0, 2.0);
-        let got = matvec_q(cpu::matvec_q8_0, &signature::MATVEC_Q8_0, &w, &x, rows as u32);
+        let got = matvec_q(cpu::matvec_q8_0, &signature::MATVEC_Q8_0, &w, &x, u32_of(rows));
         check_matvec(&got, &values, &x, rows);
     }
 }
@@ -182,16 +195,15 @@ fn get_row_q8_0_dequantises_the_token_row_exactly() {
     let mut rng = Rng(47);
     let (rows, cols) = (5usize, 96usize);
     let (table, values) = q8_0_matrix(&mut rng, rows, cols);
-    for token in 0..rows as u32 {
-        let got = get_row(&table, token, cols as u32, rows as u32, 128);
+    for token in 0..u32_of(rows) {
+        let got = get_row(&table, token, u32_of(cols), u32_of(rows), 128);
         // q * d with an 8-bit q and an 11-bit d is exact in f32.
-        let expected: Vec<u32> =
-            values[token as usize * cols..][..cols].iter().map(|&v| (v as f32).to_bits()).collect();
+        let expected: Vec<u32> = values[token as usize * cols..][..cols].iter().map(|&v| f32_of(v).to_bits()).collect();
         assert_eq!(&got[..cols], &expected[..], "token {token}");
         assert!(got[cols..].iter().all(|&b| b == SENTINEL));
     }
     // A grid shorter than the row writes its prefix only.
-    let got = get_row(&table, 2, cols as u32, rows as u32, 40);
+    let got = get_row(&table, 2, u32_of(cols), u32_of(rows), 40);
     assert_eq!(f64::from(f32::from_bits(got[39])), values[2 * cols + 39]);
     assert!(got[40..].iter().all(|&b| b == SENTINEL));
     // The hand block as a one-row table: (j - 16) / 4.
@@ -218,8 +230,8 @@ fn rope_table(positions: usize, head_dim: usize) -> Vec<f32> {
     for pos in 0..positions {
         for i in 0..half {
             let angle = pos as f64 * 10000f64.powf(-2.0 * i as f64 / head_dim as f64);
-            table.push(angle.cos() as f32);
-            table.push(angle.sin() as f32);
+            table.push(f32_of(angle.cos()));
+            table.push(f32_of(angle.sin()));
         }
     }
     table
@@ -259,12 +271,12 @@ fn rope_rotates_adjacent_pairs_in_place() {
     let k = Kernarg::new(&signature::ROPE)
         .ptr("x", X)
         .ptr("table", W)
-        .u32("pos", pos as u32)
-        .u32("heads", heads as u32)
-        .u32("head_dim", head_dim as u32)
+        .u32("pos", u32_of(pos))
+        .u32("heads", u32_of(heads))
+        .u32("head_dim", u32_of(head_dim))
         .group_size(64)
         .bytes();
-    run(cpu::rope, &launch_1d(&k, (heads * head_dim / 2) as u32, 64), &mut memory);
+    run(cpu::rope, &launch_1d(&k, u32_of(heads * head_dim / 2), 64), &mut memory);
     let got = read_bits(&memory, X, x.len());
     check_rotation(&got, &x, &table, pos, head_dim);
     assert!(got[x.len()..].iter().all(|&b| b == SENTINEL));
@@ -305,12 +317,12 @@ fn rope_store_writes_the_rotated_row_at_pos_and_leaves_src() {
         .ptr("cache", K)
         .ptr("src", X)
         .ptr("table", W)
-        .u32("pos", pos as u32)
-        .u32("heads", heads as u32)
-        .u32("head_dim", head_dim as u32)
+        .u32("pos", u32_of(pos))
+        .u32("heads", u32_of(heads))
+        .u32("head_dim", u32_of(head_dim))
         .group_size(32)
         .bytes();
-    run(cpu::rope_store, &launch_1d(&k, (width / 2) as u32, 32), &mut memory);
+    run(cpu::rope_store, &launch_1d(&k, u32_of(width / 2), 32), &mut memory);
     let cache = read_bits(&memory, K, 8 * width);
     check_rotation(&cache[pos * width..][..width], &src, &table, pos, head_dim);
     assert!(cache[..pos * width].iter().chain(&cache[(pos + 1) * width..]).all(|&b| b == SENTINEL));
@@ -321,7 +333,7 @@ fn rope_store_writes_the_rotated_row_at_pos_and_leaves_src() {
 #[test]
 fn kv_store_copies_bits_into_row_pos() {
     let width = 192usize;
-    let src: Vec<f32> = (0..width).map(|i| f32::from_bits(0x3f80_0000 + i as u32 * 977)).collect();
+    let src: Vec<f32> = (0..width).map(|i| f32::from_bits(0x3f80_0000 + u32_of(i) * 977)).collect();
     let mut memory = HostMemory::new();
     sentinel_buffer(&mut memory, V, 4 * width);
     buffer(&mut memory, X, &src);
@@ -329,7 +341,7 @@ fn kv_store_copies_bits_into_row_pos() {
         .ptr("cache", V)
         .ptr("src", X)
         .u32("pos", 2)
-        .u32("width", width as u32)
+        .u32("width", u32_of(width))
         .group_size(64)
         .bytes();
     run(cpu::kv_store, &launch_1d(&k, 256, 64), &mut memory);
@@ -361,14 +373,14 @@ fn run_attention(c: &AttentionCase, q: &[f32], k: &[f32], v: &[f32], scale: f32)
         .ptr("k_cache", K)
         .ptr("v_cache", V)
         .ptr("scores", SCORES)
-        .u32("n", c.n as u32)
-        .u32("heads", c.heads as u32)
-        .u32("kv_heads", c.kv_heads as u32)
-        .u32("head_dim", c.head_dim as u32)
-        .u32("scores_stride", c.stride as u32)
+        .u32("n", u32_of(c.n))
+        .u32("heads", u32_of(c.heads))
+        .u32("kv_heads", u32_of(c.kv_heads))
+        .u32("head_dim", u32_of(c.head_dim))
+        .u32("scores_stride", u32_of(c.stride))
         .f32("scale", scale)
         .bytes();
-    run(cpu::attention, &launch_1d(&kernarg, (c.heads * 64) as u32, 64), &mut memory);
+    run(cpu::attention, &launch_1d(&kernarg, u32_of(c.heads * 64), 64), &mut memory);
     (read_bits(&memory, OUT, c.heads * c.head_dim), read_bits(&memory, SCORES, c.heads * c.stride))
 }
 
@@ -443,7 +455,7 @@ fn silu_mul_matches_f64() {
         .ptr("out", OUT)
         .ptr("gate", X)
         .ptr("up", K)
-        .u32("n", n as u32)
+        .u32("n", u32_of(n))
         .group_size(256)
         .bytes();
     run(cpu::silu_mul, &launch_1d(&k, 1536, 256), &mut memory);
@@ -474,7 +486,7 @@ fn rmsnorm_normalizes_one_model_row() {
         .ptr("x", X)
         .ptr("weight", K)
         .u32("rows", 1)
-        .u32("cols", cols as u32)
+        .u32("cols", u32_of(cols))
         .f32("eps", eps)
         .bytes();
     run(cpu::rmsnorm, &launch_1d(&k, 256, 256), &mut memory);
