@@ -36,7 +36,7 @@ fn every_production_code_object_loads_at_its_descriptor_addresses() {
     let mut loaded_kernels = 0;
     for target in Target::ALL {
         let artifacts = production(target);
-        assert_eq!(artifacts.len(), 8, "{target}");
+        assert_eq!(artifacts.len(), 10, "{target}");
         let mut memory = SimMemory::new();
         let mut objects = CodeObjects::new();
         for artifact in artifacts {
