@@ -12,7 +12,7 @@ use std::fmt;
 use crate::launch::{KernargError, Launch};
 use crate::signature::{self, ArgDecl, ArgKind};
 use Access::{Read, ReadWrite, Write};
-use Extent::{Arg, Const, GridSizeX, Min, Mul, WorkgroupCountX};
+use Extent::{Add, Arg, Const, Div, GridSizeX, Min, Mul, WorkgroupCountX};
 
 /// How a kernel uses a buffer: the tape's own access kind, so resolved effects go into launch
 /// records unchanged.
@@ -35,6 +35,11 @@ pub enum Extent {
     Mul(&'static Extent, &'static Extent),
     /// The smaller of the two.
     Min(&'static Extent, &'static Extent),
+    /// The sum: a range that ends past a computed offset (a cache row at `pos * width`).
+    Add(&'static Extent, &'static Extent),
+    /// The quotient rounded down by a constant: a count of 32-element blocks or of element pairs.
+    /// A divisor of 0 makes the extent unresolvable ([`ResolveError::ExtentOverflow`]).
+    Div(&'static Extent, u64),
 }
 
 /// One effect: an access to the buffer one pointer argument points at.
@@ -172,6 +177,11 @@ impl Extent {
                 (Some(v), None) | (None, Some(v)) => Some(v),
                 (None, None) => None,
             },
+            Extent::Add(a, b) => match (a.eval(args, launch)?, b.eval(args, launch)?) {
+                (Some(a), Some(b)) => a.checked_add(b),
+                _ => None,
+            },
+            Extent::Div(a, divisor) => a.eval(args, launch)?.and_then(|a| a.checked_div(divisor)),
         })
     }
 
@@ -201,6 +211,8 @@ impl fmt::Display for ExtentDisplay<'_> {
             Extent::WorkgroupCountX => f.write_str("number_of_workgroups_x"),
             Extent::Mul(a, b) => write!(f, "{} * {}", sub(a), sub(b)),
             Extent::Min(a, b) => write!(f, "min({}, {})", sub(a), sub(b)),
+            Extent::Add(a, b) => write!(f, "({} + {})", sub(a), sub(b)),
+            Extent::Div(a, d) => write!(f, "floor({} / {d})", sub(a)),
         }
     }
 }
@@ -290,18 +302,169 @@ pub static RMSNORM: EffectsDecl = EffectsDecl {
     ],
 };
 
+/// Rows a one-row-per-work-group kernel handles: `min(rows, number_of_workgroups_x)` for `rows`
+/// at argument index 3.
+const GROUP_ROWS3: Extent = Min(&Arg(3), &WorkgroupCountX);
+/// Bytes of one row of a quantised matrix of `cols` (argument 4) columns: `cols / 32` blocks of
+/// 20 (Q4_1) or 34 (Q8_0) bytes.
+const Q4_1_ROW: Extent = Mul(&Div(&Arg(4), 32), &Const(20));
+const Q8_0_ROW: Extent = Mul(&Div(&Arg(4), 32), &Const(34));
+
+/// `matvec_q4_1` (rows 3, cols 4): one row per work-group, so `4 * min(rows,
+/// number_of_workgroups_x)` bytes of `y` written, that many rows of `cols / 32` 20-byte blocks of
+/// `w` read, and `4 * cols` bytes of `x`.
+pub static MATVEC_Q4_1: EffectsDecl = EffectsDecl {
+    kernel: "matvec_q4_1",
+    args: signature::MATVEC_Q4_1.explicit_args,
+    effects: &[
+        effect(0, signature::matvec_q::Y, Write, Mul(&Const(4), &GROUP_ROWS3)),
+        effect(1, signature::matvec_q::W, Read, Mul(&GROUP_ROWS3, &Q4_1_ROW)),
+        effect(2, signature::matvec_q::X, Read, Mul(&Const(4), &Arg(4))),
+    ],
+};
+
+/// `matvec_q8_0`: as [`MATVEC_Q4_1`] with 34-byte blocks.
+pub static MATVEC_Q8_0: EffectsDecl = EffectsDecl {
+    kernel: "matvec_q8_0",
+    args: signature::MATVEC_Q8_0.explicit_args,
+    effects: &[
+        effect(0, signature::matvec_q::Y, Write, Mul(&Const(4), &GROUP_ROWS3)),
+        effect(1, signature::matvec_q::W, Read, Mul(&GROUP_ROWS3, &Q8_0_ROW)),
+        effect(2, signature::matvec_q::X, Read, Mul(&Const(4), &Arg(4))),
+    ],
+};
+
+/// `get_row_q8_0` (cols 3, rows 4): writes `out[0, 4 * min(cols, grid_size_x))`, reads the 4-byte
+/// token id and, conservatively, the whole table (the row read depends on the token id, which is
+/// data): `rows * (cols / 32) * 34` bytes.
+pub static GET_ROW_Q8_0: EffectsDecl = EffectsDecl {
+    kernel: "get_row_q8_0",
+    args: signature::GET_ROW_Q8_0.explicit_args,
+    effects: &[
+        effect(0, signature::get_row_q8_0::OUT, Write, PER_ITEM_N3),
+        effect(1, signature::get_row_q8_0::TABLE, Read, Mul(&Arg(4), &Mul(&Div(&Arg(3), 32), &Const(34)))),
+        effect(2, signature::get_row_q8_0::TOKEN, Read, Const(4)),
+    ],
+};
+
+/// Rotated pairs of `rope` (heads 3, head_dim 4) and `rope_store` (heads 4, head_dim 5):
+/// `min(heads * (head_dim / 2), grid_size_x)`.
+const ROPE_PAIRS: Extent = Min(&Mul(&Arg(3), &Div(&Arg(4), 2)), &GridSizeX);
+const ROPE_STORE_PAIRS: Extent = Min(&Mul(&Arg(4), &Div(&Arg(5), 2)), &GridSizeX);
+
+/// `rope` (pos 2, heads 3, head_dim 4): reads and writes 8 bytes of `x` per rotated pair; reads
+/// the `(cos, sin)` rows of positions `0..=pos` of `table` (conservative: only row `pos` is
+/// read, and an extent starts at the pointer).
+pub static ROPE: EffectsDecl = EffectsDecl {
+    kernel: "rope",
+    args: signature::ROPE.explicit_args,
+    effects: &[
+        effect(0, signature::rope::X, ReadWrite, Mul(&Const(8), &ROPE_PAIRS)),
+        effect(1, signature::rope::TABLE, Read, Mul(&Const(8), &Mul(&Add(&Arg(2), &Const(1)), &Div(&Arg(4), 2)))),
+    ],
+};
+
+/// `rope_store` (pos 3, heads 4, head_dim 5): writes the cache from its start to the end of the
+/// pairs written in row `pos` (conservative: rows before `pos` are untouched), reads 8 bytes of
+/// `src` per pair and the table as [`ROPE`] does.
+pub static ROPE_STORE: EffectsDecl = EffectsDecl {
+    kernel: "rope_store",
+    args: signature::ROPE_STORE.explicit_args,
+    effects: &[
+        effect(
+            0,
+            signature::rope_store::CACHE,
+            Write,
+            Add(&Mul(&Const(4), &Mul(&Arg(3), &Mul(&Arg(4), &Arg(5)))), &Mul(&Const(8), &ROPE_STORE_PAIRS)),
+        ),
+        effect(1, signature::rope_store::SRC, Read, Mul(&Const(8), &ROPE_STORE_PAIRS)),
+        effect(2, signature::rope_store::TABLE, Read, Mul(&Const(8), &Mul(&Add(&Arg(3), &Const(1)), &Div(&Arg(5), 2)))),
+    ],
+};
+
+/// `kv_store` (pos 2, width 3): writes the cache up to `4 * (pos * width + min(width,
+/// grid_size_x))` (conservative: rows before `pos` are untouched), reads `4 * min(width,
+/// grid_size_x)` bytes of `src`.
+pub static KV_STORE: EffectsDecl = EffectsDecl {
+    kernel: "kv_store",
+    args: signature::KV_STORE.explicit_args,
+    effects: &[
+        effect(
+            0,
+            signature::kv_store::CACHE,
+            Write,
+            Mul(&Const(4), &Add(&Mul(&Arg(2), &Arg(3)), &Min(&Arg(3), &GridSizeX))),
+        ),
+        effect(1, signature::kv_store::SRC, Read, PER_ITEM_N3),
+    ],
+};
+
+/// Query heads `attention` handles (heads 6): `min(heads, number_of_workgroups_x)`.
+const ATTENTION_HEADS: Extent = Min(&Arg(6), &WorkgroupCountX);
+/// Bytes of one cache tensor (n 5, kv_heads 7, head_dim 8): `4 * n * kv_heads * head_dim`.
+const ATTENTION_CACHE: Extent = Mul(&Mul(&Const(4), &Arg(5)), &Mul(&Arg(7), &Arg(8)));
+
+/// `attention` (n 5, heads 6, kv_heads 7, head_dim 8, scores_stride 9): per handled head, writes
+/// `out` and reads `q` (`4 * head_dim` bytes each) and reads and writes a `scores` row (`4 *
+/// scores_stride` bytes: conservative, only `n` are touched); reads the first `n` positions of
+/// both caches.
+pub static ATTENTION: EffectsDecl = EffectsDecl {
+    kernel: "attention",
+    args: signature::ATTENTION.explicit_args,
+    effects: &[
+        effect(0, signature::attention::OUT, Write, Mul(&Mul(&Const(4), &ATTENTION_HEADS), &Arg(8))),
+        effect(1, signature::attention::Q, Read, Mul(&Mul(&Const(4), &ATTENTION_HEADS), &Arg(8))),
+        effect(2, signature::attention::K_CACHE, Read, ATTENTION_CACHE),
+        effect(3, signature::attention::V_CACHE, Read, ATTENTION_CACHE),
+        effect(4, signature::attention::SCORES, ReadWrite, Mul(&Mul(&Const(4), &ATTENTION_HEADS), &Arg(9))),
+    ],
+};
+
+/// `silu_mul`: reads `gate` and `up`, writes `out`, `4 * min(n, grid_size_x)` bytes each.
+pub static SILU_MUL: EffectsDecl = EffectsDecl {
+    kernel: "silu_mul",
+    args: signature::SILU_MUL.explicit_args,
+    effects: &[
+        effect(0, signature::silu_mul::OUT, Write, PER_ITEM_N3),
+        effect(1, signature::silu_mul::GATE, Read, PER_ITEM_N3),
+        effect(2, signature::silu_mul::UP, Read, PER_ITEM_N3),
+    ],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const ALL: [&EffectsDecl; 9] = [&FILL, &COPY, &AXPY, &ADD, &MUL, &SCALE, &MATVEC, &BLOCK_SUM, &RMSNORM];
+    const ALL: [&EffectsDecl; 17] = [
+        &FILL,
+        &COPY,
+        &AXPY,
+        &ADD,
+        &MUL,
+        &SCALE,
+        &MATVEC,
+        &BLOCK_SUM,
+        &RMSNORM,
+        &MATVEC_Q4_1,
+        &MATVEC_Q8_0,
+        &GET_ROW_Q8_0,
+        &ROPE,
+        &ROPE_STORE,
+        &KV_STORE,
+        &ATTENTION,
+        &SILU_MUL,
+    ];
 
     fn arg_indices(e: &Extent, out: &mut Vec<usize>) {
         match *e {
             Extent::Arg(i) => out.push(i),
-            Extent::Mul(a, b) | Extent::Min(a, b) => {
+            Extent::Mul(a, b) | Extent::Min(a, b) | Extent::Add(a, b) => {
                 arg_indices(a, out);
                 arg_indices(b, out);
+            }
+            Extent::Div(a, d) => {
+                assert_ne!(d, 0, "a declared divisor is a non-zero constant");
+                arg_indices(a, out);
             }
             _ => {}
         }
@@ -340,6 +503,14 @@ mod tests {
             ]
         );
         assert_eq!(FILL.effects[0].bytes.display(FILL.args).to_string(), "4 * min(n, grid_size_x)");
+        assert_eq!(
+            MATVEC_Q4_1.effects[1].bytes.display(MATVEC_Q4_1.args).to_string(),
+            "min(rows, number_of_workgroups_x) * floor(cols / 32) * 20"
+        );
+        assert_eq!(
+            ROPE_STORE.effects[0].bytes.display(ROPE_STORE.args).to_string(),
+            "(4 * pos * heads * head_dim + 8 * min(heads * floor(head_dim / 2), grid_size_x))"
+        );
     }
 
     fn kernarg_fill(out: u64, n: u32) -> [u8; 16] {
@@ -364,6 +535,24 @@ mod tests {
             resolve(&FILL, &launch),
             Ok(vec![ResolvedEffect { arg_index: 0, address: 0, bytes: 0, access: Write }])
         );
+    }
+
+    #[test]
+    fn sums_and_quotients_resolve_and_overflow() {
+        // kv_store, pos 3, width 10, grid 8: 4 * (3 * 10 + min(10, 8)) = 152 bytes of cache.
+        let mut k = [0u8; 24];
+        k[..8].copy_from_slice(&0x1000u64.to_le_bytes());
+        k[8..16].copy_from_slice(&0x2000u64.to_le_bytes());
+        k[16..20].copy_from_slice(&3u32.to_le_bytes());
+        k[20..24].copy_from_slice(&10u32.to_le_bytes());
+        let launch = Launch { kernarg: &k, grid_size: [8, 1, 1], workgroup_size: [8, 1, 1], dynamic_lds_bytes: 0 };
+        let resolved = resolve(&KV_STORE, &launch).unwrap();
+        assert_eq!((resolved[0].bytes, resolved[1].bytes), (152, 32));
+        // floor(10 / 4) = 2; a zero divisor and a sum past 2^64 do not resolve.
+        assert_eq!(Div(&Arg(3), 4).eval(KV_STORE.args, &launch), Ok(Some(2)));
+        assert_eq!(Div(&Arg(3), 0).eval(KV_STORE.args, &launch), Ok(None));
+        assert_eq!(Add(&Const(u64::MAX), &Const(1)).eval(KV_STORE.args, &launch), Ok(None));
+        assert_eq!(Add(&Const(u64::MAX - 1), &Const(1)).eval(KV_STORE.args, &launch), Ok(Some(u64::MAX)));
     }
 
     #[test]

@@ -54,6 +54,24 @@ pub static MODULES: &[ModuleDecl] = &[
     ModuleDecl { module: "rmsnorm", kernels: &[def(&signature::RMSNORM, cpu::rmsnorm, &effects::RMSNORM)] },
     ModuleDecl { module: "matvec", kernels: &[def(&signature::MATVEC, cpu::matvec, &effects::MATVEC)] },
     ModuleDecl { module: "block_sum", kernels: &[def(&signature::BLOCK_SUM, cpu::block_sum, &effects::BLOCK_SUM)] },
+    ModuleDecl {
+        module: "quant",
+        kernels: &[
+            def(&signature::MATVEC_Q4_1, cpu::matvec_q4_1, &effects::MATVEC_Q4_1),
+            def(&signature::MATVEC_Q8_0, cpu::matvec_q8_0, &effects::MATVEC_Q8_0),
+            def(&signature::GET_ROW_Q8_0, cpu::get_row_q8_0, &effects::GET_ROW_Q8_0),
+        ],
+    },
+    ModuleDecl {
+        module: "llama",
+        kernels: &[
+            def(&signature::ROPE, cpu::rope, &effects::ROPE),
+            def(&signature::ROPE_STORE, cpu::rope_store, &effects::ROPE_STORE),
+            def(&signature::KV_STORE, cpu::kv_store, &effects::KV_STORE),
+            def(&signature::ATTENTION, cpu::attention, &effects::ATTENTION),
+            def(&signature::SILU_MUL, cpu::silu_mul, &effects::SILU_MUL),
+        ],
+    },
 ];
 
 /// Fixture code objects (`fixtures/gfxNNNN/<stem>.co`) that are a module built with other flags:

@@ -204,6 +204,130 @@ pub mod block_sum {
     pub const N: ArgDecl = ArgDecl::u32("n", 16);
 }
 
+/// `matvec_q4_1`/`matvec_q8_0(float* y, const unsigned char* w, const float* x, u32 rows, u32 cols)`
+/// (module `quant`).
+pub mod matvec_q {
+    use super::ArgDecl;
+    /// `float* y`.
+    pub const Y: ArgDecl = ArgDecl::global_buffer("y", 0);
+    /// `const unsigned char* w`: `rows` rows of `cols / 32` blocks.
+    pub const W: ArgDecl = ArgDecl::global_buffer("w", 8);
+    /// `const float* x`.
+    pub const X: ArgDecl = ArgDecl::global_buffer("x", 16);
+    /// `u32 rows`.
+    pub const ROWS: ArgDecl = ArgDecl::u32("rows", 24);
+    /// `u32 cols`: a multiple of 32.
+    pub const COLS: ArgDecl = ArgDecl::u32("cols", 28);
+    /// `QMATVEC_BLOCK` in `hip/quant.hip`: the required work-group size (one wave32 per row).
+    pub const BLOCK: u16 = 32;
+}
+
+/// `get_row_q8_0(float* out, const unsigned char* table, const u32* token, u32 cols, u32 rows)`
+/// (module `quant`).
+pub mod get_row_q8_0 {
+    use super::ArgDecl;
+    /// `float* out`.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `const unsigned char* table`: `rows` rows of `cols / 32` Q8_0 blocks.
+    pub const TABLE: ArgDecl = ArgDecl::global_buffer("table", 8);
+    /// `const u32* token`: the row to read, as data.
+    pub const TOKEN: ArgDecl = ArgDecl::global_buffer("token", 16);
+    /// `u32 cols`: a multiple of 32.
+    pub const COLS: ArgDecl = ArgDecl::u32("cols", 24);
+    /// `u32 rows`.
+    pub const ROWS: ArgDecl = ArgDecl::u32("rows", 28);
+}
+
+/// `rope(float* x, const float* table, u32 pos, u32 heads, u32 head_dim)` (module `llama`).
+pub mod rope {
+    use super::ArgDecl;
+    /// `float* x`.
+    pub const X: ArgDecl = ArgDecl::global_buffer("x", 0);
+    /// `const float* table`: `(cos, sin)` pairs, `head_dim / 2` per position.
+    pub const TABLE: ArgDecl = ArgDecl::global_buffer("table", 8);
+    /// `u32 pos`.
+    pub const POS: ArgDecl = ArgDecl::u32("pos", 16);
+    /// `u32 heads`.
+    pub const HEADS: ArgDecl = ArgDecl::u32("heads", 20);
+    /// `u32 head_dim`.
+    pub const HEAD_DIM: ArgDecl = ArgDecl::u32("head_dim", 24);
+}
+
+/// `rope_store(float* cache, const float* src, const float* table, u32 pos, u32 heads,
+/// u32 head_dim)` (module `llama`).
+pub mod rope_store {
+    use super::ArgDecl;
+    /// `float* cache`.
+    pub const CACHE: ArgDecl = ArgDecl::global_buffer("cache", 0);
+    /// `const float* src`.
+    pub const SRC: ArgDecl = ArgDecl::global_buffer("src", 8);
+    /// `const float* table`.
+    pub const TABLE: ArgDecl = ArgDecl::global_buffer("table", 16);
+    /// `u32 pos`.
+    pub const POS: ArgDecl = ArgDecl::u32("pos", 24);
+    /// `u32 heads`.
+    pub const HEADS: ArgDecl = ArgDecl::u32("heads", 28);
+    /// `u32 head_dim`.
+    pub const HEAD_DIM: ArgDecl = ArgDecl::u32("head_dim", 32);
+}
+
+/// `kv_store(float* cache, const float* src, u32 pos, u32 width)` (module `llama`).
+pub mod kv_store {
+    use super::ArgDecl;
+    /// `float* cache`.
+    pub const CACHE: ArgDecl = ArgDecl::global_buffer("cache", 0);
+    /// `const float* src`.
+    pub const SRC: ArgDecl = ArgDecl::global_buffer("src", 8);
+    /// `u32 pos`.
+    pub const POS: ArgDecl = ArgDecl::u32("pos", 16);
+    /// `u32 width`.
+    pub const WIDTH: ArgDecl = ArgDecl::u32("width", 20);
+}
+
+/// `attention(float* out, const float* q, const float* k_cache, const float* v_cache,
+/// float* scores, u32 n, u32 heads, u32 kv_heads, u32 head_dim, u32 scores_stride, float scale)`
+/// (module `llama`).
+pub mod attention {
+    use super::ArgDecl;
+    /// `float* out`.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `const float* q`.
+    pub const Q: ArgDecl = ArgDecl::global_buffer("q", 8);
+    /// `const float* k_cache`.
+    pub const K_CACHE: ArgDecl = ArgDecl::global_buffer("k_cache", 16);
+    /// `const float* v_cache`.
+    pub const V_CACHE: ArgDecl = ArgDecl::global_buffer("v_cache", 24);
+    /// `float* scores`.
+    pub const SCORES: ArgDecl = ArgDecl::global_buffer("scores", 32);
+    /// `u32 n`.
+    pub const N: ArgDecl = ArgDecl::u32("n", 40);
+    /// `u32 heads`.
+    pub const HEADS: ArgDecl = ArgDecl::u32("heads", 44);
+    /// `u32 kv_heads`.
+    pub const KV_HEADS: ArgDecl = ArgDecl::u32("kv_heads", 48);
+    /// `u32 head_dim`.
+    pub const HEAD_DIM: ArgDecl = ArgDecl::u32("head_dim", 52);
+    /// `u32 scores_stride`.
+    pub const SCORES_STRIDE: ArgDecl = ArgDecl::u32("scores_stride", 56);
+    /// `float scale`.
+    pub const SCALE: ArgDecl = ArgDecl::f32("scale", 60);
+    /// `ATTN_BLOCK` in `hip/llama.hip`: the required work-group size.
+    pub const BLOCK: u16 = 64;
+}
+
+/// `silu_mul(float* out, const float* gate, const float* up, u32 n)` (module `llama`).
+pub mod silu_mul {
+    use super::ArgDecl;
+    /// `float* out`.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `const float* gate`.
+    pub const GATE: ArgDecl = ArgDecl::global_buffer("gate", 8);
+    /// `const float* up`.
+    pub const UP: ArgDecl = ArgDecl::global_buffer("up", 16);
+    /// `u32 n`.
+    pub const N: ArgDecl = ArgDecl::u32("n", 24);
+}
+
 const fn plain(name: &'static str, explicit_args: &'static [ArgDecl], hidden_group_size_x: usize) -> Signature {
     Signature {
         name,
@@ -240,11 +364,81 @@ pub static RMSNORM: Signature = Signature {
     static_lds_bytes: 4 * 256,
 };
 
+const QMATVEC_ARGS: &[ArgDecl] = &[matvec_q::Y, matvec_q::W, matvec_q::X, matvec_q::ROWS, matvec_q::COLS];
+
+/// A kernel with a fixed work-group size and no hidden arguments (it never asks for its group
+/// size), like [`RMSNORM`].
+const fn fixed(name: &'static str, explicit_args: &'static [ArgDecl], block: u16, static_lds_bytes: u32) -> Signature {
+    Signature { name, explicit_args, hidden_group_size_x: None, max_flat_workgroup_size: block, static_lds_bytes }
+}
+
+/// `matvec_q4_1` in module `quant`: one wave32 per row, `float partial[32]` of static LDS.
+pub static MATVEC_Q4_1: Signature = fixed("matvec_q4_1", QMATVEC_ARGS, matvec_q::BLOCK, 4 * 32);
+/// `matvec_q8_0` in module `quant`: as [`MATVEC_Q4_1`].
+pub static MATVEC_Q8_0: Signature = fixed("matvec_q8_0", QMATVEC_ARGS, matvec_q::BLOCK, 4 * 32);
+/// `get_row_q8_0` in module `quant`.
+pub static GET_ROW_Q8_0: Signature = plain(
+    "get_row_q8_0",
+    &[get_row_q8_0::OUT, get_row_q8_0::TABLE, get_row_q8_0::TOKEN, get_row_q8_0::COLS, get_row_q8_0::ROWS],
+    44,
+);
+/// `rope` in module `llama`.
+pub static ROPE: Signature = plain("rope", &[rope::X, rope::TABLE, rope::POS, rope::HEADS, rope::HEAD_DIM], 44);
+/// `rope_store` in module `llama`.
+pub static ROPE_STORE: Signature = plain(
+    "rope_store",
+    &[rope_store::CACHE, rope_store::SRC, rope_store::TABLE, rope_store::POS, rope_store::HEADS, rope_store::HEAD_DIM],
+    52,
+);
+/// `kv_store` in module `llama`.
+pub static KV_STORE: Signature =
+    plain("kv_store", &[kv_store::CACHE, kv_store::SRC, kv_store::POS, kv_store::WIDTH], 36);
+/// `attention` in module `llama`: [`attention::BLOCK`] work-items per head, `float red[64]` of
+/// static LDS.
+pub static ATTENTION: Signature = fixed(
+    "attention",
+    &[
+        attention::OUT,
+        attention::Q,
+        attention::K_CACHE,
+        attention::V_CACHE,
+        attention::SCORES,
+        attention::N,
+        attention::HEADS,
+        attention::KV_HEADS,
+        attention::HEAD_DIM,
+        attention::SCORES_STRIDE,
+        attention::SCALE,
+    ],
+    attention::BLOCK,
+    4 * 64,
+);
+/// `silu_mul` in module `llama`.
+pub static SILU_MUL: Signature = plain("silu_mul", &[silu_mul::OUT, silu_mul::GATE, silu_mul::UP, silu_mul::N], 44);
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const ALL: [&Signature; 9] = [&FILL, &COPY, &AXPY, &ADD, &MUL, &SCALE, &MATVEC, &BLOCK_SUM, &RMSNORM];
+    const ALL: [&Signature; 17] = [
+        &FILL,
+        &COPY,
+        &AXPY,
+        &ADD,
+        &MUL,
+        &SCALE,
+        &MATVEC,
+        &BLOCK_SUM,
+        &RMSNORM,
+        &MATVEC_Q4_1,
+        &MATVEC_Q8_0,
+        &GET_ROW_Q8_0,
+        &ROPE,
+        &ROPE_STORE,
+        &KV_STORE,
+        &ATTENTION,
+        &SILU_MUL,
+    ];
 
     #[test]
     fn explicit_args_are_naturally_aligned_and_packed_from_zero() {

@@ -220,3 +220,118 @@ fn rmsnorm_preconditions_are_checked() {
         .bytes();
     assert_eq!(cpu::rmsnorm(&launch_1d(&k, 9 * 256, 256), &mut HostMemory::new()), Ok(()));
 }
+
+fn quant_kernarg(rows: u32, cols: u32) -> Vec<u8> {
+    Kernarg::new(&signature::MATVEC_Q4_1)
+        .ptr("y", OUT)
+        .ptr("w", IN)
+        .ptr("x", IN)
+        .u32("rows", rows)
+        .u32("cols", cols)
+        .bytes()
+}
+
+#[test]
+fn quantised_launch_preconditions_are_typed_errors_before_any_store() {
+    let mut memory = HostMemory::new();
+    sentinel_buffer(&mut memory, OUT, 4);
+    buffer(&mut memory, IN, &[1.0; 64]);
+    let k = quant_kernarg(4, 100);
+    for cpu in [cpu::matvec_q4_1, cpu::matvec_q8_0] {
+        assert_eq!(
+            cpu(&launch_1d(&k, 128, 32), &mut memory),
+            Err(KernelError::ColsNotBlockMultiple { cols: 100, block: 32 })
+        );
+        assert_eq!(
+            cpu(&launch_1d(&quant_kernarg(4, 64), 256, 64), &mut memory),
+            Err(KernelError::WorkgroupTooLarge { workgroup_size_x: 64, limit: 32 })
+        );
+        assert_eq!(
+            cpu(&launch_1d(&quant_kernarg(4, 64), 64, 16), &mut memory),
+            Err(KernelError::WorkgroupSizeRequired { workgroup_size_x: 16, required: 32 })
+        );
+        assert_eq!(
+            cpu(&launch_1d(&quant_kernarg(4, 64), 100, 32), &mut memory),
+            Err(KernelError::PartialWorkgroup { grid_size_x: 100, workgroup_size_x: 32 })
+        );
+    }
+    // A Q4_1 row of two blocks is 40 bytes and 288 bytes are mapped: 8 rows (320 bytes) fault
+    // on w, naming it, before any row is stored.
+    let err = cpu::matvec_q4_1(&launch_1d(&quant_kernarg(8, 64), 8 * 32, 32), &mut memory).unwrap_err();
+    assert!(matches!(err, KernelError::Memory { arg: "w", .. }), "{err}");
+    assert!(read_bits(&memory, OUT, 4).iter().all(|&b| b == SENTINEL), "nothing stored");
+
+    let k = Kernarg::new(&signature::GET_ROW_Q8_0)
+        .ptr("out", OUT)
+        .ptr("table", IN)
+        .ptr("token", IN)
+        .u32("cols", 33)
+        .u32("rows", 1)
+        .group_size(64)
+        .bytes();
+    assert_eq!(
+        cpu::get_row_q8_0(&launch_1d(&k, 64, 64), &mut memory),
+        Err(KernelError::ColsNotBlockMultiple { cols: 33, block: 32 })
+    );
+}
+
+fn rope_kernarg(heads: u32, head_dim: u32) -> Vec<u8> {
+    Kernarg::new(&signature::ROPE)
+        .ptr("x", OUT)
+        .ptr("table", IN)
+        .u32("pos", 0)
+        .u32("heads", heads)
+        .u32("head_dim", head_dim)
+        .group_size(64)
+        .bytes()
+}
+
+#[test]
+fn rope_and_attention_preconditions_are_typed_errors() {
+    let mut memory = HostMemory::new();
+    sentinel_buffer(&mut memory, OUT, 64);
+    buffer(&mut memory, IN, &[1.0; 64]);
+    assert_eq!(
+        cpu::rope(&launch_1d(&rope_kernarg(2, 7), 64, 64), &mut memory),
+        Err(KernelError::OddHeadDim { head_dim: 7 })
+    );
+    assert_eq!(
+        cpu::rope(&launch_1d(&rope_kernarg(1 << 16, 1 << 16), 64, 64), &mut memory),
+        Err(KernelError::HeadElementsOverflow { heads: 1 << 16, head_dim: 1 << 16 })
+    );
+
+    let attention = |n: u32, heads: u32, kv_heads: u32, stride: u32| {
+        Kernarg::new(&signature::ATTENTION)
+            .ptr("out", OUT)
+            .ptr("q", IN)
+            .ptr("k_cache", IN)
+            .ptr("v_cache", IN)
+            .ptr("scores", OUT)
+            .u32("n", n)
+            .u32("heads", heads)
+            .u32("kv_heads", kv_heads)
+            .u32("head_dim", 4)
+            .u32("scores_stride", stride)
+            .f32("scale", 0.5)
+            .bytes()
+    };
+    let run = |k: &[u8], memory: &mut HostMemory| cpu::attention(&launch_1d(k, 9 * 64, 64), memory);
+    assert_eq!(run(&attention(2, 9, 0, 4), &mut memory), Err(KernelError::KvHeadsMismatch { heads: 9, kv_heads: 0 }));
+    assert_eq!(run(&attention(2, 9, 2, 4), &mut memory), Err(KernelError::KvHeadsMismatch { heads: 9, kv_heads: 2 }));
+    assert_eq!(run(&attention(0, 9, 3, 4), &mut memory), Err(KernelError::NoPositions));
+    assert_eq!(
+        run(&attention(5, 9, 3, 4), &mut memory),
+        Err(KernelError::ScoresStrideTooSmall { n: 5, scores_stride: 4 })
+    );
+    assert_eq!(
+        run(&attention(u32::MAX, 9, 3, u32::MAX), &mut memory),
+        Err(KernelError::StridedLoopWraps { arg: "n", count: u32::MAX, limit: u32::MAX - 63 })
+    );
+    assert_eq!(
+        cpu::attention(&launch_1d(&attention(2, 9, 3, 4), 9 * 32, 32), &mut memory),
+        Err(KernelError::WorkgroupSizeRequired { workgroup_size_x: 32, required: 64 })
+    );
+    // With no head to handle (heads = 0) the shape is not checked and nothing is touched.
+    assert_eq!(run(&attention(0, 0, 0, 0), &mut memory), Ok(()));
+    assert!(read_bits(&memory, OUT, 64).iter().all(|&b| b == SENTINEL), "refused launches store nothing");
+}

@@ -1,7 +1,8 @@
 //! Declared effects contain every byte the CPU references touch, with the right access: every
 //! reference runs on [`HostMemory`] behind a recording [`DeviceMemory`], and every recorded read
 //! must lie in a declared read effect, every write in a declared write effect. For these
-//! well-formed launches the effects are also tight: every declared byte is touched.
+//! well-formed launches the effects are also tight: every declared byte is touched, except for
+//! the extents [`conservative`] names, which cover more than one launch touches by design.
 
 mod common;
 
@@ -30,7 +31,7 @@ const fn case(scalars: &'static [(&'static str, u32)], grid_size_x: u32, workgro
 
 fn cases(kernel: &str) -> Vec<Case> {
     match kernel {
-        "fill" | "copy" | "axpy" | "add" | "mul" | "scale" => vec![
+        "fill" | "copy" | "axpy" | "add" | "mul" | "scale" | "silu_mul" => vec![
             case(&[("n", 1000)], 1000, 256),
             case(&[("n", 1000)], 600, 64),
             case(&[("n", 5)], 1024, 1024),
@@ -48,7 +49,46 @@ fn cases(kernel: &str) -> Vec<Case> {
             case(&[("rows", 2), ("cols", 10)], 1024, 256),
             Case { aliased: true, ..case(&[("rows", 4), ("cols", 70)], 1024, 256) },
         ],
+        "matvec_q4_1" | "matvec_q8_0" => vec![
+            case(&[("rows", 40), ("cols", 96)], 40 * 32, 32),
+            case(&[("rows", 40), ("cols", 1056)], 20 * 32, 32),
+            Case { aliased: true, ..case(&[("rows", 4), ("cols", 64)], 128, 32) },
+        ],
+        "get_row_q8_0" => vec![
+            case(&[("cols", 64), ("rows", 3)], 64, 32),
+            case(&[("cols", 96), ("rows", 5)], 40, 16),
+            Case { aliased: true, ..case(&[("cols", 32), ("rows", 1)], 32, 32) },
+        ],
+        "rope" | "rope_store" => vec![
+            case(&[("pos", 3), ("heads", 4), ("head_dim", 8)], 16, 16),
+            case(&[("pos", 0), ("heads", 9), ("head_dim", 64)], 200, 64),
+        ],
+        "kv_store" => vec![case(&[("pos", 2), ("width", 100)], 100, 64), case(&[("pos", 0), ("width", 192)], 128, 32)],
+        "attention" => vec![
+            case(&[("n", 20), ("heads", 6), ("kv_heads", 2), ("head_dim", 16), ("scores_stride", 20)], 6 * 64, 64),
+            case(&[("n", 80), ("heads", 9), ("kv_heads", 3), ("head_dim", 64), ("scores_stride", 80)], 9 * 64, 64),
+            Case {
+                aliased: true,
+                ..case(&[("n", 3), ("heads", 2), ("kv_heads", 1), ("head_dim", 8), ("scores_stride", 4)], 128, 64)
+            },
+        ],
         other => panic!("no effect cases for {other}: add some"),
+    }
+}
+
+/// Extents declared larger than one launch touches, with the reason; their bytes need not all be
+/// touched. `(kernel, argument, accesses)`.
+fn conservative(kernel: &str, arg: &str, reads: bool) -> bool {
+    match (kernel, arg) {
+        // The row read depends on the token id, which is data: the whole table is declared.
+        ("get_row_q8_0", "table") => true,
+        // Extents start at the pointer: rows before `pos` of the table and of the caches are
+        // declared but untouched.
+        ("rope" | "rope_store", "table") | ("rope_store" | "kv_store", "cache") => true,
+        // Scores are re-read only by the work-group that wrote them (the reference keeps them on
+        // the host); rows are declared to scores_stride.
+        ("attention", "scores") => reads,
+        _ => false,
     }
 }
 
@@ -102,10 +142,11 @@ fn run_case(kernel: &KernelDef, case: &Case) {
     assert!(!recorder.writes.is_empty(), "{what}: the case must store something");
     check_within(&resolved, &recorder).unwrap_or_else(|e| panic!("{what}: {e}"));
     for effect in &resolved {
-        if effect.access.reads() {
+        let name = sig.explicit_args[effect.arg_index].name;
+        if effect.access.reads() && !conservative(sig.name, name, true) {
             assert_tight(effect, &recorder.reads.borrow(), &format!("{what} reads"));
         }
-        if effect.access.writes() {
+        if effect.access.writes() && !conservative(sig.name, name, false) {
             assert_tight(effect, &recorder.writes, &format!("{what} writes"));
         }
     }
@@ -120,7 +161,9 @@ fn recorded_accesses_lie_in_declared_effects() {
             runs += 1;
         }
     }
-    assert_eq!(runs, 6 * 4 + 3 + 3 + 4);
+    // Element-wise (7 kernels x 4), matvec, block_sum, rmsnorm, the quantised matvecs (2 x 3),
+    // get_row_q8_0, rope and rope_store (2 x 2), kv_store, attention.
+    assert_eq!(runs, 7 * 4 + 3 + 3 + 4 + 2 * 3 + 3 + 2 * 2 + 2 + 3);
 }
 
 #[test]

@@ -32,6 +32,9 @@ const POINTERS: [u64; 12] = [
     u64::MAX - 3,
 ];
 
+const ROUND_GRID: u16 = 1 << 14;
+const SET_GROUP_SIZE: u16 = 1 << 15;
+
 fn kernels() -> Vec<&'static KernelDef> {
     MODULES.iter().flat_map(|m| m.kernels).collect()
 }
@@ -43,10 +46,10 @@ struct Case {
     grid_size: [u32; 3],
     workgroup_size: [u16; 3],
     dynamic_lds_bytes: u32,
-    /// Bit i set: explicit argument i is replaced by a plausible value (a pointer from
-    /// [`POINTERS`], a small count); bit 6: the grid is rounded down to whole work-groups;
-    /// bit 7: `hidden_group_size_x` is set to the dispatch's.
-    patch_mask: u8,
+    /// Bit i < 12 set: explicit argument i is replaced by a plausible value (a pointer from
+    /// [`POINTERS`], a small count); [`ROUND_GRID`]: the grid is rounded down to whole
+    /// work-groups; [`SET_GROUP_SIZE`]: `hidden_group_size_x` is set to the dispatch's.
+    patch_mask: u16,
     patch_seed: u64,
 }
 
@@ -72,7 +75,7 @@ fn case() -> impl Strategy<Value = Case> {
         (grid_x, mostly_one_u32(), mostly_one_u32()),
         (wg_x, mostly_one_u16(), mostly_one_u16()),
         lds,
-        prop_oneof![Just(0xffu8), any::<u8>()],
+        prop_oneof![Just(0xffffu16), any::<u16>()],
         any::<u64>(),
     )
         .prop_map(|(kernel, kernarg, (gx, gy, gz), (wx, wy, wz), dynamic_lds_bytes, patch_mask, patch_seed)| {
@@ -93,12 +96,13 @@ fn patched_kernarg(kernel: &KernelDef, case: &Case) -> Vec<u8> {
     let sig = kernel.signature;
     let mut kernarg = case.kernarg.clone();
     let mut seed = case.patch_seed;
-    if case.patch_mask & 0x80 != 0 {
+    if case.patch_mask & SET_GROUP_SIZE != 0 {
         kernarg.resize(kernarg.len().max(segment_len(sig)), 0);
         if let Some(offset) = sig.hidden_group_size_x {
             kernarg[offset..offset + 2].copy_from_slice(&case.workgroup_size[0].to_le_bytes());
         }
     }
+    assert!(sig.explicit_args.len() <= 12, "{}: widen the patch mask", sig.name);
     for (i, arg) in sig.explicit_args.iter().enumerate() {
         if case.patch_mask & (1 << i) == 0 || arg.offset + arg.size > kernarg.len() {
             continue;
@@ -126,7 +130,7 @@ proptest! {
         let kernarg = patched_kernarg(kernel, &case);
         let mut grid_size = case.grid_size;
         let workgroup_x = u32::from(case.workgroup_size[0]);
-        if case.patch_mask & 0x40 != 0 && workgroup_x != 0 {
+        if case.patch_mask & ROUND_GRID != 0 && workgroup_x != 0 {
             grid_size[0] = (grid_size[0] - grid_size[0] % workgroup_x).max(workgroup_x);
         }
         let launch = Launch {

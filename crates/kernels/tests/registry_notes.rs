@@ -14,8 +14,8 @@ use kernels::signature::ArgKind;
 
 const READELF: &str = "llvm-readelf-19";
 
-/// Module code objects (5 targets x 8 modules) plus the 5 wave64 `axpy` fixtures.
-const REGISTERED_ARTIFACTS: usize = 5 * 8 + 5;
+/// Module code objects (5 targets x 10 modules) plus the 5 wave64 `axpy` fixtures.
+const REGISTERED_ARTIFACTS: usize = 5 * 10 + 5;
 
 #[derive(Debug, Default)]
 struct NoteArg {
@@ -198,8 +198,8 @@ fn registry_entries_agree_with_the_code_object_notes() {
 #[test]
 fn builtin_registry_covers_every_module_code_object_and_nothing_else() {
     let registry = Registry::builtin();
-    // 5 targets x 9 kernels, plus the 5 wave64 axpy fixtures.
-    assert_eq!(registry.len(), 5 * 9 + 5);
+    // 5 targets x 17 kernels, plus the 5 wave64 axpy fixtures.
+    assert_eq!(registry.len(), 5 * 17 + 5);
     for artifact in kernels::artifacts() {
         let module = registry::module_of(artifact.path);
         let registered: Vec<_> = registry.entries().filter(|e| e.path == artifact.path).map(|e| e.name).collect();
@@ -237,6 +237,13 @@ fn lookups_are_by_digest_and_name() {
     let wave64 = registry.get_hex(sha("fixtures/gfx1030/axpy-wave64.co"), "axpy").unwrap();
     assert_eq!(wave64.module, "axpy");
     assert!(same_fn(wave64.cpu, cpu::axpy));
+
+    let quant = registry::parse_sha256_hex(sha("gfx1030/quant.co")).unwrap();
+    assert!(same_fn(registry.get(&quant, "matvec_q4_1").unwrap().cpu, cpu::matvec_q4_1));
+    assert!(same_fn(registry.get(&quant, "get_row_q8_0").unwrap().cpu, cpu::get_row_q8_0));
+    let attention = registry.get_hex(sha("gfx1200/llama.co"), "attention").unwrap();
+    assert_eq!((attention.module, attention.effects.kernel), ("llama", "attention"));
+    assert!(same_fn(attention.cpu, cpu::attention));
 
     // Upper-case hex finds the same entry.
     assert!(registry.get_hex(&sha("gfx1151/rmsnorm.co").to_uppercase(), "rmsnorm").is_some());

@@ -10,17 +10,17 @@ use crate::memory::DeviceMemory;
 use crate::signature::{self, ArgDecl, Signature};
 
 /// The arguments and operation of one element-wise kernel.
-struct Map<'s, const I: usize> {
-    sig: &'s Signature,
-    out: ArgDecl,
-    inputs: [ArgDecl; I],
-    n: ArgDecl,
+pub(super) struct Map<'s, const I: usize> {
+    pub(super) sig: &'s Signature,
+    pub(super) out: ArgDecl,
+    pub(super) inputs: [ArgDecl; I],
+    pub(super) n: ArgDecl,
 }
 
 impl<const I: usize> Map<'_, I> {
     /// `out[i] = op(inputs[..][i])` for every `i < min(n, grid_size_x)`, work-group by
     /// work-group, loads before stores. Values are raw `f32` bits.
-    fn run(
+    pub(super) fn run(
         &self,
         launch: &Launch<'_>,
         memory: &mut dyn DeviceMemory,

@@ -31,11 +31,17 @@
 //! GPU's 4-byte accesses would each have landed in one of them.
 
 mod elementwise;
+mod exp;
+mod llama;
 mod matvec;
+mod quant;
 mod reduce;
 
 pub use elementwise::{add, axpy, copy, fill, mul, scale};
+pub use exp::expf;
+pub use llama::{attention, kv_store, rope, rope_store, silu_mul};
 pub use matvec::matvec;
+pub use quant::{Q4_1_BLOCK_BYTES, Q8_0_BLOCK_BYTES, QK, f16_to_f32, get_row_q8_0, matvec_q4_1, matvec_q8_0};
 pub use reduce::{block_sum, rmsnorm};
 
 use crate::launch::{self, KernargError, Launch};
@@ -48,6 +54,10 @@ pub type CpuReference = fn(&Launch<'_>, &mut dyn DeviceMemory) -> Result<(), Ker
 /// Elements read per access when a reference reads a row of unbounded length, so that host
 /// memory grows only as far as device memory is actually mapped.
 pub const READ_CHUNK_ELEMENTS: usize = 16 * 1024;
+
+/// Bytes read per access when a reference streams quantised blocks, so that host memory grows
+/// only as far as device memory is actually mapped.
+pub const READ_CHUNK_BYTES: usize = 64 * 1024;
 
 /// Why a CPU reference did not complete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -144,6 +154,67 @@ pub enum KernelError {
         cols: u32,
         /// The largest column count that does not wrap.
         limit: u32,
+    },
+    /// A strided 32-bit loop over the count in argument `arg` would wrap and never end.
+    #[error("{arg} = {count} exceeds the {limit} a strided 32-bit loop can count")]
+    StridedLoopWraps {
+        /// The argument holding the count.
+        arg: &'static str,
+        /// Its value.
+        count: u32,
+        /// The largest count that does not wrap.
+        limit: u32,
+    },
+    /// A quantised row's column count is not a whole number of blocks.
+    #[error("cols = {cols} is not a multiple of the {block}-element quantisation block")]
+    ColsNotBlockMultiple {
+        /// The column count.
+        cols: u32,
+        /// Elements per block.
+        block: u32,
+    },
+    /// Rotary embedding rotates pairs: the head size must be even.
+    #[error("head_dim = {head_dim} is odd; rope rotates pairs of elements")]
+    OddHeadDim {
+        /// The head size.
+        head_dim: u32,
+    },
+    /// `heads * head_dim` does not fit the kernel's 32-bit element count.
+    #[error("heads = {heads} times head_dim = {head_dim} exceeds the 32-bit element count")]
+    HeadElementsOverflow {
+        /// Heads.
+        heads: u32,
+        /// Elements per head.
+        head_dim: u32,
+    },
+    /// Grouped-query attention needs `kv_heads` to be non-zero and to divide `heads`.
+    #[error("heads = {heads} is not a multiple of kv_heads = {kv_heads} (kv_heads must be non-zero)")]
+    KvHeadsMismatch {
+        /// Query heads.
+        heads: u32,
+        /// Key/value heads.
+        kv_heads: u32,
+    },
+    /// Attention over no positions would divide 0 by 0.
+    #[error("attention over n = 0 cached positions")]
+    NoPositions,
+    /// The scores scratch rows are shorter than the positions attended over.
+    #[error("n = {n} positions do not fit scores rows of scores_stride = {scores_stride}")]
+    ScoresStrideTooSmall {
+        /// Positions attended over.
+        n: u32,
+        /// Floats per scores row.
+        scores_stride: u32,
+    },
+    /// Byte `offset` of argument `arg` has no 64-bit address.
+    #[error("argument {arg}: byte {offset} past base {base:#x} lies beyond the end of the address space")]
+    ByteAddressOverflow {
+        /// The pointer argument.
+        arg: &'static str,
+        /// Its value.
+        base: u64,
+        /// The byte offset.
+        offset: u64,
     },
 }
 
@@ -260,6 +331,21 @@ fn load_f32_vec(
         done += widen_usize(n);
     }
     Ok(values)
+}
+
+/// Reads `out.len()` bytes at byte `offset` of argument `arg` (one access).
+fn load_bytes(
+    memory: &dyn DeviceMemory,
+    arg: &ArgDecl,
+    base: u64,
+    offset: u64,
+    out: &mut [u8],
+) -> Result<(), KernelError> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    let address = base.checked_add(offset).ok_or(KernelError::ByteAddressOverflow { arg: arg.name, base, offset })?;
+    memory.read(address, out).map_err(|fault| KernelError::Memory { arg: arg.name, fault })
 }
 
 /// Sums `lds` in place as the kernels' LDS tree does: for `stride = len / 2, len / 4, ..., 1`,

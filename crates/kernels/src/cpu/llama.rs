@@ -1,0 +1,274 @@
+//! The llama decode kernels of module `llama`: `rope`, `rope_store`, `kv_store`, `attention`,
+//! `silu_mul`.
+
+use super::elementwise::Map;
+use super::{Grid, KernelError, expf, load, load_f32_vec, store, tree_reduce, widen};
+use crate::launch::Launch;
+use crate::memory::DeviceMemory;
+use crate::signature::{self, ArgDecl};
+
+/// The shape of a rope launch, validated.
+struct Rope {
+    pos: u32,
+    half: u32,
+    /// Pairs rotated: `min(heads * head_dim / 2, grid_size_x)`.
+    active: u32,
+}
+
+impl Rope {
+    fn new(grid: Grid, pos: u32, heads: u32, head_dim: u32) -> Result<Self, KernelError> {
+        if !head_dim.is_multiple_of(2) {
+            return Err(KernelError::OddHeadDim { head_dim });
+        }
+        let elements = heads.checked_mul(head_dim).ok_or(KernelError::HeadElementsOverflow { heads, head_dim })?;
+        Ok(Self { pos, half: head_dim / 2, active: (elements / 2).min(grid.size_x) })
+    }
+
+    /// Rotates the pairs `src[2p], src[2p + 1]` for `p < active` with the `(cos, sin)` row of
+    /// position `pos`: `x0 * c - x1 * s`, `x0 * s + x1 * c`, each product rounded.
+    fn rotate(
+        &self,
+        memory: &dyn DeviceMemory,
+        table_arg: &ArgDecl,
+        table: u64,
+        src: &[u32],
+    ) -> Result<Vec<u32>, KernelError> {
+        // Work-item p reads (cos, sin) pair p % half; rows are read in full only when some
+        // work-item needs each pair.
+        let pairs_read = self.half.min(self.active);
+        let mut cs = vec![0u32; 2 * widen(pairs_read)];
+        load(memory, table_arg, table, 2 * u64::from(self.pos) * u64::from(self.half), &mut cs)?;
+        let half = widen(self.half);
+        let mut out = Vec::with_capacity(src.len());
+        for (p, pair) in src.chunks_exact(2).enumerate() {
+            let i = p % half;
+            let (c, s) = (f32::from_bits(cs[2 * i]), f32::from_bits(cs[2 * i + 1]));
+            let (x0, x1) = (f32::from_bits(pair[0]), f32::from_bits(pair[1]));
+            out.push((x0 * c - x1 * s).to_bits());
+            out.push((x0 * s + x1 * c).to_bits());
+        }
+        Ok(out)
+    }
+}
+
+/// `rope(float* x, const float* table, u32 pos, u32 heads, u32 head_dim)`: in place, GGML
+/// "normal" mode: for pair `p = h * head_dim / 2 + i < min(heads * head_dim / 2, grid_size_x)`,
+/// with `c, s = table[2 * (pos * head_dim / 2 + i) + {0, 1}]`, `x0, x1 = x[2p], x[2p + 1]`:
+/// `x[2p] = x0 * c - x1 * s`, `x[2p + 1] = x0 * s + x1 * c`.
+///
+/// Launch preconditions: `head_dim` even and `heads * head_dim` below `2^32`.
+///
+/// # Errors
+/// [`KernelError`] for a short kernarg segment, a launch that breaks a precondition, or a fault on
+/// an argument.
+pub fn rope(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), KernelError> {
+    use signature::rope::{HEAD_DIM, HEADS, POS, TABLE, X};
+    let grid = Grid::new(launch, &signature::ROPE)?;
+    let kernarg = launch.kernarg;
+    let (x, table) = (X.read_ptr(kernarg)?, TABLE.read_ptr(kernarg)?);
+    let rope = Rope::new(grid, POS.read_u32(kernarg)?, HEADS.read_u32(kernarg)?, HEAD_DIM.read_u32(kernarg)?)?;
+    if rope.active == 0 {
+        return Ok(());
+    }
+    let mut xs = vec![0u32; 2 * widen(rope.active)];
+    load(memory, &X, x, 0, &mut xs)?;
+    let rotated = rope.rotate(memory, &TABLE, table, &xs)?;
+    store(memory, &X, x, 0, &rotated)
+}
+
+/// `rope_store(float* cache, const float* src, const float* table, u32 pos, u32 heads,
+/// u32 head_dim)`: as [`rope`] from `src` (unchanged) into `cache + pos * heads * head_dim`.
+///
+/// # Errors
+/// As [`rope`].
+pub fn rope_store(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), KernelError> {
+    use signature::rope_store::{CACHE, HEAD_DIM, HEADS, POS, SRC, TABLE};
+    let grid = Grid::new(launch, &signature::ROPE_STORE)?;
+    let kernarg = launch.kernarg;
+    let (cache, src, table) = (CACHE.read_ptr(kernarg)?, SRC.read_ptr(kernarg)?, TABLE.read_ptr(kernarg)?);
+    let (heads, head_dim) = (HEADS.read_u32(kernarg)?, HEAD_DIM.read_u32(kernarg)?);
+    let rope = Rope::new(grid, POS.read_u32(kernarg)?, heads, head_dim)?;
+    if rope.active == 0 {
+        return Ok(());
+    }
+    let mut xs = vec![0u32; 2 * widen(rope.active)];
+    load(memory, &SRC, src, 0, &mut xs)?;
+    let rotated = rope.rotate(memory, &TABLE, table, &xs)?;
+    // heads * head_dim < 2^32 (checked), pos < 2^32: the row offset fits 64 bits.
+    store(memory, &CACHE, cache, u64::from(rope.pos) * u64::from(heads * head_dim), &rotated)
+}
+
+/// `kv_store(float* cache, const float* src, u32 pos, u32 width)`:
+/// `cache[pos * width + i] = src[i]` (the exact bits) for `i < min(width, grid_size_x)`.
+///
+/// # Errors
+/// [`KernelError`] for a short kernarg segment, an unsupported launch, or a fault on an argument.
+pub fn kv_store(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), KernelError> {
+    use signature::kv_store::{CACHE, POS, SRC, WIDTH};
+    let grid = Grid::new(launch, &signature::KV_STORE)?;
+    let kernarg = launch.kernarg;
+    let (cache, src) = (CACHE.read_ptr(kernarg)?, SRC.read_ptr(kernarg)?);
+    let (pos, width) = (POS.read_u32(kernarg)?, WIDTH.read_u32(kernarg)?);
+    let row = u64::from(pos) * u64::from(width);
+    for (first, end) in grid.chunks_below(width) {
+        let mut values = vec![0u32; widen(end - first)];
+        load(memory, &SRC, src, first.into(), &mut values)?;
+        store(memory, &CACHE, cache, row + u64::from(first), &values)?;
+    }
+    Ok(())
+}
+
+/// Work-items of an attention work-group, as a host count.
+const ATTN_LANES: usize = 64;
+const _: () = assert!(signature::attention::BLOCK == 64);
+/// The largest count a `j += 64` loop over 32-bit `j` ends for.
+const ATTN_COUNT_MAX: u32 = u32::MAX - 63;
+
+/// The validated scalar arguments of an attention launch.
+#[derive(Clone, Copy)]
+struct Attention {
+    n: usize,
+    head_dim: usize,
+    kv_width: usize,
+    group: u32,
+    scale: f32,
+}
+
+/// `attention(float* out, const float* q, const float* k_cache, const float* v_cache,
+/// float* scores, u32 n, u32 heads, u32 kv_heads, u32 head_dim, u32 scores_stride, float scale)`:
+/// single-query grouped-query attention over cached positions `j < n`, one work-group of 64 per
+/// query head `h < heads`, which reads kv head `h / (heads / kv_heads)` of the
+/// `[position][kv_heads * head_dim]` caches.
+///
+/// In `f32`, as the kernel does: `s[j] = (sum_d q[h][d] * k[j][d], d ascending) * scale`;
+/// work-item `t` takes the maximum over `j = t, t + 64, ...` by `s > m ? s : m` from `-inf`, then
+/// the LDS tree takes `o > m ? o : m` (`stride = 32, ..., 1`); `p[j] = exp(s[j] - max)` with
+/// [`expf`], summed per work-item in the same `j` order and by the LDS tree;
+/// `out[h][d] = (sum_j p[j] * v[j][d], j ascending) / sum`. `scores[h * scores_stride + j]`
+/// ends holding `p[j]`.
+///
+/// Launch preconditions: work-group size 64, no partial work-group with a head, and, when any
+/// head is handled, `kv_heads` non-zero dividing `heads`, `1 <= n <= scores_stride`, and `n` and
+/// `head_dim` at most `2^32 - 64`.
+///
+/// # Errors
+/// [`KernelError`] for a short kernarg segment, a launch that breaks a precondition, or a fault on
+/// an argument.
+pub fn attention(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), KernelError> {
+    use signature::attention::{
+        BLOCK, HEAD_DIM, HEADS, K_CACHE, KV_HEADS, N, OUT, Q, SCALE, SCORES, SCORES_STRIDE, V_CACHE,
+    };
+    let grid = Grid::new(launch, &signature::ATTENTION)?;
+    let workgroup_size_x = launch.workgroup_size[0];
+    if workgroup_size_x != BLOCK {
+        return Err(KernelError::WorkgroupSizeRequired { workgroup_size_x, required: BLOCK });
+    }
+    let k = launch.kernarg;
+    let (out, q, k_cache, v_cache, scores) =
+        (OUT.read_ptr(k)?, Q.read_ptr(k)?, K_CACHE.read_ptr(k)?, V_CACHE.read_ptr(k)?, SCORES.read_ptr(k)?);
+    let (n, heads, kv_heads) = (N.read_u32(k)?, HEADS.read_u32(k)?, KV_HEADS.read_u32(k)?);
+    let (head_dim, scores_stride, scale) = (HEAD_DIM.read_u32(k)?, SCORES_STRIDE.read_u32(k)?, SCALE.read_f32(k)?);
+    let groups = grid.workgroups();
+    if !grid.size_x.is_multiple_of(grid.workgroup_x) && groups - 1 < heads {
+        return Err(KernelError::PartialWorkgroup { grid_size_x: grid.size_x, workgroup_size_x });
+    }
+    let active_heads = heads.min(groups);
+    if active_heads == 0 {
+        return Ok(());
+    }
+    if kv_heads == 0 || !heads.is_multiple_of(kv_heads) {
+        return Err(KernelError::KvHeadsMismatch { heads, kv_heads });
+    }
+    if n == 0 {
+        return Err(KernelError::NoPositions);
+    }
+    if n > scores_stride {
+        return Err(KernelError::ScoresStrideTooSmall { n, scores_stride });
+    }
+    for (arg, count) in [("n", n), ("head_dim", head_dim)] {
+        if count > ATTN_COUNT_MAX {
+            return Err(KernelError::StridedLoopWraps { arg, count, limit: ATTN_COUNT_MAX });
+        }
+    }
+    let cache_len = u64::from(n) * u64::from(kv_heads) * u64::from(head_dim);
+    let qs = load_f32_vec(memory, &Q, q, 0, u64::from(active_heads) * u64::from(head_dim))?;
+    let ks = load_f32_vec(memory, &K_CACHE, k_cache, 0, cache_len)?;
+    let vs = load_f32_vec(memory, &V_CACHE, v_cache, 0, cache_len)?;
+    // Every element of the caches was read, so n * kv_heads * head_dim fits the host.
+    let head_dim_u64 = u64::from(head_dim);
+    let (n, head_dim) = (widen(n), widen(head_dim));
+    let shape = Attention { n, head_dim, kv_width: widen(kv_heads) * head_dim, group: heads / kv_heads, scale };
+    let mut p = vec![0.0f32; n];
+    let mut acc = vec![0.0f32; head_dim];
+    for h in 0..active_heads {
+        let kv_offset = widen(h / shape.group) * head_dim;
+        let qh = &qs[widen(h) * head_dim..][..head_dim];
+        let total = shape.probabilities(qh, &ks, kv_offset, &mut p);
+        acc.fill(0.0);
+        for (j, &pj) in p.iter().enumerate() {
+            let vj = &vs[j * shape.kv_width + kv_offset..][..head_dim];
+            for (a, &v) in acc.iter_mut().zip(vj) {
+                *a += pj * v;
+            }
+        }
+        let row: Vec<u32> = acc.iter().map(|&a| (a / total).to_bits()).collect();
+        let p_bits: Vec<u32> = p.iter().map(|v| v.to_bits()).collect();
+        store(memory, &SCORES, scores, u64::from(h) * u64::from(scores_stride), &p_bits)?;
+        store(memory, &OUT, out, u64::from(h) * head_dim_u64, &row)?;
+    }
+    Ok(())
+}
+
+impl Attention {
+    /// Fills `p[j] = exp(s[j] - max)` for one head and returns their LDS-tree sum.
+    fn probabilities(&self, qh: &[f32], ks: &[f32], kv_offset: usize, p: &mut [f32]) -> f32 {
+        for (j, pj) in p.iter_mut().enumerate() {
+            let kj = &ks[j * self.kv_width + kv_offset..][..self.head_dim];
+            let mut dot = 0.0f32;
+            for (&a, &b) in qh.iter().zip(kj) {
+                dot += a * b;
+            }
+            *pj = dot * self.scale;
+        }
+        let mut lanes = [f32::NEG_INFINITY; ATTN_LANES];
+        for (j, &s) in p.iter().enumerate() {
+            let m = &mut lanes[j % ATTN_LANES];
+            *m = if s > *m { s } else { *m };
+        }
+        let max = tree_max(&mut lanes);
+        let mut sums = [0.0f32; ATTN_LANES];
+        for (j, pj) in p.iter_mut().enumerate() {
+            *pj = expf(*pj - max);
+            sums[j % ATTN_LANES] += *pj;
+        }
+        debug_assert_eq!(p.len(), self.n);
+        tree_reduce(&mut sums)
+    }
+}
+
+/// The LDS tree maximum of `attention`: slot `t < stride` takes `o > m ? o : m` with
+/// `o = lds[t + stride]`, `m = lds[t]`.
+fn tree_max(lds: &mut [f32; ATTN_LANES]) -> f32 {
+    let mut stride = ATTN_LANES / 2;
+    while stride > 0 {
+        for t in 0..stride {
+            let o = lds[t + stride];
+            lds[t] = if o > lds[t] { o } else { lds[t] };
+        }
+        stride /= 2;
+    }
+    lds[0]
+}
+
+/// `silu_mul(float* out, const float* gate, const float* up, u32 n)`: with `g = gate[i]`,
+/// `out[i] = (g / (1 + exp(-g))) * up[i]` for `i < min(n, grid_size_x)`, [`expf`] for `exp`.
+///
+/// # Errors
+/// [`KernelError`] for a short kernarg segment, an unsupported launch, or a fault on an argument.
+pub fn silu_mul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), KernelError> {
+    use signature::silu_mul::{GATE, N, OUT, UP};
+    Map { sig: &signature::SILU_MUL, out: OUT, inputs: [GATE, UP], n: N }.run(launch, memory, |[gate, up]| {
+        let g = f32::from_bits(gate);
+        (g / (1.0 + expf(-g)) * f32::from_bits(up)).to_bits()
+    })
+}
