@@ -200,11 +200,15 @@ pub fn find_member<R: Read + Seek>(reader: &mut R, name: &str) -> Result<Member,
     let tail_start = len - tail_len;
     let mut tail = vec![0; usize::try_from(tail_len).unwrap_or(0)];
     read_at(reader, tail_start, &mut tail)?;
-    // The last signature match wins: a comment may itself contain the signature bytes, but the
-    // record that ends the file is the real one.
+    // The record is the signature whose comment length ends exactly at the end of the file: a
+    // comment may contain the signature bytes, and a truncated file has no such record.
     let eocd_pos = (0..tail.len().saturating_sub(field::EOCD_LEN - 1))
         .rev()
-        .find(|&i| u32_at(&tail, i) == Some(field::EOCD_SIGNATURE))
+        .find(|&i| {
+            let comment_len = u16_at(&tail, i + 20).map(usize::from);
+            u32_at(&tail, i) == Some(field::EOCD_SIGNATURE)
+                && comment_len.is_some_and(|n| i + field::EOCD_LEN + n == tail.len())
+        })
         .ok_or(ZipError::NoEndOfCentralDirectory { searched: tail_len })?;
     let eocd = &tail[eocd_pos..];
     let eocd_offset = tail_start + u64::try_from(eocd_pos).unwrap_or(u64::MAX);
