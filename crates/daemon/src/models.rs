@@ -186,7 +186,8 @@ pub fn resolve_alias(
     pull_if_missing: bool,
 ) -> Result<ResolvedModel, ModelError> {
     let path = model_path(root, entry);
-    let verdict = if path.exists() { Some(pull::verify_file(&path, entry.gguf_bytes, entry.gguf_sha256)) } else { None };
+    let verdict =
+        if path.exists() { Some(pull::verify_file(&path, entry.gguf_bytes, entry.gguf_sha256)) } else { None };
     match (verdict, pull_if_missing) {
         (Some(Ok(())), _) => Ok(ResolvedModel { entry: Some(entry), path, fetched: false }),
         (None | Some(Err(_)), true) => {

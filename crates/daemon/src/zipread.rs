@@ -183,7 +183,10 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
 }
 
 fn read_at<R: Read + Seek>(reader: &mut R, offset: u64, buf: &mut [u8]) -> Result<(), ZipError> {
-    reader.seek(SeekFrom::Start(offset)).and_then(|_| reader.read_exact(buf)).map_err(|source| ZipError::Read { offset, source })
+    reader
+        .seek(SeekFrom::Start(offset))
+        .and_then(|_| reader.read_exact(buf))
+        .map_err(|source| ZipError::Read { offset, source })
 }
 
 fn archive_len<R: Seek>(reader: &mut R) -> Result<u64, ZipError> {
@@ -243,7 +246,8 @@ fn scan_directory(cd: &[u8], cd_offset: u64, entries: u64, name: &str) -> Result
         }
         let name_len = usize::from(get16(28));
         let var_len = name_len + usize::from(get16(30)) + usize::from(get16(32));
-        let name_bytes = cd.get(at + field::CENTRAL_LEN..at + field::CENTRAL_LEN + name_len).ok_or_else(|| bad("name cut short"))?;
+        let name_bytes =
+            cd.get(at + field::CENTRAL_LEN..at + field::CENTRAL_LEN + name_len).ok_or_else(|| bad("name cut short"))?;
         if cd.len() < at + field::CENTRAL_LEN + var_len {
             return Err(bad("extra field or comment cut short"));
         }
@@ -370,7 +374,12 @@ fn copy_stored<R: Read, W: Write>(input: &mut R, start: u64, sink: &mut Sink<'_,
     }
 }
 
-fn inflate_into<R: Read, W: Write>(input: &mut R, start: u64, size: u64, sink: &mut Sink<'_, W>) -> Result<(), ZipError> {
+fn inflate_into<R: Read, W: Write>(
+    input: &mut R,
+    start: u64,
+    size: u64,
+    sink: &mut Sink<'_, W>,
+) -> Result<(), ZipError> {
     let mut state = InflateState::new_boxed(DataFormat::Raw);
     let (mut inbuf, mut outbuf) = (vec![0; CHUNK_BYTES], vec![0; CHUNK_BYTES]);
     let (mut pos, mut end, mut consumed) = (0usize, 0usize, 0u64);

