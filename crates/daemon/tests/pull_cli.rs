@@ -92,6 +92,8 @@ fn real_pull_is_verified_idempotent_and_repairs_a_corrupted_cache() {
     bytes[12_345_678] ^= 0x01;
     std::fs::write(&path, &bytes).unwrap();
     drop(bytes);
+    let damaged = models::resolve_alias(&home, e, false).unwrap_err();
+    assert!(matches!(damaged, models::ModelError::Damaged { .. }), "{damaged}");
     let broken = redline(&home, Some("/nonexistent/python3"), &["pull", ALIAS]);
     let stderr = String::from_utf8_lossy(&broken.stderr);
     assert_eq!(broken.status.code(), Some(1), "{stderr}");
@@ -102,6 +104,8 @@ fn real_pull_is_verified_idempotent_and_repairs_a_corrupted_cache() {
     let repaired = report(&redline(&home, None, &["pull", ALIAS, "--json"]));
     assert_eq!(repaired["fetched"], true);
     pull::verify_file(&path, e.gguf_bytes, e.gguf_sha256).expect("the re-fetched file verifies");
+    let resolved = models::resolve_alias(&home, e, false).unwrap();
+    assert_eq!((resolved.path, resolved.fetched), (path, false));
     std::fs::remove_dir_all(&home).unwrap();
 }
 
