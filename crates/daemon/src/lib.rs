@@ -5,8 +5,11 @@ pub mod disasm;
 pub mod doctor;
 pub mod inspect;
 pub mod lower;
+pub mod models;
+pub mod pull;
 pub mod sim;
 pub mod tape;
+pub mod zipread;
 
 /// Parses a `--target`/`--arch` value into a supported target.
 ///

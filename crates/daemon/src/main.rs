@@ -31,6 +31,8 @@ enum Command {
     Doctor(daemon::doctor::Args),
     Inspect(inspect::Args),
     Lower(lower::Args),
+    Models(daemon::pull::ListArgs),
+    Pull(daemon::pull::Args),
     /// Run IB bundles on the soft device (`sim run`).
     #[command(subcommand)]
     Sim(sim::Command),
@@ -46,6 +48,8 @@ fn main() -> ExitCode {
         Command::Doctor(args) => daemon::doctor::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Lower(args) => lower::run(&args),
+        Command::Models(args) => daemon::pull::list(&args),
+        Command::Pull(args) => daemon::pull::run(&args),
         Command::Tape(cmd) => tape::run(&cmd),
         Command::Sim(cmd) => sim::run(&cmd),
     };
