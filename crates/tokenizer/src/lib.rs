@@ -12,8 +12,8 @@
 //!
 //! Reference data: `tests/data/gen_reference.py MODEL.gguf VOCAB.json` regenerates the expected ids
 //! (HF `tokenizers`), pre-tokenizer splits and ChatML renderings (jinja2) and writes the SmolLM2
-//! vocabulary to `VOCAB.json`; the SmolLM2 test reads it from `REDLINE_SMOLLM2_VOCAB_JSON` (without
-//! it the test does nothing, except under `CI=true`, where it fails).
+//! vocabulary to `VOCAB.json`; the SmolLM2 test reads the vocabulary from the fixture GGUF named by
+//! `REDLINE_SMOLLM2_GGUF` (without it the test does nothing, except under `CI=true`, where it fails).
 #![forbid(unsafe_code)]
 
 mod byte_level;

@@ -1,6 +1,6 @@
 //! SmolLM2's real vocabulary against ids produced by HuggingFace `tokenizers` (see
-//! `tests/data/gen_reference.py`, which also writes the vocabulary JSON this test loads from
-//! `REDLINE_SMOLLM2_VOCAB_JSON`; the 49k-token vocabulary itself is not committed).
+//! `tests/data/gen_reference.py`). The vocabulary is read from the fixture GGUF named by
+//! `REDLINE_SMOLLM2_GGUF` (`redline pull smollm2-135m` fetches it).
 
 mod common;
 
@@ -8,39 +8,36 @@ use common::byte_char;
 use serde_json::Value;
 use tokenizer::{ChatTemplate, Decoder, SMOLLM2_CHATML, Tokenizer, Vocab};
 
-const VOCAB_ENV: &str = "REDLINE_SMOLLM2_VOCAB_JSON";
+const GGUF_ENV: &str = "REDLINE_SMOLLM2_GGUF";
 
-fn load() -> Option<(Tokenizer, Value)> {
-    let Ok(path) = std::env::var(VOCAB_ENV) else {
+/// The tokenizer built from the fixture's own metadata, and its chat template.
+fn load() -> Option<(Tokenizer, String)> {
+    let Ok(path) = std::env::var(GGUF_ENV) else {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
-            "{VOCAB_ENV} is not set: CI must run the SmolLM2 reference test (run tests/data/gen_reference.py)"
+            "{GGUF_ENV} is not set: CI must run the SmolLM2 reference test (`redline pull smollm2-135m`)"
         );
-        println!("{VOCAB_ENV} not set: SmolLM2 reference test did nothing");
+        println!("{GGUF_ENV} not set: SmolLM2 reference test did nothing");
         return None;
     };
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
-    let json: Value = serde_json::from_str(&text).expect("vocabulary JSON parses");
+    let file = gguf::Gguf::open(&path).unwrap_or_else(|e| panic!("opening {path}: {e}"));
     let strings = |key: &str| -> Vec<String> {
-        json[key].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect()
+        file.string_array(key).unwrap_or_else(|e| panic!("{e}")).into_iter().map(str::to_owned).collect()
     };
-    let id = |key: &str| u32::try_from(json[key].as_u64().unwrap()).unwrap();
+    let id = |key: &str| file.u32(key).unwrap_or_else(|e| panic!("{e}"));
     let vocab = Vocab {
-        tokens: strings("tokens"),
-        token_types: json["token_types"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| i32::try_from(v.as_i64().unwrap()).unwrap())
-            .collect(),
-        merges: strings("merges"),
-        bos: id("bos"),
-        eos: id("eos"),
-        unk: Some(id("unk")),
-        pad: Some(id("pad")),
+        tokens: strings("tokenizer.ggml.tokens"),
+        token_types: file.i32_array("tokenizer.ggml.token_type").unwrap_or_else(|e| panic!("{e}")),
+        merges: strings("tokenizer.ggml.merges"),
+        bos: id("tokenizer.ggml.bos_token_id"),
+        eos: id("tokenizer.ggml.eos_token_id"),
+        unk: Some(id("tokenizer.ggml.unknown_token_id")),
+        pad: Some(id("tokenizer.ggml.padding_token_id")),
     };
-    let tokenizer = Tokenizer::new(vocab, json["pre"].as_str().unwrap()).expect("SmolLM2 vocabulary is valid");
-    Some((tokenizer, json))
+    let pre = file.str("tokenizer.ggml.pre").unwrap_or_else(|e| panic!("{e}"));
+    let tokenizer = Tokenizer::new(vocab, pre).expect("SmolLM2 vocabulary is valid");
+    let template = file.str("tokenizer.chat_template").unwrap_or_else(|e| panic!("{e}")).to_owned();
+    Some((tokenizer, template))
 }
 
 fn expected_cases() -> Vec<(String, bool, Vec<u32>)> {
@@ -59,12 +56,12 @@ fn expected_cases() -> Vec<(String, bool, Vec<u32>)> {
 
 #[test]
 fn smollm2_matches_hf_tokenizers() {
-    let Some((t, json)) = load() else { return };
+    let Some((t, template)) = load() else { return };
     assert_eq!(t.vocab_size(), 49_152);
     assert_eq!((t.bos(), t.eos(), t.unk(), t.pad()), (1, 2, Some(0), Some(2)));
     assert_eq!((t.special("<|im_start|>"), t.special("<|im_end|>")), (Some(1), Some(2)));
-    assert_eq!(json["chat_template"].as_str(), Some(SMOLLM2_CHATML));
-    assert!(ChatTemplate::from_gguf_template(json["chat_template"].as_str().unwrap()).is_ok());
+    assert_eq!(template, SMOLLM2_CHATML);
+    assert!(ChatTemplate::from_gguf_template(&template).is_ok());
 
     let cases = expected_cases();
     assert!(cases.len() >= 60, "corpus has {} cases", cases.len());

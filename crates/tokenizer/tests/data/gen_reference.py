@@ -9,7 +9,7 @@
 3. Splits CORPUS with HF's pre-tokenizers alone (gpt2: ByteLevel(use_regex); smollm: Digits +
    ByteLevel) -> pretokenize_expected.json, pieces mapped back from byte-level form to text.
 4. Writes the vocabulary (tokens, types, merges, ids, pre, template) as JSON to VOCAB_JSON for the
-   Rust test (env REDLINE_SMOLLM2_VOCAB_JSON); it is 49k tokens and is not committed.
+   inspection (the Rust test reads the GGUF itself, env REDLINE_SMOLLM2_GGUF); it is not committed.
 
 Usage: python gen_reference.py MODEL.gguf VOCAB_JSON   (needs: gguf numpy tokenizers jinja2)
 """
