@@ -24,6 +24,7 @@ pub mod hip;
 #[allow(unsafe_code)]
 pub mod hsa;
 pub mod lower;
+pub mod model;
 pub mod plan;
 pub mod replay;
 pub mod select;

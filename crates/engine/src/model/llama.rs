@@ -1,0 +1,467 @@
+//! The llama decode step as launches through the [`Funnel`]: embedding row (Q8_0), per layer
+//! RMSNorm → Q/K/V matvecs → RoPE (Q in place, K into the cache) → V into the cache → attention
+//! over the cache → output matvec → residual add → RMSNorm → gate/up matvecs → SiLU·mul → down
+//! matvec → residual add; final RMSNorm and the logits matvec.
+//!
+//! The token id is written to device memory by [`Workload::prepare_step`] (the named external
+//! boundary); everything that follows the position (RoPE's `pos`, the cache row, attention's `n`)
+//! is a `u32` kernarg, calibrated by tape-core as a dynamic binding.
+
+use gguf::Gguf;
+
+use super::params::LlamaParams;
+use crate::device::Device;
+use kernarg_abi::layout::ArgValue;
+
+use crate::funnel::{Funnel, Kernel, Launch, Use};
+use crate::workload::{GUARD_BYTES, Surface, Workload, WorkloadError};
+
+/// Work-group size of the quantised matvecs (one wave32 per row).
+const MATVEC_BLOCK: u16 = 32;
+/// Work-group size of attention (one work-group per query head).
+const ATTENTION_BLOCK: u16 = 64;
+/// `rmsnorm`'s fixed work-group size.
+const RMSNORM_BLOCK: u16 = 256;
+/// Work-group size of the element-wise kernels.
+const LINEAR_BLOCK: u16 = 64;
+
+/// One weight tensor on the device.
+#[derive(Clone, Copy, Debug)]
+struct Weight {
+    va: u64,
+    bytes: u64,
+    /// `matvec_q4_1` or `matvec_q8_0` for a matrix.
+    q8: bool,
+}
+
+/// The weights of one layer.
+#[derive(Clone, Copy, Debug)]
+struct Layer {
+    attn_norm: Weight,
+    q: Weight,
+    k: Weight,
+    v: Weight,
+    out: Weight,
+    ffn_norm: Weight,
+    gate: Weight,
+    up: Weight,
+    down: Weight,
+}
+
+/// The kernels the step launches.
+#[derive(Debug)]
+struct Kernels {
+    matvec_q4_1: Kernel,
+    matvec_q8_0: Kernel,
+    get_row: Kernel,
+    rope: Kernel,
+    rope_store: Kernel,
+    kv_store: Kernel,
+    attention: Kernel,
+    silu_mul: Kernel,
+    rmsnorm: Kernel,
+    add: Kernel,
+}
+
+/// Surface indices, in [`Llama::surfaces`] order.
+mod s {
+    pub(super) const TOKEN: usize = 0;
+    pub(super) const X: usize = 1;
+    pub(super) const H: usize = 2;
+    pub(super) const Q: usize = 3;
+    pub(super) const K: usize = 4;
+    pub(super) const V: usize = 5;
+    pub(super) const ATT: usize = 6;
+    pub(super) const TMP: usize = 7;
+    pub(super) const GATE: usize = 8;
+    pub(super) const UP: usize = 9;
+    pub(super) const ACT: usize = 10;
+    pub(super) const SCORES: usize = 11;
+    pub(super) const K_CACHE: usize = 12;
+    pub(super) const V_CACHE: usize = 13;
+    pub(super) const LOGITS: usize = 14;
+    pub(super) const ROPE_TABLE: usize = 15;
+    pub(super) const COUNT: usize = 16;
+}
+
+/// A llama model on a device, with a KV cache of `context` positions.
+#[derive(Debug)]
+pub struct Llama {
+    params: LlamaParams,
+    context: u32,
+    kernels: Kernels,
+    embedding: Weight,
+    output: Weight,
+    output_norm: Weight,
+    layers: Vec<Layer>,
+    surfaces: Vec<Surface>,
+    /// The token of the next step, set by [`Llama::set_token`].
+    token: u32,
+}
+
+impl Llama {
+    /// Uploads the model's weights to `device`, loads the kernels and allocates the activations
+    /// and a KV cache of `context` positions.
+    ///
+    /// # Errors
+    /// [`WorkloadError::Init`] for an unsupported model or context; device errors.
+    pub fn load(device: &mut dyn Device, file: &Gguf, context: u32) -> Result<Self, WorkloadError> {
+        let params = LlamaParams::from_gguf(file).map_err(|e| WorkloadError::Init(e.to_string()))?;
+        if context == 0 || context > params.context_train {
+            return Err(WorkloadError::Init(format!(
+                "context {context} is outside 1..={} (llama.context_length)",
+                params.context_train
+            )));
+        }
+        let kernels = load_kernels(device)?;
+        let upload = |device: &mut dyn Device, name: &str| -> Result<Weight, WorkloadError> {
+            let view = file.tensor(name).map_err(|e| WorkloadError::Init(e.to_string()))?;
+            let bytes = view.bytes();
+            let allocation = device.allocate(u64::try_from(bytes.len()).unwrap_or(u64::MAX))?;
+            device.write(allocation.va, bytes)?;
+            Ok(Weight { va: allocation.va, bytes: allocation.size, q8: view.ty() == gguf::GgmlType::Q8_0 })
+        };
+        let embedding = upload(device, "token_embd.weight")?;
+        let output = if params.tied_output { embedding } else { upload(device, "output.weight")? };
+        let output_norm = upload(device, "output_norm.weight")?;
+        let mut layers = Vec::new();
+        for l in 0..params.layers {
+            let mut w = |part: &str| upload(device, &format!("blk.{l}.{part}.weight"));
+            layers.push(Layer {
+                attn_norm: w("attn_norm")?,
+                q: w("attn_q")?,
+                k: w("attn_k")?,
+                v: w("attn_v")?,
+                out: w("attn_output")?,
+                ffn_norm: w("ffn_norm")?,
+                gate: w("ffn_gate")?,
+                up: w("ffn_up")?,
+                down: w("ffn_down")?,
+            });
+        }
+        let surfaces = allocate_surfaces(device, &params, context)?;
+        surfaces[s::ROPE_TABLE].fill(device, &f32_bytes(&rope_table(&params, context)))?;
+        Ok(Self { params, context, kernels, embedding, output, output_norm, layers, surfaces, token: 0 })
+    }
+
+    /// The model's hyperparameters.
+    #[must_use]
+    pub const fn params(&self) -> &LlamaParams {
+        &self.params
+    }
+
+    /// Positions the KV cache holds.
+    #[must_use]
+    pub const fn context(&self) -> u32 {
+        self.context
+    }
+
+    /// The token the next step embeds.
+    ///
+    /// # Errors
+    /// [`WorkloadError::Init`] for an id outside the vocabulary.
+    pub fn set_token(&mut self, token: u32) -> Result<(), WorkloadError> {
+        if token >= self.params.vocab {
+            return Err(WorkloadError::Init(format!(
+                "token {token} is outside the vocabulary of {}",
+                self.params.vocab
+            )));
+        }
+        self.token = token;
+        Ok(())
+    }
+
+    /// Reads the logits of the last step.
+    ///
+    /// # Errors
+    /// The device's read error.
+    pub fn logits(&self, device: &mut dyn Device) -> Result<Vec<f32>, WorkloadError> {
+        let surface = &self.surfaces[s::LOGITS];
+        let mut bytes = vec![0u8; usize::try_from(surface.bytes).unwrap_or(0)];
+        device.read(surface.va, &mut bytes)?;
+        Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    }
+
+    fn va(&self, surface: usize) -> u64 {
+        self.surfaces[surface].va
+    }
+
+    fn matvec(
+        &self,
+        device: &mut dyn Device,
+        funnel: &mut Funnel,
+        (y, w, x): (u64, Weight, u64),
+        (rows, cols): (u32, u32),
+    ) -> Result<(), WorkloadError> {
+        let kernel = if w.q8 { &self.kernels.matvec_q8_0 } else { &self.kernels.matvec_q4_1 };
+        let args = [
+            ArgValue::Pointer(y),
+            ArgValue::Pointer(w.va),
+            ArgValue::Pointer(x),
+            ArgValue::U32(rows),
+            ArgValue::U32(cols),
+        ];
+        let uses = [Use::write(y, 4 * u64::from(rows)), Use::read(w.va, w.bytes), Use::read(x, 4 * u64::from(cols))];
+        let grid = rows.saturating_mul(u32::from(MATVEC_BLOCK));
+        funnel.launch(device, &Launch::linear(kernel, &args, grid, MATVEC_BLOCK, &uses))?;
+        Ok(())
+    }
+
+    fn rmsnorm(
+        &self,
+        device: &mut dyn Device,
+        funnel: &mut Funnel,
+        out: u64,
+        x: u64,
+        weight: Weight,
+    ) -> Result<(), WorkloadError> {
+        let d = self.params.dim;
+        let args = [
+            ArgValue::Pointer(out),
+            ArgValue::Pointer(x),
+            ArgValue::Pointer(weight.va),
+            ArgValue::U32(1),
+            ArgValue::U32(d),
+            ArgValue::F32(self.params.eps),
+        ];
+        let bytes = 4 * u64::from(d);
+        let uses = [Use::write(out, bytes), Use::read(x, bytes), Use::read(weight.va, weight.bytes)];
+        let block = RMSNORM_BLOCK;
+        funnel.launch(device, &Launch::linear(&self.kernels.rmsnorm, &args, u32::from(block), block, &uses))?;
+        Ok(())
+    }
+
+    /// `x += delta` over the hidden vector.
+    fn residual(&self, device: &mut dyn Device, funnel: &mut Funnel, x: u64, delta: u64) -> Result<(), WorkloadError> {
+        let d = self.params.dim;
+        let args = [ArgValue::Pointer(x), ArgValue::Pointer(x), ArgValue::Pointer(delta), ArgValue::U32(d)];
+        let bytes = 4 * u64::from(d);
+        let uses = [Use::read_write(x, bytes), Use::read(delta, bytes)];
+        funnel.launch(device, &Launch::linear(&self.kernels.add, &args, d, LINEAR_BLOCK, &uses))?;
+        Ok(())
+    }
+
+    fn attention_block(
+        &self,
+        device: &mut dyn Device,
+        funnel: &mut Funnel,
+        layer: &Layer,
+        index: u32,
+        position: u32,
+    ) -> Result<(), WorkloadError> {
+        let p = self.params;
+        let (d, kv) = (p.dim, p.kv_dim());
+        let [x, h, q, k, v, att, tmp, scores, table] =
+            [s::X, s::H, s::Q, s::K, s::V, s::ATT, s::TMP, s::SCORES, s::ROPE_TABLE].map(|i| self.va(i));
+        let cache_row_bytes = 4 * u64::from(kv) * u64::from(self.context);
+        let k_cache = self.va(s::K_CACHE) + u64::from(index) * cache_row_bytes;
+        let v_cache = self.va(s::V_CACHE) + u64::from(index) * cache_row_bytes;
+        let table_bytes = self.surfaces[s::ROPE_TABLE].bytes;
+
+        self.rmsnorm(device, funnel, h, x, layer.attn_norm)?;
+        self.matvec(device, funnel, (q, layer.q, h), (d, d))?;
+        self.matvec(device, funnel, (k, layer.k, h), (kv, d))?;
+        self.matvec(device, funnel, (v, layer.v, h), (kv, d))?;
+
+        let pairs = p.heads * p.head_dim / 2;
+        let args = [
+            ArgValue::Pointer(q),
+            ArgValue::Pointer(table),
+            ArgValue::U32(position),
+            ArgValue::U32(p.heads),
+            ArgValue::U32(p.head_dim),
+        ];
+        let uses = [Use::read_write(q, 4 * u64::from(d)), Use::read(table, table_bytes)];
+        funnel.launch(device, &Launch::linear(&self.kernels.rope, &args, pairs, LINEAR_BLOCK, &uses))?;
+
+        let kv_pairs = p.kv_heads * p.head_dim / 2;
+        let args = [
+            ArgValue::Pointer(k_cache),
+            ArgValue::Pointer(k),
+            ArgValue::Pointer(table),
+            ArgValue::U32(position),
+            ArgValue::U32(p.kv_heads),
+            ArgValue::U32(p.head_dim),
+        ];
+        let uses =
+            [Use::write(k_cache, cache_row_bytes), Use::read(k, 4 * u64::from(kv)), Use::read(table, table_bytes)];
+        funnel.launch(device, &Launch::linear(&self.kernels.rope_store, &args, kv_pairs, LINEAR_BLOCK, &uses))?;
+
+        let args = [ArgValue::Pointer(v_cache), ArgValue::Pointer(v), ArgValue::U32(position), ArgValue::U32(kv)];
+        let uses = [Use::write(v_cache, cache_row_bytes), Use::read(v, 4 * u64::from(kv))];
+        funnel.launch(device, &Launch::linear(&self.kernels.kv_store, &args, kv, LINEAR_BLOCK, &uses))?;
+
+        // CAST: head sizes are at most 64, exact in f64 and f32.
+        #[allow(clippy::cast_possible_truncation)]
+        let scale = (1.0 / f64::from(p.head_dim).sqrt()) as f32;
+        let args = [
+            ArgValue::Pointer(att),
+            ArgValue::Pointer(q),
+            ArgValue::Pointer(k_cache),
+            ArgValue::Pointer(v_cache),
+            ArgValue::Pointer(scores),
+            ArgValue::U32(position + 1),
+            ArgValue::U32(p.heads),
+            ArgValue::U32(p.kv_heads),
+            ArgValue::U32(p.head_dim),
+            ArgValue::U32(self.context),
+            ArgValue::F32(scale),
+        ];
+        let uses = [
+            Use::write(att, 4 * u64::from(d)),
+            Use::read(q, 4 * u64::from(d)),
+            Use::read(k_cache, cache_row_bytes),
+            Use::read(v_cache, cache_row_bytes),
+            Use::read_write(scores, self.surfaces[s::SCORES].bytes),
+        ];
+        let grid = p.heads * u32::from(ATTENTION_BLOCK);
+        funnel.launch(device, &Launch::linear(&self.kernels.attention, &args, grid, ATTENTION_BLOCK, &uses))?;
+
+        self.matvec(device, funnel, (tmp, layer.out, att), (d, d))?;
+        self.residual(device, funnel, x, tmp)
+    }
+
+    fn ffn_block(&self, device: &mut dyn Device, funnel: &mut Funnel, layer: &Layer) -> Result<(), WorkloadError> {
+        let (d, f) = (self.params.dim, self.params.ffn);
+        let [x, h, gate, up, act, tmp] = [s::X, s::H, s::GATE, s::UP, s::ACT, s::TMP].map(|i| self.va(i));
+        self.rmsnorm(device, funnel, h, x, layer.ffn_norm)?;
+        self.matvec(device, funnel, (gate, layer.gate, h), (f, d))?;
+        self.matvec(device, funnel, (up, layer.up, h), (f, d))?;
+        let bytes = 4 * u64::from(f);
+        let args = [ArgValue::Pointer(act), ArgValue::Pointer(gate), ArgValue::Pointer(up), ArgValue::U32(f)];
+        let uses = [Use::write(act, bytes), Use::read(gate, bytes), Use::read(up, bytes)];
+        funnel.launch(device, &Launch::linear(&self.kernels.silu_mul, &args, f, LINEAR_BLOCK, &uses))?;
+        self.matvec(device, funnel, (tmp, layer.down, act), (d, f))?;
+        self.residual(device, funnel, x, tmp)
+    }
+}
+
+impl Workload for Llama {
+    fn name(&self) -> &str {
+        "llama"
+    }
+
+    fn prepare_step(
+        &mut self,
+        device: &mut dyn Device,
+        _funnel: &mut Funnel,
+        position: u32,
+    ) -> Result<(), WorkloadError> {
+        check_position(position, self.max_position())?;
+        device.write(self.va(s::TOKEN), &self.token.to_le_bytes())?;
+        Ok(())
+    }
+
+    fn step(&mut self, device: &mut dyn Device, funnel: &mut Funnel, position: u32) -> Result<(), WorkloadError> {
+        check_position(position, self.max_position())?;
+        let d = self.params.dim;
+        let (x, token) = (self.va(s::X), self.va(s::TOKEN));
+        let e = self.embedding;
+        let args = [
+            ArgValue::Pointer(x),
+            ArgValue::Pointer(e.va),
+            ArgValue::Pointer(token),
+            ArgValue::U32(d),
+            ArgValue::U32(self.params.vocab),
+        ];
+        let uses = [Use::write(x, 4 * u64::from(d)), Use::read(e.va, e.bytes), Use::read(token, 4)];
+        funnel.launch(device, &Launch::linear(&self.kernels.get_row, &args, d, LINEAR_BLOCK, &uses))?;
+        for (index, layer) in self.layers.iter().enumerate() {
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            self.attention_block(device, funnel, layer, index, position)?;
+            self.ffn_block(device, funnel, layer)?;
+        }
+        let h = self.va(s::H);
+        self.rmsnorm(device, funnel, h, x, self.output_norm)?;
+        self.matvec(device, funnel, (self.va(s::LOGITS), self.output, h), (self.params.vocab, d))
+    }
+
+    fn surfaces(&self) -> &[Surface] {
+        &self.surfaces
+    }
+
+    fn max_position(&self) -> u32 {
+        self.context - 1
+    }
+}
+
+fn check_position(position: u32, max_position: u32) -> Result<(), WorkloadError> {
+    if position > max_position {
+        return Err(WorkloadError::Position { position, max_position });
+    }
+    Ok(())
+}
+
+fn load_kernels(device: &mut dyn Device) -> Result<Kernels, WorkloadError> {
+    let module = |device: &mut dyn Device, module: &str, names: &[&str]| -> Result<Vec<Kernel>, WorkloadError> {
+        let path = format!("{}/{module}.co", device.target());
+        let artifact = kernels::artifact(&path)
+            .ok_or_else(|| WorkloadError::Init(format!("no built code object {path} in the kernels crate")))?;
+        Ok(Kernel::load_all(device, artifact.bytes, names)?)
+    };
+    let mut quant = module(device, "quant", &["matvec_q4_1", "matvec_q8_0", "get_row_q8_0"])?.into_iter();
+    let mut llama = module(device, "llama", &["rope", "rope_store", "kv_store", "attention", "silu_mul"])?.into_iter();
+    let mut rmsnorm = module(device, "rmsnorm", &["rmsnorm"])?.into_iter();
+    let mut elementwise = module(device, "elementwise", &["add"])?.into_iter();
+    let missing = || WorkloadError::Init("a kernel the loader returned is missing".into());
+    Ok(Kernels {
+        matvec_q4_1: quant.next().ok_or_else(missing)?,
+        matvec_q8_0: quant.next().ok_or_else(missing)?,
+        get_row: quant.next().ok_or_else(missing)?,
+        rope: llama.next().ok_or_else(missing)?,
+        rope_store: llama.next().ok_or_else(missing)?,
+        kv_store: llama.next().ok_or_else(missing)?,
+        attention: llama.next().ok_or_else(missing)?,
+        silu_mul: llama.next().ok_or_else(missing)?,
+        rmsnorm: rmsnorm.next().ok_or_else(missing)?,
+        add: elementwise.next().ok_or_else(missing)?,
+    })
+}
+
+fn allocate_surfaces(device: &mut dyn Device, p: &LlamaParams, context: u32) -> Result<Vec<Surface>, WorkloadError> {
+    let floats = |n: u64| 4 * n;
+    let (d, f, kv, ctx) = (u64::from(p.dim), u64::from(p.ffn), u64::from(p.kv_dim()), u64::from(context));
+    let cache = floats(u64::from(p.layers) * ctx * kv);
+    let shapes: [(&str, u64); s::COUNT] = [
+        ("token", 4),
+        ("x", floats(d)),
+        ("h", floats(d)),
+        ("q", floats(d)),
+        ("k", floats(kv)),
+        ("v", floats(kv)),
+        ("att", floats(d)),
+        ("tmp", floats(d)),
+        ("gate", floats(f)),
+        ("up", floats(f)),
+        ("act", floats(f)),
+        ("scores", floats(u64::from(p.heads) * ctx)),
+        ("k_cache", cache),
+        ("v_cache", cache),
+        ("logits", floats(u64::from(p.vocab))),
+        ("rope_table", floats(ctx * u64::from(p.head_dim))),
+    ];
+    shapes.iter().map(|&(name, bytes)| Surface::allocate(device, name, bytes, GUARD_BYTES)).collect()
+}
+
+/// `(cos, sin)` of `pos * base^(-2i / head_dim)` for every position below `context` and pair
+/// `i`, computed in f64 and rounded once to f32 (the kernels read it; no transcendental function
+/// runs on the device).
+#[must_use]
+pub fn rope_table(p: &LlamaParams, context: u32) -> Vec<f32> {
+    let half = p.head_dim / 2;
+    let mut table = Vec::with_capacity(usize::try_from(u64::from(context) * u64::from(p.head_dim)).unwrap_or(0));
+    for pos in 0..context {
+        for i in 0..half {
+            let theta = f64::from(p.rope_base).powf(-2.0 * f64::from(i) / f64::from(p.head_dim));
+            let angle = f64::from(pos) * theta;
+            // CAST: rounding to the kernels' f32 is the point.
+            #[allow(clippy::cast_possible_truncation)]
+            table.extend([angle.cos() as f32, angle.sin() as f32]);
+        }
+    }
+    table
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}

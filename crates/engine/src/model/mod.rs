@@ -1,0 +1,8 @@
+//! The model adapter: a llama-family GGUF model as a [`crate::workload::Workload`] whose decode
+//! step is kernel launches through the funnel.
+
+pub mod llama;
+pub mod params;
+
+pub use llama::{Llama, rope_table};
+pub use params::{LlamaParams, ParamsError};
