@@ -3,6 +3,7 @@
 
 pub mod disasm;
 pub mod doctor;
+pub mod generate;
 pub mod inspect;
 pub mod lower;
 pub mod models;

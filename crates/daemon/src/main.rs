@@ -1,8 +1,8 @@
 //! `redline`: the Redline command-line tool.
 //!
-//! Today it disassembles PM4 command streams and AQL packets; the serving, benchmarking and replay
-//! commands land with their crates. Business logic lives in the library crates; this binary parses
-//! arguments, reads files and renders reports.
+//! Command-stream and code-object tools, model fetching and text generation on the soft device
+//! (or a GPU). Business logic lives in the library crates; this binary parses arguments, reads
+//! files and renders reports.
 
 use clap::{Parser, Subcommand};
 use daemon::{disasm, inspect, lower, sim, tape};
@@ -15,7 +15,8 @@ use std::process::ExitCode;
     version,
     about = "Redline: retained replay of LLM decode steps on AMD GPUs (gfx10.3, gfx11, gfx12)",
     long_about = "Redline: retained replay of LLM decode steps on AMD GPUs (gfx10.3, gfx11, gfx12).\n\n\
-        Tools for the command streams, code objects and tapes the replay route is built from. \
+        Tools for the command streams, code objects and tapes the replay route is built from, \
+        model fetching (`pull`) and text generation (`generate`). \
         Exit codes: 0 success, 1 the input is invalid or does not decode (the message names where), \
         2 usage or I/O error.",
     propagate_version = true
@@ -29,6 +30,7 @@ struct Cli {
 enum Command {
     Disasm(disasm::Args),
     Doctor(daemon::doctor::Args),
+    Generate(daemon::generate::Args),
     Inspect(inspect::Args),
     Lower(lower::Args),
     Models(daemon::pull::ListArgs),
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Disasm(args) => disasm::run(&args),
         Command::Doctor(args) => daemon::doctor::run(&args),
+        Command::Generate(args) => daemon::generate::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Lower(args) => lower::run(&args),
         Command::Models(args) => daemon::pull::list(&args),

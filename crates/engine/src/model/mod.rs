@@ -6,3 +6,6 @@ pub mod params;
 
 pub use llama::{Llama, rope_table};
 pub use params::{LlamaParams, ParamsError};
+pub mod session;
+
+pub use session::{GenerateOptions, Generation, Session, SessionError, tokenizer_from_gguf};

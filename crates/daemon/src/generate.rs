@@ -1,0 +1,175 @@
+//! `redline generate`: text from a llama GGUF model, streamed, then the speed, the route taken
+//! and the controller state.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::str::FromStr;
+
+use anyhow::{Context as _, Result, bail};
+use engine::model::{GenerateOptions, Session};
+use engine::replay::{ConfigFlags, ReplayConfig};
+use engine::select::{DeviceKind, SelectedDevice, select};
+use pm4_encoding::Target;
+use tokenizer::{ChatTemplate, Message, SamplerConfig};
+
+use crate::models;
+
+/// Generate text with a model on a device.
+///
+/// The prompt is prefilled token by token (ineligible for the retained route); every later
+/// token is a plain continuation, which the replay controller records, validates and then
+/// replays as one submission. Exit codes: 0 done, 1 the model or a forward failed, 2 usage.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A model alias (`redline models`) or a path to a `.gguf` file. An alias not yet pulled is
+    /// pulled first.
+    #[arg(long, default_value = models::DEFAULT_ALIAS)]
+    pub model: String,
+    /// `sim` (the soft device), `hsa` (an AMD GPU through ROCr), or `auto` (a GPU when one is
+    /// usable, else the soft device, saying why).
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// The soft device's architecture.
+    #[arg(long, default_value = "gfx1100")]
+    pub arch: String,
+    /// The prompt, continued as plain text.
+    #[arg(long, conflicts_with = "chat")]
+    pub prompt: Option<String>,
+    /// Treat the prompt as one user message in the model's chat template (ChatML).
+    #[arg(long, value_name = "MESSAGE")]
+    pub chat: Option<String>,
+    /// New tokens at most.
+    #[arg(long, default_value_t = 64)]
+    pub max_tokens: u32,
+    /// 0 is greedy.
+    #[arg(long, default_value_t = 0.0)]
+    pub temperature: f32,
+    /// Keep the k most likely tokens (0: off).
+    #[arg(long, default_value_t = 0)]
+    pub top_k: usize,
+    /// Nucleus sampling threshold in (0, 1].
+    #[arg(long, default_value_t = 1.0)]
+    pub top_p: f32,
+    /// Sampler seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Stop strings (repeatable).
+    #[arg(long)]
+    pub stop: Vec<String>,
+    /// KV-cache positions [default: 1024, or the model's trained context when shorter].
+    #[arg(long)]
+    pub context: Option<u32>,
+    /// `hip` (ordinary launches), `auto` (retained), `shadow` (validate, then retained);
+    /// default from REDLINE_REPLAY_BACKEND, else auto.
+    #[arg(long)]
+    pub replay_backend: Option<String>,
+    /// `pm4` or `aql`; default from REDLINE_REPLAY_TRANSPORT, else pm4.
+    #[arg(long)]
+    pub transport: Option<String>,
+    /// Print `{"text", "tokens", "route"}` as JSON instead of streaming.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `redline generate`.
+///
+/// # Errors
+/// Usage and I/O errors (exit 2); model and forward failures are reported with exit 1.
+pub fn run(args: &Args) -> Result<ExitCode> {
+    let kind = DeviceKind::from_str(&args.device).map_err(|e| anyhow::anyhow!("--device: {e}"))?;
+    let target = Target::from_str(&args.arch).map_err(|e| anyhow::anyhow!("--arch: {e}"))?;
+    let config = ReplayConfig::from_flags_and_env(&ConfigFlags {
+        backend: args.replay_backend.clone(),
+        transport: args.transport.clone(),
+        manual_capture: None,
+    })?;
+    let resolved = models::resolve_model(&args.model, true).with_context(|| format!("--model {}", args.model))?;
+    let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
+    let selected = match select(kind, Some(target)) {
+        Ok(selected) => selected,
+        Err(error) => {
+            eprintln!("redline: {error}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    eprintln!("device: {}", selected.reason);
+    let SelectedDevice::Sim(device) = selected.device else {
+        eprintln!("redline: generation on an HSA GPU is not available yet; use --device sim");
+        return Ok(ExitCode::from(1));
+    };
+    let context = match args.context {
+        Some(context) => context,
+        None => file.u32("llama.context_length").map_or(1024, |trained| trained.min(1024)),
+    };
+    let mut session = match Session::new(*device, &file, context, config) {
+        Ok(session) => session,
+        Err(error) => {
+            eprintln!("redline: {error}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let text = match (&args.prompt, &args.chat) {
+        (Some(prompt), None) => prompt.clone(),
+        (None, Some(message)) => {
+            let template = file.str("tokenizer.chat_template").context("the model has no chat template")?;
+            let template = ChatTemplate::from_gguf_template(template)?;
+            template.render(&[Message::new("user", message)], true)
+        }
+        _ => bail!("give --prompt TEXT or --chat MESSAGE"),
+    };
+    let prompt = session.tokenizer().encode(&text, args.chat.is_some());
+    let options = GenerateOptions {
+        max_tokens: args.max_tokens,
+        sampler: SamplerConfig { temperature: args.temperature, top_k: args.top_k, top_p: args.top_p, seed: args.seed },
+        stop: args.stop.clone(),
+    };
+    let stdout = std::io::stdout();
+    let json = args.json;
+    let generation = session.generate(&prompt, &options, |piece| {
+        if !json {
+            let mut out = stdout.lock();
+            // Streaming output: a closed pipe ends the stream, not the generation.
+            let _ = out.write_all(piece.as_bytes()).and_then(|()| out.flush());
+        }
+    });
+    let generation = match generation {
+        Ok(generation) => generation,
+        Err(error) => {
+            eprintln!("\nredline: {error}");
+            eprintln!("route: {}", serde_json::to_string(&session.route_proof())?);
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let proof = session.route_proof();
+    let digest = resolved.entry.map(|e| e.gguf_sha256);
+    if json {
+        let report = serde_json::json!({
+            "text": generation.text,
+            "tokens": generation.tokens,
+            "prompt_tokens": generation.prompt_tokens,
+            "finish_reason": generation.finish_reason,
+            "tokens_per_second": generation.tokens_per_second(),
+            "model": {"path": resolved.path, "sha256": digest},
+            "route": proof,
+        });
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!();
+        eprintln!(
+            "{} prompt + {} new tokens ({}); decode {:.2} tok/s; state {}; retained tokens {}, ordinary {}, recorded {}, shadow {}",
+            generation.prompt_tokens,
+            generation.tokens.len(),
+            generation.finish_reason,
+            generation.tokens_per_second(),
+            proof.state,
+            proof.observations.retained,
+            proof.observations.ordinary,
+            proof.observations.recorded,
+            proof.observations.shadow,
+        );
+        if let Some(reason) = &proof.fallback_reason {
+            eprintln!("fallback: {reason}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

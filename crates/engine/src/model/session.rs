@@ -1,0 +1,240 @@
+//! Text generation on the soft device: tokenizer from the GGUF, prefill as ineligible forwards,
+//! decode as eligible continuations through the [`ReplayController`], sampling and stops.
+
+use std::time::{Duration, Instant};
+
+use gguf::Gguf;
+use tokenizer::{Decoder, Sampler, SamplerConfig, StopMatcher, Tokenizer, Vocab};
+
+use super::Llama;
+use crate::funnel::Funnel;
+use crate::replay::{ForwardError, ReplayConfig, ReplayController, RouteProof};
+use crate::sim::SimDevice;
+use crate::workload::WorkloadError;
+
+/// Launches a step may record: a decode step of a 30-layer model is about 450.
+const FUNNEL_CAPACITY: usize = 8192;
+
+/// Why generation could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The tokenizer metadata is missing or invalid.
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
+    /// Loading the model onto the device.
+    #[error("loading the model: {0}")]
+    Load(#[from] WorkloadError),
+    /// A forward failed.
+    #[error(transparent)]
+    Forward(#[from] ForwardError),
+    /// The sampler's settings or the logits were invalid.
+    #[error("sampling: {0}")]
+    Sampler(String),
+    /// The prompt and the tokens asked for do not fit the context.
+    #[error("{prompt} prompt tokens + {max_tokens} new tokens exceed the context of {context}")]
+    Context {
+        /// Prompt tokens.
+        prompt: usize,
+        /// Tokens asked for.
+        max_tokens: u32,
+        /// Positions the KV cache holds.
+        context: u32,
+    },
+    /// An empty prompt (the model needs one token to continue from).
+    #[error("the prompt encodes to no tokens")]
+    EmptyPrompt,
+}
+
+/// The tokenizer the GGUF's metadata describes.
+///
+/// # Errors
+/// [`SessionError::Tokenizer`] naming the key or the vocabulary problem.
+pub fn tokenizer_from_gguf(file: &Gguf) -> Result<Tokenizer, SessionError> {
+    let err = |e: &dyn std::fmt::Display| SessionError::Tokenizer(e.to_string());
+    let model = file.str("tokenizer.ggml.model").map_err(|e| err(&e))?;
+    if model != "gpt2" {
+        return Err(SessionError::Tokenizer(format!("tokenizer.ggml.model {model:?}: only \"gpt2\" (byte-level BPE)")));
+    }
+    let strings = |key: &str| -> Result<Vec<String>, SessionError> {
+        Ok(file.string_array(key).map_err(|e| err(&e))?.into_iter().map(str::to_owned).collect())
+    };
+    let optional = |key: &str| file.get(key).and_then(|_| file.u32(key).ok());
+    let vocab = Vocab {
+        tokens: strings("tokenizer.ggml.tokens")?,
+        token_types: file.i32_array("tokenizer.ggml.token_type").map_err(|e| err(&e))?,
+        merges: strings("tokenizer.ggml.merges")?,
+        bos: file.u32("tokenizer.ggml.bos_token_id").map_err(|e| err(&e))?,
+        eos: file.u32("tokenizer.ggml.eos_token_id").map_err(|e| err(&e))?,
+        unk: optional("tokenizer.ggml.unknown_token_id"),
+        pad: optional("tokenizer.ggml.padding_token_id"),
+    };
+    let pre = file.get("tokenizer.ggml.pre").and_then(|_| file.str("tokenizer.ggml.pre").ok()).unwrap_or("default");
+    Tokenizer::new(vocab, pre).map_err(|e| err(&e))
+}
+
+/// What one generation asks for.
+#[derive(Clone, Debug)]
+pub struct GenerateOptions {
+    /// New tokens at most.
+    pub max_tokens: u32,
+    /// Sampler settings.
+    pub sampler: SamplerConfig,
+    /// Stop strings (not emitted).
+    pub stop: Vec<String>,
+}
+
+/// What one generation produced.
+#[derive(Clone, Debug)]
+pub struct Generation {
+    /// The generated text (stop string excluded).
+    pub text: String,
+    /// The generated token ids.
+    pub tokens: Vec<u32>,
+    /// Prompt tokens.
+    pub prompt_tokens: usize,
+    /// Wall time of the decode forwards (prefill excluded).
+    pub decode_time: Duration,
+    /// Decode forwards timed in `decode_time`.
+    pub decode_forwards: u32,
+    /// Why generation ended: `stop`, `length`.
+    pub finish_reason: &'static str,
+}
+
+impl Generation {
+    /// Decode tokens per second.
+    #[must_use]
+    pub fn tokens_per_second(&self) -> f64 {
+        let seconds = self.decode_time.as_secs_f64();
+        if seconds > 0.0 { f64::from(self.decode_forwards) / seconds } else { 0.0 }
+    }
+}
+
+/// A model on the soft device with its tokenizer and replay controller.
+#[derive(Debug)]
+pub struct Session {
+    device: SimDevice,
+    model: Llama,
+    funnel: Funnel,
+    controller: ReplayController,
+    tokenizer: Tokenizer,
+}
+
+impl Session {
+    /// Loads `file` onto `device` with a KV cache of `context` positions; the controller is
+    /// configured from `config` and armed by the model-load default.
+    ///
+    /// # Errors
+    /// [`SessionError`].
+    pub fn new(mut device: SimDevice, file: &Gguf, context: u32, config: ReplayConfig) -> Result<Self, SessionError> {
+        let tokenizer = tokenizer_from_gguf(file)?;
+        let model = Llama::load(&mut device, file, context)?;
+        let mut controller = ReplayController::new(config);
+        controller.configure_model_default(true);
+        Ok(Self { device, model, funnel: Funnel::new(FUNNEL_CAPACITY), controller, tokenizer })
+    }
+
+    /// The tokenizer.
+    #[must_use]
+    pub const fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// The route proof as of now.
+    #[must_use]
+    pub fn route_proof(&self) -> RouteProof {
+        self.controller.route_proof()
+    }
+
+    /// The controller.
+    #[must_use]
+    pub const fn controller(&self) -> &ReplayController {
+        &self.controller
+    }
+
+    /// Generates from `prompt` (token ids) from position 0, calling `on_text` with each piece of
+    /// text as it becomes safe to show. The KV cache is rewritten from position 0, so every call
+    /// starts a new sequence.
+    ///
+    /// # Errors
+    /// [`SessionError`]; after a replay failure the controller is in its sticky fallback.
+    pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        options: &GenerateOptions,
+        mut on_text: impl FnMut(&str),
+    ) -> Result<Generation, SessionError> {
+        if prompt.is_empty() {
+            return Err(SessionError::EmptyPrompt);
+        }
+        let context = self.model.context();
+        let needed = u64::try_from(prompt.len()).unwrap_or(u64::MAX) + u64::from(options.max_tokens);
+        if needed > u64::from(context) {
+            return Err(SessionError::Context { prompt: prompt.len(), max_tokens: options.max_tokens, context });
+        }
+        let mut sampler = Sampler::new(options.sampler).map_err(|e| SessionError::Sampler(e.to_string()))?;
+        let mut stops = StopMatcher::new(vec![self.tokenizer.eos()], options.stop.clone());
+        let mut decoder = Decoder::new(&self.tokenizer, false);
+        let mut parts = Parts {
+            device: &mut self.device,
+            model: &mut self.model,
+            funnel: &mut self.funnel,
+            controller: &mut self.controller,
+        };
+        let mut position = 0u32;
+        // Prefill: every prompt token but the last is ineligible; the last one is the first plain
+        // single-token continuation.
+        for (i, &token) in prompt.iter().enumerate() {
+            parts.forward(token, position, i + 1 == prompt.len())?;
+            position += 1;
+        }
+        let (mut text, mut tokens) = (String::new(), Vec::new());
+        let mut decode_time = Duration::ZERO;
+        let mut decode_forwards = 0u32;
+        let mut finish_reason = "length";
+        while tokens.len() < usize::try_from(options.max_tokens).unwrap_or(usize::MAX) {
+            let logits = parts.model.logits(parts.device)?;
+            let token = sampler.sample(&logits).map_err(|e| SessionError::Sampler(e.to_string()))?;
+            tokens.push(token);
+            let piece = decoder.push(token).map_err(|e| SessionError::Tokenizer(e.to_string()))?;
+            let step = stops.push(token, &piece);
+            if !step.emit.is_empty() {
+                on_text(&step.emit);
+                text.push_str(&step.emit);
+            }
+            if step.stop {
+                finish_reason = "stop";
+                break;
+            }
+            if tokens.len() >= usize::try_from(options.max_tokens).unwrap_or(usize::MAX) {
+                break;
+            }
+            let start = Instant::now();
+            parts.forward(token, position, true)?;
+            decode_time += start.elapsed();
+            decode_forwards += 1;
+            position += 1;
+        }
+        if finish_reason == "length" {
+            let rest = stops.finish();
+            on_text(&rest);
+            text.push_str(&rest);
+        }
+        Ok(Generation { text, tokens, prompt_tokens: prompt.len(), decode_time, decode_forwards, finish_reason })
+    }
+}
+
+/// The parts of a [`Session`] a forward mutates, borrowed apart from its tokenizer.
+struct Parts<'a> {
+    device: &'a mut SimDevice,
+    model: &'a mut Llama,
+    funnel: &'a mut Funnel,
+    controller: &'a mut ReplayController,
+}
+
+impl Parts<'_> {
+    fn forward(&mut self, token: u32, position: u32, eligible: bool) -> Result<(), SessionError> {
+        self.model.set_token(token)?;
+        self.controller.forward(self.device, self.funnel, self.model, position, eligible)?;
+        Ok(())
+    }
+}
