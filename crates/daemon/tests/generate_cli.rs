@@ -95,3 +95,43 @@ fn the_reference_model_answers_paris() {
     assert!(out["text"].as_str().unwrap().starts_with(" Paris"));
     assert_eq!(out["route"]["state"], "ready");
 }
+
+/// The decode tape and the prepared submission of the reference model are the same in fresh
+/// processes (they are calibrated from recordings at different positions, so also stable across
+/// positions), on gfx1100 and gfx1201, and the retained text equals the ordinary text.
+#[test]
+fn the_reference_model_tape_is_stable_across_fresh_processes() {
+    let Ok(path) = std::env::var("REDLINE_SMOLLM2_GGUF") else {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_SMOLLM2_GGUF is not set under CI=true");
+        println!("REDLINE_SMOLLM2_GGUF not set: did nothing");
+        return;
+    };
+    for arch in ["gfx1100", "gfx1201"] {
+        let run = |backend: &str| {
+            json(&redline(&[
+                "generate",
+                "--model",
+                &path,
+                "--device",
+                "sim",
+                "--arch",
+                arch,
+                "--prompt",
+                "Once upon a time,",
+                "--max-tokens",
+                "8",
+                "--replay-backend",
+                backend,
+                "--json",
+            ]))
+        };
+        let (first, second, ordinary) = (run("auto"), run("auto"), run("hip"));
+        for key in ["tape", "submission"] {
+            assert!(first["route"][key].is_object(), "{arch}: {}", first["route"]);
+            assert_eq!(first["route"][key], second["route"][key], "{arch}: {key}");
+        }
+        assert_eq!(first["tokens"], ordinary["tokens"], "{arch}");
+        assert_eq!(first["route"]["state"], "ready");
+        assert!(first["route"]["observations"]["retained"].as_u64().unwrap() >= 4, "{arch}");
+    }
+}

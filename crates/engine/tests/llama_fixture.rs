@@ -6,6 +6,7 @@
 
 use engine::funnel::Funnel;
 use engine::model::Llama;
+use engine::replay::{Backend, ReplayConfig, ReplayController, State};
 use engine::sim::SimDevice;
 use engine::workload::Workload;
 use gguf::Gguf;
@@ -41,7 +42,7 @@ fn smollm2_greedy_tokens_and_logits_match_the_f64_reference() {
     )
     .unwrap();
     let mut worst = 0.0f64;
-    for prompt in reference["prompts"].as_array().unwrap().iter().take(2) {
+    for prompt in reference["prompts"].as_array().unwrap() {
         let mut device = SimDevice::new(Target::Gfx1100);
         let mut model = Llama::load(&mut device, &file, 64).unwrap();
         let mut funnel = Funnel::new(4096);
@@ -72,4 +73,60 @@ fn smollm2_greedy_tokens_and_logits_match_the_f64_reference() {
         }
     }
     println!("largest top-5 logit difference from the f64 reference: {worst:.5}");
+}
+
+/// Greedy decode of the France prompt for `steps` tokens through a controller with `config`;
+/// returns the tokens and the controller.
+fn decode_fixture(file: &Gguf, target: Target, config: ReplayConfig, steps: usize) -> (Vec<u32>, ReplayController) {
+    let mut device = SimDevice::new(target);
+    let mut model = Llama::load(&mut device, file, 64).unwrap();
+    let mut funnel = Funnel::new(4096);
+    let mut controller = ReplayController::new(config);
+    controller.configure_model_default(true);
+    let prompt = [504, 3575, 282, 4649, 314];
+    let mut position = 0;
+    for (i, &t) in prompt.iter().enumerate() {
+        model.set_token(t).unwrap();
+        controller.forward(&mut device, &mut funnel, &mut model, position, i + 1 == prompt.len()).unwrap();
+        position += 1;
+    }
+    let mut tokens = Vec::new();
+    for _ in 0..steps {
+        let logits = model.logits(&mut device).unwrap();
+        let next = (0..logits.len()).max_by(|&a, &b| logits[a].total_cmp(&logits[b])).unwrap();
+        let next = u32::try_from(next).unwrap();
+        tokens.push(next);
+        model.set_token(next).unwrap();
+        controller.forward(&mut device, &mut funnel, &mut model, position, true).unwrap();
+        position += 1;
+    }
+    (tokens, controller)
+}
+
+#[test]
+fn smollm2_shadow_parity_at_16_positions_then_retained_on_gfx1100_and_gfx1201() {
+    let Some(path) = fixture_path() else { return };
+    let file = Gguf::open(&path).unwrap();
+    const STEPS: usize = 24;
+    for target in [Target::Gfx1100, Target::Gfx1201] {
+        let base = ReplayConfig { explicit: true, shadow_positions: 16, ..ReplayConfig::default() };
+        let (ordinary, hip) =
+            decode_fixture(&file, target, ReplayConfig { backend: Backend::Hip, ..base.clone() }, STEPS);
+        assert_eq!(hip.observations().retained, 0);
+        let (retained, controller) =
+            decode_fixture(&file, target, ReplayConfig { backend: Backend::Shadow, ..base }, STEPS);
+        assert_eq!(retained, ordinary, "{target}: generated tokens differ with the retained route");
+        assert_eq!(controller.state(), &State::Ready, "{target}");
+        let obs = controller.observations();
+        // Shadow validation compared every surface (logits, KV cache, activations, guards) at 16
+        // positions, bit for bit; each was exact, or the controller would be in Fallback.
+        assert_eq!(obs.shadow, 16, "{target}: {obs:?}");
+        let proof = controller.route_proof();
+        assert!(proof.shadow.as_ref().is_some_and(engine::shadow::ShadowReport::is_exact), "{target}");
+        // Positions: prompt 0..=4 (4 is the first continuation), decode forwards 5..=4+STEPS.
+        // Recorded 4..=6, shadow 7..=22, every later forward retained.
+        let retained_positions: Vec<u32> = (4 + 3 + 16..=4 + u32::try_from(STEPS).unwrap()).collect();
+        assert_eq!(obs.replay_positions, retained_positions, "{target}");
+        assert_eq!(obs.ordinary_launches_in_retained_forwards, 0);
+    }
 }
