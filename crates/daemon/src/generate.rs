@@ -32,12 +32,13 @@ pub struct Args {
     /// The soft device's architecture.
     #[arg(long, default_value = "gfx1100")]
     pub arch: String,
-    /// The prompt, continued as plain text.
-    #[arg(long, conflicts_with = "chat")]
+    /// The prompt: continued as plain text, or with --chat the user's message.
+    #[arg(long)]
     pub prompt: Option<String>,
-    /// Treat the prompt as one user message in the model's chat template (ChatML).
-    #[arg(long, value_name = "MESSAGE")]
-    pub chat: Option<String>,
+    /// Use the model's chat template (ChatML): with --prompt, one user message; without it, an
+    /// interactive conversation, one user message per line of standard input (end with EOF).
+    #[arg(long)]
+    pub chat: bool,
     /// New tokens at most.
     #[arg(long, default_value_t = 64)]
     pub max_tokens: u32,
@@ -108,24 +109,79 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
-    let text = match (&args.prompt, &args.chat) {
-        (Some(prompt), None) => prompt.clone(),
-        (None, Some(message)) => {
-            let template = file.str("tokenizer.chat_template").context("the model has no chat template")?;
-            let template = ChatTemplate::from_gguf_template(template)?;
-            template.render(&[Message::new("user", message)], true)
-        }
-        _ => bail!("give --prompt TEXT or --chat MESSAGE"),
-    };
-    let prompt = session.tokenizer().encode(&text, args.chat.is_some());
     let options = GenerateOptions {
         max_tokens: args.max_tokens,
         sampler: SamplerConfig { temperature: args.temperature, top_k: args.top_k, top_p: args.top_p, seed: args.seed },
         stop: args.stop.clone(),
     };
+    let model = ModelReport { path: resolved.path.display().to_string(), sha256: model_digest(&resolved.path)? };
+    if args.chat {
+        let template = file.str("tokenizer.chat_template").context("the model has no chat template")?;
+        let template = ChatTemplate::from_gguf_template(template)?;
+        let Some(prompt) = &args.prompt else { return converse(&mut session, &template, &options) };
+        let text = template.render(&[Message::new("user", prompt)], true);
+        let ids = session.tokenizer().encode(&text, true);
+        return one(&mut session, &ids, &options, args.json, &model);
+    }
+    let Some(prompt) = &args.prompt else { bail!("give --prompt TEXT, or --chat for a conversation") };
+    let ids = session.tokenizer().encode(prompt, false);
+    one(&mut session, &ids, &options, args.json, &model)
+}
+
+/// The model file in reports.
+#[derive(Debug)]
+struct ModelReport {
+    path: String,
+    sha256: String,
+}
+
+/// The SHA-256 of the model file (part of every report).
+fn model_digest(path: &std::path::Path) -> Result<String> {
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(crate::pull::sha256_reader(std::io::BufReader::new(file))?.0)
+}
+
+/// An interactive conversation: each line of standard input is a user message.
+fn converse(session: &mut Session, template: &ChatTemplate, options: &GenerateOptions) -> Result<ExitCode> {
+    let mut messages = Vec::new();
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    loop {
+        eprint!("> ");
+        line.clear();
+        if stdin.read_line(&mut line)? == 0 {
+            return Ok(ExitCode::SUCCESS);
+        }
+        messages.push(Message::new("user", line.trim_end_matches(['\n', '\r'])));
+        let ids = session.tokenizer().encode(&template.render(&messages, true), true);
+        let mut out = std::io::stdout();
+        let generation = session.generate(&ids, options, |piece| {
+            let _ = out.write_all(piece.as_bytes()).and_then(|()| out.flush());
+        });
+        match generation {
+            Ok(generation) => {
+                println!();
+                summary(&generation, &session.route_proof());
+                messages.push(Message::new("assistant", &generation.text));
+            }
+            Err(error) => {
+                eprintln!("\nredline: {error}");
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+}
+
+/// One generation from `ids`, streamed (or as JSON).
+fn one(
+    session: &mut Session,
+    ids: &[u32],
+    options: &GenerateOptions,
+    json: bool,
+    model: &ModelReport,
+) -> Result<ExitCode> {
     let stdout = std::io::stdout();
-    let json = args.json;
-    let generation = session.generate(&prompt, &options, |piece| {
+    let generation = session.generate(ids, options, |piece| {
         if !json {
             let mut out = stdout.lock();
             // Streaming output: a closed pipe ends the stream, not the generation.
@@ -141,7 +197,6 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         }
     };
     let proof = session.route_proof();
-    let digest = resolved.entry.map(|e| e.gguf_sha256);
     if json {
         let report = serde_json::json!({
             "text": generation.text,
@@ -149,27 +204,33 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             "prompt_tokens": generation.prompt_tokens,
             "finish_reason": generation.finish_reason,
             "tokens_per_second": generation.tokens_per_second(),
-            "model": {"path": resolved.path, "sha256": digest},
+            "model": {"path": model.path, "sha256": model.sha256},
             "route": proof,
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!();
-        eprintln!(
-            "{} prompt + {} new tokens ({}); decode {:.2} tok/s; state {}; retained tokens {}, ordinary {}, recorded {}, shadow {}",
-            generation.prompt_tokens,
-            generation.tokens.len(),
-            generation.finish_reason,
-            generation.tokens_per_second(),
-            proof.state,
-            proof.observations.retained,
-            proof.observations.ordinary,
-            proof.observations.recorded,
-            proof.observations.shadow,
-        );
-        if let Some(reason) = &proof.fallback_reason {
-            eprintln!("fallback: {reason}");
-        }
+        summary(&generation, &proof);
+        eprintln!("model: {} (sha256 {})", model.path, model.sha256);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Speed, route and controller state after a generation.
+fn summary(generation: &engine::model::Generation, proof: &engine::replay::RouteProof) {
+    eprintln!(
+        "{} prompt + {} new tokens ({}); decode {:.2} tok/s; state {}; retained tokens {}, ordinary {}, recorded {}, shadow {}",
+        generation.prompt_tokens,
+        generation.tokens.len(),
+        generation.finish_reason,
+        generation.tokens_per_second(),
+        proof.state,
+        proof.observations.retained,
+        proof.observations.ordinary,
+        proof.observations.recorded,
+        proof.observations.shadow,
+    );
+    if let Some(reason) = &proof.fallback_reason {
+        eprintln!("fallback: {reason}");
+    }
 }

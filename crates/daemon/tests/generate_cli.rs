@@ -135,3 +135,38 @@ fn the_reference_model_tape_is_stable_across_fresh_processes() {
         assert!(first["route"]["observations"]["retained"].as_u64().unwrap() >= 4, "{arch}");
     }
 }
+
+#[test]
+fn chat_renders_the_template_and_converses_over_stdin() {
+    use std::io::Write as _;
+    let model = tiny_model();
+    let model = model.to_str().unwrap();
+    let one = json(&redline(&[
+        "generate",
+        "--model",
+        model,
+        "--device",
+        "sim",
+        "--chat",
+        "--prompt",
+        "hi",
+        "--max-tokens",
+        "4",
+        "--json",
+    ]));
+    // ChatML with the default system message, the user turn and the generation prompt.
+    assert!(one["prompt_tokens"].as_u64().unwrap() > 10, "{one}");
+    assert_eq!(one["model"]["sha256"].as_str().unwrap().len(), 64);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_redline"))
+        .args(["generate", "--model", model, "--device", "sim", "--chat", "--max-tokens", "4"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\nand again\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("new tokens").count(), 2, "{stderr}");
+}

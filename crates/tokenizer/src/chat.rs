@@ -6,6 +6,9 @@ use crate::error::ChatTemplateError;
 /// SmolLM2's ChatML template, as stored in `tokenizer.chat_template`.
 pub const SMOLLM2_CHATML: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
+/// Plain ChatML: every message as `<|im_start|>role\ncontent<|im_end|>\n`, no default system message.
+pub const PLAIN_CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
 /// One chat message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
@@ -28,20 +31,32 @@ pub enum ChatTemplate {
     /// ChatML (`<|im_start|>role\ncontent<|im_end|>\n`), with the system message inserted when the
     /// conversation does not start with one.
     ChatMl {
-        /// System prompt used when the first message is not a system message.
-        default_system: String,
+        /// System prompt used when the first message is not a system message (none for plain
+        /// ChatML).
+        default_system: Option<String>,
     },
 }
 
 impl ChatTemplate {
     /// Recognises a GGUF `tokenizer.chat_template` string; anything else is an error.
     pub fn from_gguf_template(template: &str) -> Result<Self, ChatTemplateError> {
+        // Jinja reads the escape `\n` in a string literal as a newline: both spellings are one
+        // template.
+        let unescaped = template.replace("\\n", "\n");
+        let template_text = template;
+        let template = unescaped.as_str();
         if template == SMOLLM2_CHATML {
             return Ok(Self::ChatMl {
-                default_system: "You are a helpful AI assistant named SmolLM, trained by Hugging Face".to_owned(),
+                default_system: Some("You are a helpful AI assistant named SmolLM, trained by Hugging Face".to_owned()),
             });
         }
-        Err(ChatTemplateError::Unrecognised { len: template.len(), prefix: template.chars().take(48).collect() })
+        if template == PLAIN_CHATML {
+            return Ok(Self::ChatMl { default_system: None });
+        }
+        Err(ChatTemplateError::Unrecognised {
+            len: template_text.len(),
+            prefix: template_text.chars().take(48).collect(),
+        })
     }
 
     /// Renders `messages` exactly as the Jinja template does; with `add_generation_prompt` the
@@ -57,8 +72,10 @@ impl ChatTemplate {
             out.push_str("<|im_end|>\n");
         };
         // The template's `loop.first` test sits inside the loop: no messages, no system prompt.
-        if messages.first().is_some_and(|m| m.role != "system") {
-            turn("system", default_system);
+        if let Some(system) = default_system
+            && messages.first().is_some_and(|m| m.role != "system")
+        {
+            turn("system", system);
         }
         for m in messages {
             turn(&m.role, &m.content);
@@ -80,6 +97,17 @@ mod tests {
         assert!(matches!(err, ChatTemplateError::Unrecognised { len: 14, .. }));
         let near = SMOLLM2_CHATML.replace("SmolLM", "SmolLN");
         assert!(ChatTemplate::from_gguf_template(&near).is_err());
+    }
+
+    #[test]
+    fn plain_chatml_has_no_default_system_message() {
+        let t = ChatTemplate::from_gguf_template(PLAIN_CHATML).unwrap();
+        let text = t.render(&[Message::new("user", "hi")], true);
+        assert_eq!(text, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+        // The same template with Jinja's `\n` escapes instead of newline characters.
+        let escaped = PLAIN_CHATML.replace('\n', "\\n");
+        assert_ne!(escaped, PLAIN_CHATML);
+        assert_eq!(ChatTemplate::from_gguf_template(&escaped).unwrap(), t);
     }
 
     #[test]

@@ -26,7 +26,7 @@ mod stop;
 mod tokenizer;
 mod unicode_tables;
 
-pub use chat::{ChatTemplate, Message, SMOLLM2_CHATML};
+pub use chat::{ChatTemplate, Message, PLAIN_CHATML, SMOLLM2_CHATML};
 pub use decoder::{Decoder, Utf8Stream};
 pub use error::{ChatTemplateError, SamplerError, TokenizerError};
 pub use pretokenize::{PreTokenizer, SUPPORTED_PRE_TOKENIZERS};
