@@ -1,0 +1,137 @@
+//! The memory a prepared plan shares between the host half and the device side of a token, laid
+//! out by cache line (see [`HostWindow`]).
+
+use aql_packets::PACKET_SIZE;
+
+use crate::device::{QueueHandle, SignalHandle};
+
+/// State only the device side of a token ([`super::PreparedPlan::process_token`]) writes, with the
+/// handles it needs, on its own cache line: the device side reads nothing else of the plan but
+/// the shared parts of [`HostWindow`].
+#[derive(Debug)]
+#[repr(align(64))]
+pub(super) struct DeviceSide {
+    /// Packets the device has taken from the host's ring.
+    pub(super) applied: u64,
+    /// Packets the processor completed for the token being processed, until it is completed.
+    pub(super) processed: Option<u64>,
+    pub(super) queue: QueueHandle,
+    pub(super) signal: SignalHandle,
+}
+
+/// The memory a host writes per token, as ROCr maps it into the process: the bound words of the
+/// retained kernargs (and, for PM4 grid bindings, the IB's `DIM` dwords), the completion
+/// signal's value, the AQL ring's slots and the doorbell. The host half of a token
+/// ([`super::PreparedPlan::publish_token`]) performs exactly these stores here; the soft device applies
+/// them to its device memory, signal and queue when it processes the doorbell
+/// ([`super::PreparedPlan::process_token`]), which is the device side of a token (on hardware, the bus
+/// and the packet processor): that side only reads this memory. Preallocated at preparation: no
+/// allocation per token.
+///
+/// Cache lines: what both sides touch per token is two lines, as for a bare packet and
+/// doorbell — the [`Mailbox`] (doorbell, signal value and the first [`MAILBOX_VALUES`] bound
+/// values) and the ring slot (slots are line-aligned) — plus one line per further 16 bound
+/// values. The sites' addresses never change after preparation, and the host's own bookkeeping
+/// sits on a line the device side never reads, as a GPU never reads the host's private data.
+#[derive(Debug)]
+pub(super) struct HostWindow {
+    /// Byte address per patch site. Constant after preparation.
+    pub(super) vas: Vec<u64>,
+    /// Values of the sites after the first [`MAILBOX_VALUES`], 16 per line.
+    pub(super) overflow: Vec<ValueLine>,
+    /// Ring slots, as many as the queue has. Header constant after preparation.
+    pub(super) ring: Vec<Slot>,
+    pub(super) mailbox: Mailbox,
+    pub(super) private: HostPrivate,
+}
+
+/// Bound values a plan carries on the same cache line as its doorbell and signal value; further
+/// values take one more line per 16.
+pub const MAILBOX_VALUES: usize = 12;
+
+/// The doorbell, the completion signal's value and the first bound values, as the host last
+/// stored them: one cache line.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(super) struct Mailbox {
+    /// The write index the host publishes up to.
+    pub(super) doorbell: u64,
+    /// The completion signal's value.
+    pub(super) signal: i64,
+    /// Values of the first [`MAILBOX_VALUES`] sites.
+    pub(super) values: [u32; MAILBOX_VALUES],
+}
+
+/// Sixteen bound values on a cache line.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
+pub(super) struct ValueLine(pub(super) [u32; 16]);
+
+/// The host's own ring bookkeeping.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(super) struct HostPrivate {
+    /// Packets written into the ring.
+    pub(super) write_index: u64,
+    /// Packets of completed tokens: the host knows their slots are free again.
+    pub(super) acked: u64,
+}
+
+/// One 64-byte ring slot on a cache line of its own.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
+pub(super) struct Slot(pub(super) [u8; PACKET_SIZE]);
+
+impl HostWindow {
+    pub(super) fn new(vas: Vec<u64>, slots: u32) -> Self {
+        let overflow = vas.len().saturating_sub(MAILBOX_VALUES).div_ceil(16);
+        Self {
+            vas,
+            overflow: vec![ValueLine::default(); overflow],
+            ring: vec![Slot([0; PACKET_SIZE]); usize::try_from(slots).unwrap_or(0)],
+            mailbox: Mailbox::default(),
+            private: HostPrivate::default(),
+        }
+    }
+
+    pub(super) fn value_mut(&mut self, site: usize) -> &mut u32 {
+        match site.checked_sub(MAILBOX_VALUES) {
+            None => &mut self.mailbox.values[site],
+            Some(i) => &mut self.overflow[i / 16].0[i % 16],
+        }
+    }
+
+    pub(super) fn value(&self, site: usize) -> u32 {
+        match site.checked_sub(MAILBOX_VALUES) {
+            None => self.mailbox.values[site],
+            Some(i) => self.overflow[i / 16].0[i % 16],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_window_values_go_to_the_mailbox_then_to_whole_overflow_lines() {
+        for sites in [0, 1, MAILBOX_VALUES, MAILBOX_VALUES + 1, MAILBOX_VALUES + 16, MAILBOX_VALUES + 17, 100] {
+            let vas: Vec<u64> = (0..sites).map(|i| 0x1000 + 4 * u64::try_from(i).unwrap()).collect();
+            let mut window = HostWindow::new(vas, 4);
+            assert_eq!(window.overflow.len(), sites.saturating_sub(MAILBOX_VALUES).div_ceil(16), "{sites} sites");
+            for i in 0..sites {
+                *window.value_mut(i) = u32::try_from(i).unwrap() * 7 + 1;
+            }
+            for i in 0..sites {
+                assert_eq!(window.value(i), u32::try_from(i).unwrap() * 7 + 1, "{sites} sites, site {i}");
+            }
+            let in_mailbox = sites.min(MAILBOX_VALUES);
+            for i in 0..in_mailbox {
+                assert_eq!(window.mailbox.values[i], u32::try_from(i).unwrap() * 7 + 1);
+            }
+        }
+        assert_eq!(std::mem::size_of::<Mailbox>(), 64, "the mailbox is one cache line");
+        assert_eq!(std::mem::align_of::<Slot>(), 64, "ring slots are line-aligned");
+        assert_eq!(std::mem::align_of::<DeviceSide>(), 64);
+    }
+}
