@@ -22,7 +22,7 @@ use tape_core::calibrate::GridRule;
 
 use crate::device::Device;
 use crate::funnel::{Funnel, Kernel, Launch, Use};
-use crate::workload::{GUARD_BYTES, Surface, Workload, WorkloadError};
+use crate::workload::{GUARD_BYTES, Surface, Workload, WorkloadError, check_position};
 
 /// The names [`example`] knows, with a line each.
 pub const EXAMPLES: [(&str, &str); 3] = [
@@ -81,13 +81,6 @@ pub(crate) fn pattern(len: usize, seed: u32) -> Vec<u8> {
 
 fn surface(device: &mut dyn Device, name: &str, floats: u32) -> Result<Surface, WorkloadError> {
     Surface::allocate(device, name, 4 * u64::from(floats), GUARD_BYTES)
-}
-
-fn check_position(position: u32, max_position: u32) -> Result<(), WorkloadError> {
-    if position > max_position {
-        return Err(WorkloadError::Position { position, max_position });
-    }
-    Ok(())
 }
 
 /// The `chain` example (module documentation).

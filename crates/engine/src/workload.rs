@@ -127,6 +127,17 @@ pub enum WorkloadError {
     },
 }
 
+/// [`WorkloadError::Position`] when `position` is past `max_position`.
+///
+/// # Errors
+/// As described.
+pub fn check_position(position: u32, max_position: u32) -> Result<(), WorkloadError> {
+    if position > max_position {
+        return Err(WorkloadError::Position { position, max_position });
+    }
+    Ok(())
+}
+
 /// A decode step: see the module documentation.
 pub trait Workload {
     /// Name in reports.

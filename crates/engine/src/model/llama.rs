@@ -14,7 +14,7 @@ use crate::device::Device;
 use kernarg_abi::layout::ArgValue;
 
 use crate::funnel::{Funnel, Kernel, Launch, Use};
-use crate::workload::{GUARD_BYTES, Surface, Workload, WorkloadError};
+use crate::workload::{GUARD_BYTES, Surface, Workload, WorkloadError, check_position};
 
 /// Work-group size of the quantised matvecs (one wave32 per row).
 const MATVEC_BLOCK: u16 = 32;
@@ -383,13 +383,6 @@ impl Workload for Llama {
     fn max_position(&self) -> u32 {
         self.context - 1
     }
-}
-
-fn check_position(position: u32, max_position: u32) -> Result<(), WorkloadError> {
-    if position > max_position {
-        return Err(WorkloadError::Position { position, max_position });
-    }
-    Ok(())
 }
 
 fn load_kernels(device: &mut dyn Device) -> Result<Kernels, WorkloadError> {
