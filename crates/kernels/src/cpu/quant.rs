@@ -26,22 +26,9 @@ const LANES: usize = 32;
 const _: () = assert!(signature::matvec_q::BLOCK == 32);
 
 /// The IEEE binary16 value with these bits, exactly, as `v_cvt_f32_f16` gives it (every f16 is
-/// an f32; a signalling NaN comes back quiet with its payload).
-#[must_use]
-pub fn f16_to_f32(bits: u16) -> f32 {
-    let sign = u32::from(bits >> 15) << 31;
-    let exponent = u32::from((bits >> 10) & 0x1f);
-    let mantissa = u32::from(bits & 0x3ff);
-    let magnitude = match exponent {
-        // Zero or subnormal: mantissa * 2^-24, exact (mantissa < 2^10).
-        0 => (f32::from(bits & 0x3ff) * f32::from_bits(0x3380_0000)).to_bits(),
-        0x1f if mantissa == 0 => 0x7f80_0000,
-        0x1f => 0x7fc0_0000 | (mantissa << 13),
-        // Rebias 15 -> 127.
-        _ => ((exponent + 112) << 23) | (mantissa << 13),
-    };
-    f32::from_bits(sign | magnitude)
-}
+/// an f32; a signalling NaN comes back quiet with its payload): the GGUF crate's conversion,
+/// which the tests below hold to the GPU's behaviour.
+pub use gguf::f16::f16_to_f32;
 
 /// The f16 at the start of `bytes` (at least 2 long).
 fn f16_at(bytes: &[u8]) -> f32 {
