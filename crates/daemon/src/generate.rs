@@ -114,7 +114,12 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         sampler: SamplerConfig { temperature: args.temperature, top_k: args.top_k, top_p: args.top_p, seed: args.seed },
         stop: args.stop.clone(),
     };
-    let model = ModelReport { path: resolved.path.display().to_string(), sha256: model_digest(&resolved.path)? };
+    // An alias's file was just verified against its pinned digest; a path is hashed here.
+    let sha256 = match resolved.entry {
+        Some(entry) => entry.gguf_sha256.to_owned(),
+        None => model_digest(&resolved.path)?,
+    };
+    let model = ModelReport { path: resolved.path.display().to_string(), sha256 };
     if args.chat {
         let template = file.str("tokenizer.chat_template").context("the model has no chat template")?;
         let template = ChatTemplate::from_gguf_template(template)?;
