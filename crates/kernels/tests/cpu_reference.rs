@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{Kernarg, Rng, SENTINEL, buffer, launch_1d, read_bits, sentinel_buffer};
+use common::{Kernarg, Rng, SENTINEL, buffer, f32_of, launch_1d, read_bits, run, sentinel_buffer};
 use kernels::cpu::{self, CpuReference};
 use kernels::launch::Launch;
 use kernels::memory::HostMemory;
@@ -27,18 +27,6 @@ const SHAPES: [(u32, u32, u16); 6] =
 fn expect_elements(n: u32, grid: u32, len: usize, f: impl Fn(usize) -> f32) -> Vec<u32> {
     let active = n.min(grid) as usize;
     (0..len + common::GUARD).map(|i| if i < active { f(i).to_bits() } else { SENTINEL }).collect()
-}
-
-/// Rounds an `f64` holding an operation on `f32` values to `f32`.
-fn f32_of(v: f64) -> f32 {
-    // CAST: rounding to the nearest f32 is the point.
-    #[allow(clippy::cast_possible_truncation)]
-    let rounded = v as f32;
-    rounded
-}
-
-fn run(cpu: CpuReference, launch: &Launch<'_>, memory: &mut HostMemory) {
-    cpu(launch, memory).unwrap_or_else(|e| panic!("{launch:?}: {e}"));
 }
 
 #[test]

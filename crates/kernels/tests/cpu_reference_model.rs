@@ -7,9 +7,8 @@
 
 mod common;
 
-use common::{Kernarg, Rng, SENTINEL, buffer, launch_1d, read_bits, sentinel_buffer};
+use common::{Kernarg, Rng, SENTINEL, buffer, f32_of, launch_1d, read_bits, run, sentinel_buffer};
 use kernels::cpu::{self, CpuReference, Q4_1_BLOCK_BYTES, Q8_0_BLOCK_BYTES};
-use kernels::launch::Launch;
 use kernels::memory::{DeviceMemory, HostMemory};
 use kernels::signature;
 
@@ -24,18 +23,6 @@ const SCORES: u64 = 0x70_0000;
 /// A test size as a kernel's `u32` argument.
 fn u32_of(v: usize) -> u32 {
     u32::try_from(v).unwrap()
-}
-
-/// Rounds an `f64` to the nearest `f32`.
-fn f32_of(v: f64) -> f32 {
-    // CAST: rounding to the nearest f32 is the point.
-    #[allow(clippy::cast_possible_truncation)]
-    let rounded = v as f32;
-    rounded
-}
-
-fn run(cpu: CpuReference, launch: &Launch<'_>, memory: &mut HostMemory) {
-    cpu(launch, memory).unwrap_or_else(|e| panic!("{launch:?}: {e}"));
 }
 
 /// The binary16 value of `bits` from its definition, in `f64` (finite values only).

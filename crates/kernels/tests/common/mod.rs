@@ -4,6 +4,7 @@
 
 use std::cell::RefCell;
 
+use kernels::cpu::CpuReference;
 use kernels::effects::ResolvedEffect;
 use kernels::launch::Launch;
 use kernels::memory::{DeviceMemory, HostMemory, MemoryFault};
@@ -163,4 +164,17 @@ pub(crate) fn check_within(effects: &[ResolvedEffect], recorder: &Recorder<'_>) 
         }
     }
     Ok(())
+}
+
+/// Rounds an `f64` (an operation on `f32` values, done exactly) to the nearest `f32`.
+pub(crate) fn f32_of(v: f64) -> f32 {
+    // CAST: rounding to the nearest f32 is the point.
+    #[allow(clippy::cast_possible_truncation)]
+    let rounded = v as f32;
+    rounded
+}
+
+/// Runs a CPU reference that must succeed.
+pub(crate) fn run(cpu: CpuReference, launch: &Launch<'_>, memory: &mut HostMemory) {
+    cpu(launch, memory).unwrap_or_else(|e| panic!("{launch:?}: {e}"));
 }
