@@ -2,6 +2,7 @@
 //! and the controller state.
 
 use std::io::Write as _;
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::str::FromStr;
 
@@ -162,6 +163,7 @@ fn converse(session: &mut Session, template: &ChatTemplate, options: &GenerateOp
         let mut out = std::io::stdout();
         let generation = session.generate(&ids, options, |piece| {
             let _ = out.write_all(piece.as_bytes()).and_then(|()| out.flush());
+            ControlFlow::Continue(())
         });
         match generation {
             Ok(generation) => {
@@ -192,6 +194,7 @@ fn one(
             // Streaming output: a closed pipe ends the stream, not the generation.
             let _ = out.write_all(piece.as_bytes()).and_then(|()| out.flush());
         }
+        ControlFlow::Continue(())
     });
     let generation = match generation {
         Ok(generation) => generation,

@@ -1,6 +1,7 @@
 //! Text generation on the soft device: tokenizer from the GGUF, prefill as ineligible forwards,
 //! decode as eligible continuations through the [`ReplayController`], sampling and stops.
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use gguf::Gguf;
@@ -96,7 +97,8 @@ pub struct Generation {
     pub decode_time: Duration,
     /// Decode forwards timed in `decode_time`.
     pub decode_forwards: u32,
-    /// Why generation ended: `stop`, `length`.
+    /// Why generation ended: `stop` (end of sequence or a stop string), `length` (`max_tokens`
+    /// reached) or `cancelled` (`on_text` asked to stop).
     pub finish_reason: &'static str,
 }
 
@@ -151,9 +153,12 @@ impl Session {
         &self.controller
     }
 
-    /// Generates from `prompt` (token ids) from position 0, calling `on_text` with each piece of
-    /// text as it becomes safe to show. The KV cache is rewritten from position 0, so every call
-    /// starts a new sequence.
+    /// Generates from `prompt` (token ids) from position 0, calling `on_text` once per generated
+    /// token with the text that became safe to show (empty while a possible stop string is held
+    /// back), and once more with the held-back rest when `max_tokens` is reached. `on_text`
+    /// returning [`ControlFlow::Break`] ends the generation before the next forward, with
+    /// finish reason `cancelled`. The KV cache is rewritten from position 0, so every call starts
+    /// a new sequence.
     ///
     /// # Errors
     /// [`SessionError`]; after a replay failure the controller is in its sticky fallback.
@@ -161,7 +166,7 @@ impl Session {
         &mut self,
         prompt: &[u32],
         options: &GenerateOptions,
-        mut on_text: impl FnMut(&str),
+        mut on_text: impl FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Generation, SessionError> {
         if prompt.is_empty() {
             return Err(SessionError::EmptyPrompt);
@@ -197,9 +202,10 @@ impl Session {
             tokens.push(token);
             let piece = decoder.push(token).map_err(|e| SessionError::Tokenizer(e.to_string()))?;
             let step = stops.push(token, &piece);
-            if !step.emit.is_empty() {
-                on_text(&step.emit);
-                text.push_str(&step.emit);
+            text.push_str(&step.emit);
+            if on_text(&step.emit).is_break() {
+                finish_reason = "cancelled";
+                break;
             }
             if step.stop {
                 finish_reason = "stop";
@@ -216,8 +222,9 @@ impl Session {
         }
         if finish_reason == "length" {
             let rest = stops.finish();
-            on_text(&rest);
             text.push_str(&rest);
+            // The generation is over: a request to stop changes nothing now.
+            let _ = on_text(&rest);
         }
         Ok(Generation { text, tokens, prompt_tokens: prompt.len(), decode_time, decode_forwards, finish_reason })
     }

@@ -1,0 +1,43 @@
+//! `Session::generate` stops when its text callback asks it to: the tokens before the stop are
+//! the same as an uninterrupted generation's, the finish reason says `cancelled`, and the session
+//! generates normally afterwards.
+
+use std::ops::ControlFlow;
+
+use engine::model::{GenerateOptions, Session};
+use engine::replay::ReplayConfig;
+use engine::sim::SimDevice;
+use gguf::{Gguf, TinyLlamaConfig, tiny_llama};
+use pm4_encoding::Target;
+use tokenizer::SamplerConfig;
+
+fn session() -> Session {
+    let file = Gguf::parse(tiny_llama(&TinyLlamaConfig::default())).unwrap();
+    Session::new(SimDevice::new(Target::Gfx1100), &file, 64, ReplayConfig::default()).unwrap()
+}
+
+#[test]
+fn breaking_from_on_text_cancels_before_the_next_forward() {
+    let mut session = session();
+    let prompt = session.tokenizer().encode("the cat", false);
+    let options = GenerateOptions { max_tokens: 24, sampler: SamplerConfig::default(), stop: Vec::new() };
+    let full = session.generate(&prompt, &options, |_| ControlFlow::Continue(())).unwrap();
+    assert_eq!(full.tokens.len(), 24, "the tiny model should not stop early: {:?}", full.finish_reason);
+
+    let mut calls = 0;
+    let cancelled = session
+        .generate(&prompt, &options, |_| {
+            calls += 1;
+            if calls == 5 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+        })
+        .unwrap();
+    assert_eq!(cancelled.finish_reason, "cancelled");
+    assert_eq!(cancelled.tokens, full.tokens[..5]);
+    assert_eq!(calls, 5, "no callback after the break");
+    assert!(cancelled.decode_forwards < 5, "{} decode forwards after the break", cancelled.decode_forwards);
+    assert!(full.text.starts_with(&cancelled.text));
+
+    let again = session.generate(&prompt, &options, |_| ControlFlow::Continue(())).unwrap();
+    assert_eq!(again.tokens, full.tokens);
+    assert_eq!(again.finish_reason, "length");
+}
