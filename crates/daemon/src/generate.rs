@@ -142,7 +142,10 @@ struct ModelReport {
 }
 
 /// The SHA-256 of the model file (part of every report).
-fn model_digest(path: &std::path::Path) -> Result<String> {
+///
+/// # Errors
+/// Reading the file.
+pub fn model_digest(path: &std::path::Path) -> Result<String> {
     let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
     Ok(crate::pull::sha256_reader(std::io::BufReader::new(file))?.0)
 }

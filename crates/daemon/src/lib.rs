@@ -8,6 +8,7 @@ pub mod inspect;
 pub mod lower;
 pub mod models;
 pub mod pull;
+pub mod serve;
 pub mod sim;
 pub mod tape;
 pub mod zipread;

@@ -16,7 +16,7 @@ use std::process::ExitCode;
     about = "Redline: retained replay of LLM decode steps on AMD GPUs (gfx10.3, gfx11, gfx12)",
     long_about = "Redline: retained replay of LLM decode steps on AMD GPUs (gfx10.3, gfx11, gfx12).\n\n\
         Tools for the command streams, code objects and tapes the replay route is built from, \
-        model fetching (`pull`) and text generation (`generate`). \
+        model fetching (`pull`), text generation (`generate`) and an OpenAI-compatible HTTP server (`serve`). \
         Exit codes: 0 success, 1 the input is invalid or does not decode (the message names where), \
         2 usage or I/O error.",
     propagate_version = true
@@ -35,6 +35,7 @@ enum Command {
     Lower(lower::Args),
     Models(daemon::pull::ListArgs),
     Pull(daemon::pull::Args),
+    Serve(daemon::serve::Args),
     /// Run IB bundles on the soft device (`sim run`).
     #[command(subcommand)]
     Sim(sim::Command),
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         Command::Lower(args) => lower::run(&args),
         Command::Models(args) => daemon::pull::list(&args),
         Command::Pull(args) => daemon::pull::run(&args),
+        Command::Serve(args) => daemon::serve::run(&args),
         Command::Tape(cmd) => tape::run(&cmd),
         Command::Sim(cmd) => sim::run(&cmd),
     };

@@ -1,0 +1,179 @@
+//! Counters for `GET /metrics` (Prometheus text format) and the route snapshot behind
+//! `GET /redline/status`. The generation thread writes them after each job; HTTP handlers read.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use engine::model::Generation;
+use engine::replay::RouteProof;
+
+/// Server-wide counters and the latest route proof.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    /// HTTP requests by (endpoint, status).
+    requests: Mutex<BTreeMap<(String, u16), u64>>,
+    prompt_tokens: AtomicU64,
+    generated_tokens: AtomicU64,
+    generations_finished: AtomicU64,
+    generations_cancelled: AtomicU64,
+    generations_failed: AtomicU64,
+    /// The last finished generation's decode speed, as `f64` bits.
+    decode_tokens_per_second_bits: AtomicU64,
+    /// The last cancelled generation's generated tokens.
+    last_cancelled_tokens: AtomicU64,
+    route: Mutex<Option<RouteProof>>,
+}
+
+/// The queue's fill at the time of a scrape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QueueGauge {
+    /// Jobs waiting (the one generating not included).
+    pub depth: usize,
+    /// Jobs that may wait at most.
+    pub capacity: usize,
+}
+
+/// A lock that a panicking holder poisoned still holds valid counters.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// `usize` to a counter increment.
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+impl Metrics {
+    /// Counts one answered HTTP request.
+    pub(crate) fn request(&self, endpoint: &str, status: u16) {
+        *lock(&self.requests).entry((endpoint.to_owned(), status)).or_insert(0) += 1;
+    }
+
+    /// Counts prompt tokens prefilled.
+    pub(crate) fn prompt_tokens(&self, n: usize) {
+        self.prompt_tokens.fetch_add(count(n), Ordering::Relaxed);
+    }
+
+    /// A generation that ran to `stop` or `length`.
+    pub(crate) fn generation_finished(&self, generation: &Generation) {
+        self.prompt_tokens(generation.prompt_tokens);
+        self.generated_tokens.fetch_add(count(generation.tokens.len()), Ordering::Relaxed);
+        self.generations_finished.fetch_add(1, Ordering::Relaxed);
+        if generation.decode_forwards > 0 {
+            self.decode_tokens_per_second_bits.store(generation.tokens_per_second().to_bits(), Ordering::Relaxed);
+        }
+    }
+
+    /// A generation whose client went away after `generated` tokens (0: before it started).
+    pub(crate) fn generation_cancelled(&self, generated: usize) {
+        self.generated_tokens.fetch_add(count(generated), Ordering::Relaxed);
+        self.generations_cancelled.fetch_add(1, Ordering::Relaxed);
+        self.last_cancelled_tokens.store(count(generated), Ordering::Relaxed);
+    }
+
+    /// A generation that ended with an error.
+    pub(crate) fn generation_failed(&self) {
+        self.generations_failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Replaces the route snapshot.
+    pub(crate) fn set_route(&self, proof: RouteProof) {
+        *lock(&self.route) = Some(proof);
+    }
+
+    /// The route snapshot (none before the model is loaded).
+    pub(crate) fn route(&self) -> Option<RouteProof> {
+        lock(&self.route).clone()
+    }
+
+    /// Generations by outcome and the last cancelled one's tokens, for the status page.
+    pub(crate) fn generations(&self) -> serde_json::Value {
+        serde_json::json!({
+            "finished": self.generations_finished.load(Ordering::Relaxed),
+            "cancelled": self.generations_cancelled.load(Ordering::Relaxed),
+            "failed": self.generations_failed.load(Ordering::Relaxed),
+            "last_cancelled_tokens": self.last_cancelled_tokens.load(Ordering::Relaxed),
+            "generated_tokens": self.generated_tokens.load(Ordering::Relaxed),
+            "prompt_tokens": self.prompt_tokens.load(Ordering::Relaxed),
+        })
+    }
+
+    /// The Prometheus text exposition.
+    pub(crate) fn render(&self, queue: QueueGauge) -> String {
+        let mut out = String::new();
+        header(&mut out, "redline_requests_total", "counter", "HTTP requests answered, by endpoint and status.");
+        for ((endpoint, status), n) in lock(&self.requests).iter() {
+            let _ = writeln!(out, "redline_requests_total{{endpoint=\"{}\",status=\"{status}\"}} {n}", escape(endpoint));
+        }
+        let counters = [
+            ("redline_prompt_tokens_total", "Prompt tokens prefilled.", &self.prompt_tokens),
+            ("redline_generated_tokens_total", "Tokens generated (cancelled generations included).", &self.generated_tokens),
+            ("redline_generations_total", "Generations that ran to stop or length.", &self.generations_finished),
+            ("redline_requests_cancelled_total", "Generations stopped or skipped because the client went away.", &self.generations_cancelled),
+            ("redline_generation_failures_total", "Generations that ended with an error.", &self.generations_failed),
+        ];
+        for (name, help, value) in counters {
+            header(&mut out, name, "counter", help);
+            let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
+        }
+        let speed = f64::from_bits(self.decode_tokens_per_second_bits.load(Ordering::Relaxed));
+        header(&mut out, "redline_decode_tokens_per_second", "gauge", "Decode speed of the last finished generation.");
+        let _ = writeln!(out, "redline_decode_tokens_per_second {speed}");
+        header(&mut out, "redline_queue_depth", "gauge", "Requests waiting for the generation thread.");
+        let _ = writeln!(out, "redline_queue_depth {}", queue.depth);
+        header(&mut out, "redline_queue_capacity", "gauge", "Requests that may wait at most (--queue).");
+        let _ = writeln!(out, "redline_queue_capacity {}", queue.capacity);
+        if let Some(proof) = self.route() {
+            route(&mut out, &proof);
+        }
+        out
+    }
+}
+
+/// The replay observations of the route proof.
+fn route(out: &mut String, proof: &RouteProof) {
+    let o = &proof.observations;
+    header(out, "redline_replay_forwards_total", "counter", "Forwards by the route they took (RouteProof observations).");
+    for (route, n) in [("retained", o.retained), ("ordinary", o.ordinary), ("recorded", o.recorded), ("shadow", o.shadow)] {
+        let _ = writeln!(out, "redline_replay_forwards_total{{route=\"{route}\"}} {n}");
+    }
+    header(out, "redline_replay_fallbacks_total", "counter", "Replay fallbacks entered.");
+    let _ = writeln!(out, "redline_replay_fallbacks_total {}", o.fallbacks);
+    header(out, "redline_replay_state", "gauge", "The replay controller's state (1 for the current one).");
+    let _ = writeln!(out, "redline_replay_state{{state=\"{}\"}} 1", escape(proof.state));
+}
+
+/// `# HELP` and `# TYPE` lines.
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exposition_has_one_sample_per_series_and_escapes_labels() {
+        let metrics = Metrics::default();
+        metrics.request("/v1/completions", 200);
+        metrics.request("/v1/completions", 200);
+        metrics.request("a\"b", 404);
+        metrics.generation_cancelled(7);
+        let text = metrics.render(QueueGauge { depth: 2, capacity: 16 });
+        assert!(text.contains("redline_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n"), "{text}");
+        assert!(text.contains("redline_requests_total{endpoint=\"a\\\"b\",status=\"404\"} 1\n"), "{text}");
+        assert!(text.contains("\nredline_requests_cancelled_total 1\n"), "{text}");
+        assert!(text.contains("\nredline_generated_tokens_total 7\n"), "{text}");
+        assert!(text.contains("\nredline_queue_depth 2\n"), "{text}");
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            assert_eq!(line.split(' ').count(), 2, "{line}");
+        }
+    }
+}

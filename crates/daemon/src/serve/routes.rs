@@ -1,0 +1,255 @@
+//! The HTTP routes: OpenAI endpoints, health, metrics and route status.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use engine::model::GenerateOptions;
+use tokenizer::{ChatTemplate, SamplerConfig, Tokenizer};
+use tokio::sync::mpsc;
+
+use super::error::ApiError;
+use super::metrics::{Metrics, QueueGauge};
+use super::request::{self, Sampling};
+use super::response::{Endpoint, Envelope};
+use super::status::{self, ServedModel};
+use super::stream;
+use super::worker::{DeviceInfo, Event, Job};
+
+/// Request limits (`--max-*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// Body bytes at most.
+    pub body_bytes: usize,
+    /// Prompt tokens at most.
+    pub prompt_tokens: usize,
+    /// `max_tokens` at most.
+    pub max_tokens: u32,
+    /// KV-cache positions: prompt + new tokens at most.
+    pub context: u32,
+}
+
+/// What every handler shares.
+#[derive(Debug)]
+pub(crate) struct AppState {
+    /// The generation queue.
+    pub queue: mpsc::Sender<Job>,
+    /// `--queue`.
+    pub queue_capacity: usize,
+    /// Counters and the route snapshot.
+    pub metrics: Arc<Metrics>,
+    /// The served model.
+    pub model: ServedModel,
+    /// The device it runs on.
+    pub device: DeviceInfo,
+    /// Its tokenizer (a copy of the session's).
+    pub tokenizer: Tokenizer,
+    /// Its chat template, when recognised.
+    pub template: Option<ChatTemplate>,
+    /// Limits.
+    pub limits: Limits,
+    /// Makes response ids unique.
+    pub serial: AtomicU64,
+}
+
+impl AppState {
+    fn queue_gauge(&self) -> QueueGauge {
+        let free = self.queue.capacity();
+        QueueGauge { depth: self.queue_capacity.saturating_sub(free), capacity: self.queue_capacity }
+    }
+}
+
+/// The router with every endpoint, the body limit, the 404/405 error objects and request counting.
+pub(crate) fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/v1/completions", post(completions))
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/models", get(models))
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/redline/status", get(status_page))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(state.limits.body_bytes))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), count_request))
+        .with_state(state)
+}
+
+/// Counts every answered request by its route and status.
+async fn count_request(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let endpoint = request.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
+    let response = next.run(request).await;
+    state.metrics.request(&endpoint, response.status().as_u16());
+    response
+}
+
+async fn not_found(request: Request) -> ApiError {
+    ApiError::request(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no route {} {}: see `redline serve --help` for the endpoints", request.method(), request.uri().path()),
+    )
+}
+
+async fn method_not_allowed(request: Request) -> ApiError {
+    ApiError::request(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{} is not allowed on {}", request.method(), request.uri().path()),
+    )
+}
+
+async fn health() -> Response {
+    axum::Json(serde_json::json!({"status": "ok"})).into_response()
+}
+
+async fn models(State(state): State<Arc<AppState>>) -> Response {
+    axum::Json(serde_json::json!({
+        "object": "list",
+        "data": [{"id": state.model.id, "object": "model", "created": state.model.created, "owned_by": "redline"}],
+    }))
+    .into_response()
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    let text = state.metrics.render(state.queue_gauge());
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
+}
+
+async fn status_page(State(state): State<Arc<AppState>>) -> Response {
+    let gauge = state.queue_gauge();
+    axum::Json(status::report(&state.model, &state.device, &state.metrics, gauge)).into_response()
+}
+
+/// The body, or the error its rejection (too large, unreadable) calls for.
+fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::request(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request_too_large",
+            "the request body is larger than --max-body-bytes allows",
+        ),
+        status => ApiError::request(status, "invalid_body", rejection.body_text()),
+    })
+}
+
+async fn completions(State(state): State<Arc<AppState>>, raw: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
+    let request = request::completion(&body(raw)?)?;
+    let prompt = state.tokenizer.encode(&request.prompt, false);
+    generate(&state, Endpoint::Completions, prompt, "prompt", request.sampling).await
+}
+
+async fn chat_completions(
+    State(state): State<Arc<AppState>>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request = request::chat(&body(raw)?)?;
+    let Some(template) = &state.template else {
+        return Err(ApiError::request(
+            StatusCode::BAD_REQUEST,
+            "no_chat_template",
+            "the served model has no recognised chat template: use /v1/completions",
+        ));
+    };
+    let text = template.render(&request.messages, true);
+    let prompt = state.tokenizer.encode(&text, true);
+    generate(&state, Endpoint::Chat, prompt, "messages", request.sampling).await
+}
+
+/// Checks the limits, queues the job and answers (whole or streamed).
+async fn generate(
+    state: &AppState,
+    endpoint: Endpoint,
+    prompt: Vec<u32>,
+    prompt_param: &str,
+    sampling: Sampling,
+) -> Result<Response, ApiError> {
+    let options = options(&state.limits, prompt.len(), prompt_param, &sampling)?;
+    let (events, mut received) = mpsc::unbounded_channel();
+    let job = Job { prompt, options, events };
+    state.queue.try_send(job).map_err(|error| match error {
+        mpsc::error::TrySendError::Full(_) => ApiError::queue_full(state.queue_capacity),
+        mpsc::error::TrySendError::Closed(_) => {
+            ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the server is shutting down")
+        }
+    })?;
+    let envelope = Envelope::new(endpoint, state.serial.fetch_add(1, Ordering::Relaxed), &state.model.id);
+    if sampling.stream {
+        return Ok(stream::response(envelope, received, sampling.include_usage));
+    }
+    let mut text = String::new();
+    while let Some(event) = received.recv().await {
+        match event {
+            Event::Text(piece) => text.push_str(&piece),
+            Event::Done(Ok(finished)) => return Ok(axum::Json(envelope.complete(&text, &finished)).into_response()),
+            Event::Done(Err(message)) => {
+                return Err(ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, "generation_failed", message));
+            }
+        }
+    }
+    Err(ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, "generation_failed", "the generation thread stopped"))
+}
+
+/// The generation options, or the limit the request breaks.
+fn options(limits: &Limits, prompt_tokens: usize, prompt_param: &str, sampling: &Sampling) -> Result<GenerateOptions, ApiError> {
+    if prompt_tokens == 0 {
+        return Err(ApiError::invalid(prompt_param, "invalid_value", format!("'{prompt_param}' encodes to no tokens")));
+    }
+    if prompt_tokens > limits.prompt_tokens {
+        return Err(ApiError::invalid(
+            prompt_param,
+            "context_length_exceeded",
+            format!("'{prompt_param}' is {prompt_tokens} tokens; at most {} (--max-prompt-tokens)", limits.prompt_tokens),
+        ));
+    }
+    let room = usize::try_from(limits.context).unwrap_or(usize::MAX).saturating_sub(prompt_tokens);
+    let room = u32::try_from(room).unwrap_or(u32::MAX);
+    let max_tokens = match sampling.max_tokens {
+        Some(asked) if asked > limits.max_tokens => {
+            return Err(ApiError::invalid(
+                "max_tokens",
+                "invalid_value",
+                format!("'max_tokens' {asked} is more than {} (--max-tokens-limit)", limits.max_tokens),
+            ));
+        }
+        Some(asked) if asked > room => {
+            return Err(ApiError::invalid(
+                "max_tokens",
+                "context_length_exceeded",
+                format!("{prompt_tokens} prompt tokens + 'max_tokens' {asked} exceed the context of {}", limits.context),
+            ));
+        }
+        Some(asked) => asked,
+        None => limits.max_tokens.min(room),
+    };
+    if max_tokens == 0 {
+        return Err(ApiError::invalid(
+            prompt_param,
+            "context_length_exceeded",
+            format!("{prompt_tokens} prompt tokens leave no room in the context of {}", limits.context),
+        ));
+    }
+    let seed = sampling.seed.unwrap_or_else(fresh_seed);
+    Ok(GenerateOptions {
+        max_tokens,
+        sampler: SamplerConfig { temperature: sampling.temperature, top_k: 0, top_p: sampling.top_p, seed },
+        stop: sampling.stop.clone(),
+    })
+}
+
+/// A seed for a request that gave none: sampled output then differs between requests, as
+/// OpenAI's does.
+fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    // CAST: the low 64 bits of the clock are the varying ones.
+    #[allow(clippy::cast_possible_truncation)]
+    let seed = nanos as u64;
+    seed
+}

@@ -1,0 +1,60 @@
+//! `GET /redline/status`: which route the server's generations take and why, the device, the
+//! model and its digest, and the admission decision.
+
+use engine::replay::RouteProof;
+use serde_json::{Value, json};
+
+use super::metrics::{Metrics, QueueGauge};
+use super::worker::DeviceInfo;
+
+/// The model being served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServedModel {
+    /// The id clients see (`/v1/models`, `model` in responses): the alias, or the file's stem.
+    pub id: String,
+    /// The GGUF file.
+    pub path: String,
+    /// Its SHA-256, lowercase hex.
+    pub sha256: String,
+    /// When the server loaded it, Unix seconds.
+    pub created: u64,
+}
+
+/// The admission decision shown in the status. The controller is armed by the model-load
+/// default for every model (`Session::new` calls `configure_model_default(true)`), so every
+/// model is admitted; this is the one place to ask the engine's admission predicate instead.
+pub(crate) fn admission_status(proof: Option<&RouteProof>) -> Value {
+    let reason = match proof {
+        Some(proof) if proof.state == "hip" => {
+            "admitted by the model-load default; the retained route is off because the hip backend was requested"
+        }
+        _ => "admitted by the model-load default: the controller is armed for every loaded model",
+    };
+    json!({"admitted": true, "reason": reason})
+}
+
+/// The status document.
+pub(crate) fn report(model: &ServedModel, device: &DeviceInfo, metrics: &Metrics, queue: QueueGauge) -> Value {
+    let proof = metrics.route();
+    let controller = proof.as_ref().map_or(Value::Null, |p| {
+        json!({
+            "state": p.state,
+            "fallback_reason": p.fallback_reason,
+            "request": p.request,
+            "transport": p.transport,
+            "last_eligible": p.last_eligible,
+        })
+    });
+    json!({
+        "model": {"id": model.id, "path": model.path, "sha256": model.sha256},
+        "device": {"kind": device.kind, "arch": device.arch, "reason": device.reason},
+        "controller": controller,
+        "tape": proof.as_ref().map(|p| &p.tape),
+        "submission": proof.as_ref().map(|p| &p.submission),
+        "shadow": proof.as_ref().map(|p| &p.shadow),
+        "observations": proof.as_ref().map(|p| &p.observations),
+        "admission": admission_status(proof.as_ref()),
+        "queue": {"depth": queue.depth, "capacity": queue.capacity},
+        "generations": metrics.generations(),
+    })
+}

@@ -1,0 +1,76 @@
+//! `stream: true`: the worker's events as server-sent events in OpenAI's chunk format, ending
+//! with `data: [DONE]`. When the client goes, hyper drops this body, its receiver with it, and
+//! the worker's next send fails: that stops the generation.
+
+use std::convert::Infallible;
+
+use axum::body::Body;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
+use tokio::sync::mpsc;
+
+use super::error::ApiError;
+use super::response::{Endpoint, Envelope, SSE_DONE, sse};
+use super::worker::Event;
+
+/// Where a stream is.
+#[derive(Debug)]
+struct Progress {
+    envelope: Envelope,
+    events: mpsc::UnboundedReceiver<Event>,
+    include_usage: bool,
+    opened: bool,
+    ended: bool,
+}
+
+/// The streamed response.
+pub(crate) fn response(envelope: Envelope, events: mpsc::UnboundedReceiver<Event>, include_usage: bool) -> Response {
+    let progress = Progress { envelope, events, include_usage, opened: false, ended: false };
+    let body = stream::unfold(progress, |mut progress| async move {
+        let text = next(&mut progress).await?;
+        Some((Ok::<_, Infallible>(text), progress))
+    });
+    (
+        [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// The next events' text, `None` after `[DONE]`.
+async fn next(progress: &mut Progress) -> Option<String> {
+    if progress.ended {
+        return None;
+    }
+    if !progress.opened {
+        progress.opened = true;
+        // Chat streams open with the assistant's role, as OpenAI's do.
+        if progress.envelope.endpoint == Endpoint::Chat {
+            return Some(sse(&progress.envelope.chunk(None, None)));
+        }
+    }
+    progress.ended = true;
+    match progress.events.recv().await {
+        Some(Event::Text(piece)) => {
+            progress.ended = false;
+            Some(sse(&progress.envelope.chunk(Some(&piece), None)))
+        }
+        Some(Event::Done(Ok(finished))) => {
+            let mut text = sse(&progress.envelope.chunk(None, Some(finished.finish_reason)));
+            if progress.include_usage {
+                text.push_str(&sse(&progress.envelope.usage_chunk(&finished)));
+            }
+            text.push_str(SSE_DONE);
+            Some(text)
+        }
+        Some(Event::Done(Err(message))) => Some(failure(&message)),
+        None => Some(failure("the generation thread stopped")),
+    }
+}
+
+/// An error event, then `[DONE]`.
+fn failure(message: &str) -> String {
+    let error = ApiError::server(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "generation_failed", message);
+    format!("{}{SSE_DONE}", sse(&error.body()))
+}

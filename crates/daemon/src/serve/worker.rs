@@ -1,0 +1,171 @@
+//! The one generation thread: it owns the device and the [`Session`] (which stay on the thread
+//! that made them) and runs queued jobs in arrival order. A job whose client has gone is
+//! skipped, and a generation whose client goes stops at the next token.
+
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use engine::model::{GenerateOptions, Session};
+use engine::replay::ReplayConfig;
+use engine::select::{DeviceKind, SelectedDevice, select};
+use pm4_encoding::Target;
+use tokio::sync::mpsc;
+
+use super::metrics::Metrics;
+
+/// One generation to run.
+#[derive(Debug)]
+pub(crate) struct Job {
+    /// Prompt token ids (non-empty, fits the context with `options.max_tokens`).
+    pub prompt: Vec<u32>,
+    /// Sampling, stops, length.
+    pub options: GenerateOptions,
+    /// Where the text goes; a closed receiver means the client has gone.
+    pub events: mpsc::UnboundedSender<Event>,
+}
+
+/// What the worker reports about a job.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// The next piece of text (never empty).
+    Text(String),
+    /// The generation ended.
+    Done(Result<Finished, String>),
+}
+
+/// A finished generation's counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Finished {
+    /// Prompt tokens.
+    pub prompt_tokens: usize,
+    /// Generated tokens.
+    pub completion_tokens: usize,
+    /// `stop` or `length`.
+    pub finish_reason: &'static str,
+}
+
+/// What the worker needs to load the model.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadSpec {
+    /// The GGUF file.
+    pub path: PathBuf,
+    /// `--device`.
+    pub kind: DeviceKind,
+    /// `--arch`.
+    pub target: Target,
+    /// KV-cache positions.
+    pub context: u32,
+    /// The replay configuration.
+    pub config: ReplayConfig,
+}
+
+/// The device the model was loaded on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DeviceInfo {
+    /// `sim` or `hsa`.
+    pub kind: &'static str,
+    /// The architecture.
+    pub arch: String,
+    /// Why this device was chosen.
+    pub reason: String,
+}
+
+/// Loads the model on a new thread and, once it is loaded, serves `jobs` there until every
+/// sender is dropped. Returns the thread and the device, or the load failure's message.
+pub(crate) fn spawn(
+    spec: LoadSpec,
+    jobs: mpsc::Receiver<Job>,
+    metrics: Arc<Metrics>,
+) -> Result<(JoinHandle<()>, DeviceInfo), String> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("redline-generate".into())
+        .spawn(move || match load(&spec) {
+            Ok((session, device)) => {
+                metrics.set_route(session.route_proof());
+                if ready_tx.send(Ok(device)).is_ok() {
+                    serve_jobs(session, jobs, &metrics);
+                }
+            }
+            Err(message) => {
+                let _ = ready_tx.send(Err(message));
+            }
+        })
+        .map_err(|e| format!("starting the generation thread: {e}"))?;
+    match ready_rx.recv() {
+        Ok(Ok(device)) => Ok((thread, device)),
+        Ok(Err(message)) => {
+            let _ = thread.join();
+            Err(message)
+        }
+        Err(_) => Err("the generation thread ended while loading the model".to_owned()),
+    }
+}
+
+/// Selects the device and loads the model.
+fn load(spec: &LoadSpec) -> Result<(Session, DeviceInfo), String> {
+    let selected = select(spec.kind, Some(spec.target)).map_err(|e| e.to_string())?;
+    eprintln!("device: {}", selected.reason);
+    let reason = selected.reason.clone();
+    let SelectedDevice::Sim(device) = selected.device else {
+        return Err("serving on an HSA GPU is not available yet; use --device sim".to_owned());
+    };
+    let file = gguf::Gguf::open(&spec.path).map_err(|e| format!("reading {}: {e}", spec.path.display()))?;
+    eprintln!("loading {} ({} KV positions) onto the soft device ...", spec.path.display(), spec.context);
+    let start = std::time::Instant::now();
+    let session = Session::new(*device, &file, spec.context, spec.config.clone()).map_err(|e| e.to_string())?;
+    eprintln!("model loaded in {:.1} s", start.elapsed().as_secs_f64());
+    Ok((session, DeviceInfo { kind: "sim", arch: spec.target.to_string(), reason }))
+}
+
+/// Runs jobs in arrival order until the queue closes.
+fn serve_jobs(mut session: Session, mut jobs: mpsc::Receiver<Job>, metrics: &Metrics) {
+    while let Some(job) = jobs.blocking_recv() {
+        if job.events.is_closed() {
+            metrics.generation_cancelled(0);
+            continue;
+        }
+        let done = run_job(&mut session, &job, metrics);
+        // The route snapshot is current before the client hears the generation ended.
+        metrics.set_route(session.route_proof());
+        if let Some(done) = done {
+            let _ = job.events.send(Event::Done(done));
+        }
+    }
+}
+
+/// One generation, its text sent as it comes; the result to send, unless the client has gone.
+fn run_job(session: &mut Session, job: &Job, metrics: &Metrics) -> Option<Result<Finished, String>> {
+    let generation = session.generate(&job.prompt, &job.options, |piece| {
+        if piece.is_empty() {
+            // Nothing to show yet; still notice a client that has gone.
+            return if job.events.is_closed() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) };
+        }
+        match job.events.send(Event::Text(piece.to_owned())) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(()),
+        }
+    });
+    Some(match generation {
+        Ok(generation) if generation.finish_reason == "cancelled" => {
+            metrics.prompt_tokens(generation.prompt_tokens);
+            metrics.generation_cancelled(generation.tokens.len());
+            return None;
+        }
+        Ok(generation) => {
+            metrics.generation_finished(&generation);
+            Ok(Finished {
+                prompt_tokens: generation.prompt_tokens,
+                completion_tokens: generation.tokens.len(),
+                finish_reason: generation.finish_reason,
+            })
+        }
+        Err(error) => {
+            metrics.generation_failed();
+            eprintln!("redline: generation failed: {error}");
+            Err(error.to_string())
+        }
+    })
+}

@@ -1,0 +1,239 @@
+//! Shared by the `serve_*` tests: the tiny model, a `redline serve` child process on a free
+//! loopback port, and a small HTTP/1.1 client over `std::net::TcpStream` (with chunked transfer
+//! decoding and server-sent-event parsing).
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Reads and writes time out after this: a hung server fails the test instead of hanging it.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The tiny model with `context_length` positions, written once per test process and name.
+pub fn tiny_model(name: &str, context_length: u32) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("redline-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.gguf"));
+    let config = gguf::TinyLlamaConfig { context_length, ..gguf::TinyLlamaConfig::default() };
+    gguf::write_tiny_llama(&path, &config).unwrap();
+    path
+}
+
+/// A running `redline serve`.
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// Starts `redline serve --port 0 ARGS` and waits for its `listening on` line.
+    pub fn start(args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_redline"))
+            .arg("serve")
+            .args(["--port", "0"])
+            .args(args)
+            .env_remove("REDLINE_REPLAY_BACKEND")
+            .env_remove("REDLINE_REPLAY_TRANSPORT")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut buf) {
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let Some(addr) = line.trim().strip_prefix("listening on http://") else {
+            let _ = child.wait();
+            panic!("first stdout line {line:?}; stderr: {}", stderr.lock().unwrap());
+        };
+        Server { addr: addr.parse().unwrap(), child, stderr }
+    }
+
+    /// What the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// `method path` with a JSON (or raw) body.
+    pub fn request(&self, method: &str, path: &str, body: &[u8]) -> Response {
+        request(self.addr, method, path, body)
+    }
+
+    /// POST a JSON value.
+    pub fn post(&self, path: &str, body: &Value) -> Response {
+        self.request("POST", path, body.to_string().as_bytes())
+    }
+
+    /// GET `path`.
+    pub fn get(&self, path: &str) -> Response {
+        self.request("GET", path, b"")
+    }
+
+    /// The value of metric `name` (a line `name value`, no labels).
+    pub fn metric(&self, name: &str) -> f64 {
+        let text = self.get("/metrics").text();
+        let line = text.lines().find(|l| l.split(' ').next() == Some(name)).unwrap_or_else(|| panic!("{name} missing:\n{text}"));
+        line.split(' ').nth(1).unwrap().parse().unwrap()
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        let pid = i32::try_from(self.child.id()).unwrap();
+        // SAFETY: kill(2) with a child's pid and a valid signal number has no memory effects.
+        let rc = unsafe { libc::kill(pid, libc::SIGTERM) };
+        assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
+    }
+
+    /// Waits for the process to exit (at most `timeout`).
+    pub fn wait(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(start.elapsed() < timeout, "the server did not exit in {timeout:?}; stderr: {}", self.stderr());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP response.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    /// Header names lowercased.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8(self.body.clone()).unwrap()
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// The OpenAI error object's `param`, asserting the error shape.
+    pub fn error_param(&self) -> Value {
+        let body = self.json();
+        let error = &body["error"];
+        assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+        assert!(error["type"].is_string(), "{body}");
+        assert!(error.get("code").is_some() && error.get("param").is_some(), "{body}");
+        error["param"].clone()
+    }
+
+    /// The `data:` payloads of a server-sent-event body, `[DONE]` included as a string.
+    pub fn events(&self) -> Vec<String> {
+        sse_data(&self.text())
+    }
+}
+
+/// The `data:` payloads in `text`.
+pub fn sse_data(text: &str) -> Vec<String> {
+    text.split("\n\n")
+        .filter(|event| !event.trim().is_empty())
+        .map(|event| event.strip_prefix("data: ").unwrap_or_else(|| panic!("not a data event: {event:?}")).to_owned())
+        .collect()
+}
+
+/// Opens a connection and writes one request (`Connection: close`).
+pub fn send(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    // A server may answer (413) before reading a large body and close: a failed write is fine.
+    let _ = stream.write_all(body);
+    stream
+}
+
+/// One request, the whole response.
+pub fn request(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> Response {
+    let mut stream = send(addr, method, path, body);
+    let mut raw = Vec::new();
+    if let Err(error) = stream.read_to_end(&mut raw) {
+        // A reset after a complete response (the server closed with unread body bytes) is fine.
+        assert!(!raw.is_empty(), "{method} {path}: {error}");
+    }
+    parse(&raw)
+}
+
+/// Parses a raw HTTP/1.1 response (Content-Length, chunked, or to the end).
+pub fn parse(raw: &[u8]) -> Response {
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| panic!("no head: {:?}", String::from_utf8_lossy(raw)));
+    let head = std::str::from_utf8(&raw[..end]).unwrap();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .map(|l| {
+            let (n, v) = l.split_once(':').unwrap();
+            (n.trim().to_ascii_lowercase(), v.trim().to_owned())
+        })
+        .collect();
+    let rest = &raw[end + 4..];
+    let chunked = headers.iter().any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked { dechunk(rest) } else { rest.to_vec() };
+    Response { status, headers, body }
+}
+
+/// Decodes a chunked body (complete).
+fn dechunk(mut rest: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        let line_end = rest.windows(2).position(|w| w == b"\r\n").expect("chunk size line");
+        let size_text = std::str::from_utf8(&rest[..line_end]).unwrap();
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap().trim(), 16).unwrap();
+        rest = &rest[line_end + 2..];
+        if size == 0 {
+            return body;
+        }
+        body.extend_from_slice(&rest[..size]);
+        rest = &rest[size + 2..];
+    }
+}
+
+/// The concatenated text of a stream's chunks (`choices[0].text` or `.delta.content`).
+pub fn stream_text(events: &[String]) -> String {
+    let mut text = String::new();
+    for data in events.iter().filter(|d| d.as_str() != "[DONE]") {
+        let chunk: Value = serde_json::from_str(data).unwrap();
+        let choice = &chunk["choices"][0];
+        if let Some(piece) = choice["text"].as_str().or_else(|| choice["delta"]["content"].as_str()) {
+            text.push_str(piece);
+        }
+    }
+    text
+}
