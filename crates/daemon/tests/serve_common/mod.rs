@@ -49,7 +49,7 @@ impl Server {
         let stderr = Arc::new(Mutex::new(String::new()));
         let mut pipe = child.stderr.take().unwrap();
         let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n @ 1..) = pipe.read(&mut buf) {
                 sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
@@ -59,7 +59,9 @@ impl Server {
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let Some(addr) = line.trim().strip_prefix("listening on http://") else {
             let _ = child.wait();
-            panic!("first stdout line {line:?}; stderr: {}", stderr.lock().unwrap());
+            let _ = reader.join();
+            let stderr = stderr.lock().unwrap().clone();
+            panic!("first stdout line {line:?}; stderr: {stderr}");
         };
         Server { addr: addr.parse().unwrap(), child, stderr }
     }
@@ -236,4 +238,25 @@ pub fn stream_text(events: &[String]) -> String {
         }
     }
     text
+}
+
+/// Reads from `stream` until the bytes read contain `needle` (or panics at end of stream).
+pub fn read_until(stream: &mut TcpStream, needle: &str) -> String {
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !String::from_utf8_lossy(&seen).contains(needle) {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "end of stream before {needle:?}: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
+/// Polls `condition` every 20 ms for at most `timeout`.
+pub fn eventually(timeout: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !condition() {
+        assert!(start.elapsed() < timeout, "not within {timeout:?}: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
