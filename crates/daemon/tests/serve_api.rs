@@ -48,7 +48,11 @@ fn completions_whole_and_streamed_agree() {
     assert_eq!(stream_text(&events), text);
     let last: Value = serde_json::from_str(&events[events.len() - 2]).unwrap();
     assert_eq!(last["choices"][0]["finish_reason"], choice["finish_reason"]);
-    assert!(events[..events.len() - 2].iter().all(|e| serde_json::from_str::<Value>(e).unwrap()["choices"][0]["finish_reason"].is_null()));
+    assert!(
+        events[..events.len() - 2]
+            .iter()
+            .all(|e| serde_json::from_str::<Value>(e).unwrap()["choices"][0]["finish_reason"].is_null())
+    );
     assert_eq!(last["id"], serde_json::from_str::<Value>(&events[0]).unwrap()["id"], "one id per stream");
 }
 
@@ -130,7 +134,11 @@ fn models_health_metrics_and_status_describe_the_server() {
     // recordings, the continuations take the retained route.
     let route = |name: &str| {
         let line = format!("redline_replay_forwards_total{{route=\"{name}\"}} ");
-        text.lines().find_map(|l| l.strip_prefix(&line)).unwrap_or_else(|| panic!("{line}: {text}")).parse::<f64>().unwrap()
+        text.lines()
+            .find_map(|l| l.strip_prefix(&line))
+            .unwrap_or_else(|| panic!("{line}: {text}"))
+            .parse::<f64>()
+            .unwrap()
     };
     let forwards = ["retained", "ordinary", "recorded", "shadow"].map(route);
     assert_eq!(forwards.iter().sum::<f64>(), prompt as f64 + tokens - 1.0, "{text}");

@@ -32,7 +32,8 @@ fn the_openai_python_client_gets_the_raw_http_answers() {
     let Some(python) = python() else { return };
     let server = server();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/openai_client.py");
-    let out = Command::new(&python).arg(script).arg(format!("http://{}/v1", server.addr)).arg("clients").output().unwrap();
+    let out =
+        Command::new(&python).arg(script).arg(format!("http://{}/v1", server.addr)).arg("clients").output().unwrap();
     assert!(
         out.status.success(),
         "{python} {script} failed (pip install -r crates/daemon/tests/reference/requirements.txt?):\n{}",
@@ -62,7 +63,11 @@ fn the_openai_python_client_gets_the_raw_http_answers() {
     assert_eq!(report["completion"]["text"], raw["choices"][0]["text"], "{report}");
     assert_eq!(report["completion"]["completion_tokens"], raw["usage"]["completion_tokens"]);
 
-    assert_eq!(report["invalid"], json!({"raised": "BadRequestError", "status": 400, "param": "temperature"}), "{report}");
+    assert_eq!(
+        report["invalid"],
+        json!({"raised": "BadRequestError", "status": 400, "param": "temperature"}),
+        "{report}"
+    );
 }
 
 fn curl(args: &[&str]) -> String {

@@ -76,7 +76,9 @@ fn invalid_fields_are_400_naming_the_field() {
 #[test]
 fn malformed_bodies_routes_and_methods_get_error_objects() {
     let server = server();
-    for (path, body) in [(COMPLETIONS, &b"{\"prompt\": "[..]), (CHAT, b"not json"), (CHAT, b"[1, 2]"), (COMPLETIONS, b"")] {
+    for (path, body) in
+        [(COMPLETIONS, &b"{\"prompt\": "[..]), (CHAT, b"not json"), (CHAT, b"[1, 2]"), (COMPLETIONS, b"")]
+    {
         let response = server.request("POST", path, body);
         assert_eq!(response.status, 400, "{path} {body:?}");
         assert_eq!(response.error_param(), Value::Null);
@@ -92,9 +94,14 @@ fn malformed_bodies_routes_and_methods_get_error_objects() {
         assert_eq!(response.status, 404, "{method} {path}");
         assert_eq!(response.json()["error"]["code"], "not_found");
     }
-    for (method, path) in
-        [("GET", COMPLETIONS), ("GET", CHAT), ("POST", "/v1/models"), ("DELETE", "/health"), ("POST", "/metrics"), ("PUT", "/redline/status")]
-    {
+    for (method, path) in [
+        ("GET", COMPLETIONS),
+        ("GET", CHAT),
+        ("POST", "/v1/models"),
+        ("DELETE", "/health"),
+        ("POST", "/metrics"),
+        ("PUT", "/redline/status"),
+    ] {
         let response = server.request(method, path, b"{}");
         assert_eq!(response.status, 405, "{method} {path}");
         assert_eq!(response.json()["error"]["code"], "method_not_allowed");

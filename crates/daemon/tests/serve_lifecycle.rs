@@ -14,7 +14,11 @@ use serve_common::{Server, eventually, read_until, send, stream_text, tiny_model
 /// A tiny model with room for long generations (each token takes a few ms on the soft device).
 fn long_server(name: &str, extra: &[&str]) -> Server {
     let model = tiny_model(name, 4096);
-    let args = [&["--model", model.to_str().unwrap(), "--device", "sim", "--context", "4096", "--max-tokens-limit", "4000"][..], extra].concat();
+    let args = [
+        &["--model", model.to_str().unwrap(), "--device", "sim", "--context", "4096", "--max-tokens-limit", "4000"][..],
+        extra,
+    ]
+    .concat();
     Server::start(&args)
 }
 
@@ -27,7 +31,7 @@ fn long_stream(max_tokens: u32) -> Vec<u8> {
 fn load_request(i: usize) -> (&'static str, Value) {
     let common = json!({"max_tokens": 16, "temperature": 2.0, "seed": i});
     let mut body = common.clone();
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         body["prompt"] = json!(format!("item {i} says"));
         ("/v1/completions", body)
     } else {
@@ -77,7 +81,10 @@ fn thirty_two_concurrent_clients_each_get_their_own_complete_answer() {
     }
     let metrics = server.get("/metrics").text();
     assert!(metrics.contains("redline_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 32\n"), "{metrics}");
-    assert!(metrics.contains("redline_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 32\n"), "{metrics}");
+    assert!(
+        metrics.contains("redline_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 32\n"),
+        "{metrics}"
+    );
 }
 
 #[test]
@@ -133,7 +140,12 @@ fn sigterm_finishes_the_requests_in_flight_and_queued_then_exits_0() {
     let mut seen = read_until(&mut in_flight, "\"text\"");
     let addr = server.addr;
     let queued = std::thread::spawn(move || {
-        serve_common::request(addr, "POST", "/v1/chat/completions", br#"{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "temperature": 0}"#)
+        serve_common::request(
+            addr,
+            "POST",
+            "/v1/chat/completions",
+            br#"{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "temperature": 0}"#,
+        )
     });
     eventually(Duration::from_secs(30), "the second request is queued", || server.metric("redline_queue_depth") == 1.0);
     server.terminate();

@@ -105,13 +105,22 @@ impl Metrics {
         let mut out = String::new();
         header(&mut out, "redline_requests_total", "counter", "HTTP requests answered, by endpoint and status.");
         for ((endpoint, status), n) in lock(&self.requests).iter() {
-            let _ = writeln!(out, "redline_requests_total{{endpoint=\"{}\",status=\"{status}\"}} {n}", escape(endpoint));
+            let _ =
+                writeln!(out, "redline_requests_total{{endpoint=\"{}\",status=\"{status}\"}} {n}", escape(endpoint));
         }
         let counters = [
             ("redline_prompt_tokens_total", "Prompt tokens prefilled.", &self.prompt_tokens),
-            ("redline_generated_tokens_total", "Tokens generated (cancelled generations included).", &self.generated_tokens),
+            (
+                "redline_generated_tokens_total",
+                "Tokens generated (cancelled generations included).",
+                &self.generated_tokens,
+            ),
             ("redline_generations_total", "Generations that ran to stop or length.", &self.generations_finished),
-            ("redline_requests_cancelled_total", "Generations stopped or skipped because the client went away.", &self.generations_cancelled),
+            (
+                "redline_requests_cancelled_total",
+                "Generations stopped or skipped because the client went away.",
+                &self.generations_cancelled,
+            ),
             ("redline_generation_failures_total", "Generations that ended with an error.", &self.generations_failed),
         ];
         for (name, help, value) in counters {
@@ -135,8 +144,15 @@ impl Metrics {
 /// The replay observations of the route proof.
 fn route(out: &mut String, proof: &RouteProof) {
     let o = &proof.observations;
-    header(out, "redline_replay_forwards_total", "counter", "Forwards by the route they took (RouteProof observations).");
-    for (route, n) in [("retained", o.retained), ("ordinary", o.ordinary), ("recorded", o.recorded), ("shadow", o.shadow)] {
+    header(
+        out,
+        "redline_replay_forwards_total",
+        "counter",
+        "Forwards by the route they took (RouteProof observations).",
+    );
+    for (route, n) in
+        [("retained", o.retained), ("ordinary", o.ordinary), ("recorded", o.recorded), ("shadow", o.shadow)]
+    {
         let _ = writeln!(out, "redline_replay_forwards_total{{route=\"{route}\"}} {n}");
     }
     header(out, "redline_replay_fallbacks_total", "counter", "Replay fallbacks entered.");

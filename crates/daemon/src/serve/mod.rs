@@ -1,7 +1,7 @@
 //! `redline serve`: an OpenAI-compatible HTTP server for one model on one device.
 //!
 //! HTTP runs on a small tokio runtime; generation runs on one thread that owns the model
-//! ([`worker`]), taking requests from a bounded queue in arrival order.
+//! (`worker`), taking requests from a bounded queue in arrival order.
 
 mod error;
 mod metrics;

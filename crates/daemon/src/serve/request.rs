@@ -53,7 +53,11 @@ pub(crate) struct ChatRequest {
 /// The body as a JSON object.
 fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ApiError::request(axum::http::StatusCode::BAD_REQUEST, "invalid_json", format!("the body is not valid JSON: {e}"))
+        ApiError::request(
+            axum::http::StatusCode::BAD_REQUEST,
+            "invalid_json",
+            format!("the body is not valid JSON: {e}"),
+        )
     })?;
     match value {
         Value::Object(map) => Ok(map),
@@ -176,10 +180,18 @@ pub(crate) fn completion(body: &[u8]) -> Result<CompletionRequest, ApiError> {
             items[0].as_str().unwrap_or_default().to_owned()
         }
         Value::Array(items) if items.len() > 1 => {
-            return Err(ApiError::invalid("prompt", "invalid_value", "'prompt' may hold one string: batches are not served"));
+            return Err(ApiError::invalid(
+                "prompt",
+                "invalid_value",
+                "'prompt' may hold one string: batches are not served",
+            ));
         }
         other => {
-            return Err(ApiError::invalid("prompt", "invalid_type", format!("'prompt' must be a string, not {}", kind(other))));
+            return Err(ApiError::invalid(
+                "prompt",
+                "invalid_type",
+                format!("'prompt' must be a string, not {}", kind(other)),
+            ));
         }
     };
     Ok(CompletionRequest { prompt, sampling: sampling(&obj, None)? })
@@ -202,14 +214,28 @@ pub(crate) fn chat(body: &[u8]) -> Result<ChatRequest, ApiError> {
 fn message(i: usize, item: &Value) -> Result<Message, ApiError> {
     let at = |field: &str| format!("messages[{i}]{field}");
     let Value::Object(obj) = item else {
-        return Err(ApiError::invalid(at(""), "invalid_type", format!("message {i} must be an object, not {}", kind(item))));
+        return Err(ApiError::invalid(
+            at(""),
+            "invalid_type",
+            format!("message {i} must be an object, not {}", kind(item)),
+        ));
     };
     let role = match obj.get("role") {
         Some(Value::String(role)) => role.as_str(),
         Some(other) => {
-            return Err(ApiError::invalid(at(".role"), "invalid_type", format!("message {i}'s role must be a string, not {}", kind(other))));
+            return Err(ApiError::invalid(
+                at(".role"),
+                "invalid_type",
+                format!("message {i}'s role must be a string, not {}", kind(other)),
+            ));
         }
-        None => return Err(ApiError::invalid(at(".role"), "missing_required_parameter", format!("message {i} has no role"))),
+        None => {
+            return Err(ApiError::invalid(
+                at(".role"),
+                "missing_required_parameter",
+                format!("message {i} has no role"),
+            ));
+        }
     };
     let role = match role {
         "system" | "developer" => "system",
@@ -226,12 +252,26 @@ fn message(i: usize, item: &Value) -> Result<Message, ApiError> {
     let content = match obj.get("content") {
         Some(Value::String(text)) => text.clone(),
         Some(Value::Array(parts)) => text_parts(parts).ok_or_else(|| {
-            ApiError::invalid(at(".content"), "invalid_value", format!("message {i}'s content parts must all be {{\"type\": \"text\", \"text\": ...}}"))
+            ApiError::invalid(
+                at(".content"),
+                "invalid_value",
+                format!("message {i}'s content parts must all be {{\"type\": \"text\", \"text\": ...}}"),
+            )
         })?,
         Some(other) => {
-            return Err(ApiError::invalid(at(".content"), "invalid_type", format!("message {i}'s content must be a string, not {}", kind(other))));
+            return Err(ApiError::invalid(
+                at(".content"),
+                "invalid_type",
+                format!("message {i}'s content must be a string, not {}", kind(other)),
+            ));
         }
-        None => return Err(ApiError::invalid(at(".content"), "missing_required_parameter", format!("message {i} has no content"))),
+        None => {
+            return Err(ApiError::invalid(
+                at(".content"),
+                "missing_required_parameter",
+                format!("message {i} has no content"),
+            ));
+        }
     };
     Ok(Message::new(role, content))
 }
@@ -272,9 +312,16 @@ mod tests {
             assert_eq!(param(completion(body.as_bytes())).as_deref(), Some(expected), "{body}");
         }
         assert_eq!(param(chat(br#"{"messages": []}"#)).as_deref(), Some("messages"));
-        assert_eq!(param(chat(br#"{"messages": [{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}]}"#)).as_deref(), Some("messages[1].role"));
+        assert_eq!(
+            param(chat(br#"{"messages": [{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}]}"#))
+                .as_deref(),
+            Some("messages[1].role")
+        );
         assert_eq!(param(chat(br#"{"messages": [{"role": "user"}]}"#)).as_deref(), Some("messages[0].content"));
-        assert_eq!(param(chat(br#"{"messages": [{"role": "user", "content": "a"}], "max_completion_tokens": -3}"#)).as_deref(), Some("max_completion_tokens"));
+        assert_eq!(
+            param(chat(br#"{"messages": [{"role": "user", "content": "a"}], "max_completion_tokens": -3}"#)).as_deref(),
+            Some("max_completion_tokens")
+        );
     }
 
     #[test]

@@ -140,7 +140,10 @@ fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     })
 }
 
-async fn completions(State(state): State<Arc<AppState>>, raw: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
+async fn completions(
+    State(state): State<Arc<AppState>>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
     let request = request::completion(&body(raw)?)?;
     let prompt = state.tokenizer.encode(&request.prompt, false);
     generate(&state, Endpoint::Completions, prompt, "prompt", request.sampling).await
@@ -198,7 +201,12 @@ async fn generate(
 }
 
 /// The generation options, or the limit the request breaks.
-fn options(limits: &Limits, prompt_tokens: usize, prompt_param: &str, sampling: &Sampling) -> Result<GenerateOptions, ApiError> {
+fn options(
+    limits: &Limits,
+    prompt_tokens: usize,
+    prompt_param: &str,
+    sampling: &Sampling,
+) -> Result<GenerateOptions, ApiError> {
     if prompt_tokens == 0 {
         return Err(ApiError::invalid(prompt_param, "invalid_value", format!("'{prompt_param}' encodes to no tokens")));
     }
@@ -206,7 +214,10 @@ fn options(limits: &Limits, prompt_tokens: usize, prompt_param: &str, sampling: 
         return Err(ApiError::invalid(
             prompt_param,
             "context_length_exceeded",
-            format!("'{prompt_param}' is {prompt_tokens} tokens; at most {} (--max-prompt-tokens)", limits.prompt_tokens),
+            format!(
+                "'{prompt_param}' is {prompt_tokens} tokens; at most {} (--max-prompt-tokens)",
+                limits.prompt_tokens
+            ),
         ));
     }
     let room = usize::try_from(limits.context).unwrap_or(usize::MAX).saturating_sub(prompt_tokens);
@@ -223,7 +234,10 @@ fn options(limits: &Limits, prompt_tokens: usize, prompt_param: &str, sampling: 
             return Err(ApiError::invalid(
                 "max_tokens",
                 "context_length_exceeded",
-                format!("{prompt_tokens} prompt tokens + 'max_tokens' {asked} exceed the context of {}", limits.context),
+                format!(
+                    "{prompt_tokens} prompt tokens + 'max_tokens' {asked} exceed the context of {}",
+                    limits.context
+                ),
             ));
         }
         Some(asked) => asked,

@@ -31,10 +31,7 @@ pub(crate) fn response(envelope: Envelope, events: mpsc::UnboundedReceiver<Event
         let text = next(&mut progress).await?;
         Some((Ok::<_, Infallible>(text), progress))
     });
-    (
-        [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
-        Body::from_stream(body),
-    )
+    ([(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], Body::from_stream(body))
         .into_response()
 }
 

@@ -89,7 +89,10 @@ impl Server {
     /// The value of metric `name` (a line `name value`, no labels).
     pub fn metric(&self, name: &str) -> f64 {
         let text = self.get("/metrics").text();
-        let line = text.lines().find(|l| l.split(' ').next() == Some(name)).unwrap_or_else(|| panic!("{name} missing:\n{text}"));
+        let line = text
+            .lines()
+            .find(|l| l.split(' ').next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} missing:\n{text}"));
         line.split(' ').nth(1).unwrap().parse().unwrap()
     }
 
@@ -195,7 +198,10 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> Respo
 
 /// Parses a raw HTTP/1.1 response (Content-Length, chunked, or to the end).
 pub fn parse(raw: &[u8]) -> Response {
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| panic!("no head: {:?}", String::from_utf8_lossy(raw)));
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no head: {:?}", String::from_utf8_lossy(raw)));
     let head = std::str::from_utf8(&raw[..end]).unwrap();
     let mut lines = head.split("\r\n");
     let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
