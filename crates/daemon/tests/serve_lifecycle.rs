@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use serve_common::{Server, eventually, read_until, send, stream_text, tiny_model};
+use serve_common::{Server, eventually, read_until, send, send_with, stream_text, tiny_model};
 
 /// A tiny model with room for long generations (each token takes a few ms on the soft device).
 fn long_server(name: &str, extra: &[&str]) -> Server {
@@ -131,6 +131,19 @@ fn a_disconnected_stream_stops_its_generation() {
     assert_eq!(status["generations"]["finished"], 0, "{status}");
     assert!(status["generations"]["last_cancelled_tokens"].as_u64().unwrap() < 300, "{status}");
     assert_eq!(server.metric("redline_generations_total"), 0.0);
+
+    // A whole (non-streamed) answer's client going is noticed as well, on a keep-alive connection
+    // (as clients hold them): the server reads it for the next request and sees it close.
+    let body = br#"{"prompt": "x", "max_tokens": 3000, "temperature": 0}"#;
+    let whole = send_with(server.addr, "POST", "/v1/completions", body, "keep-alive");
+    eventually(Duration::from_secs(30), "the generation has started", || server.metric("redline_generating") == 1.0);
+    drop(whole);
+    eventually(Duration::from_secs(30), "the second generation is cancelled", || {
+        server.metric("redline_requests_cancelled_total") == 2.0
+    });
+    assert!(server.metric("redline_generated_tokens_total") < generated + 1000.0);
+    assert_eq!(server.metric("redline_generations_total"), 0.0);
+    assert_eq!(server.metric("redline_generating"), 0.0);
 }
 
 #[test]

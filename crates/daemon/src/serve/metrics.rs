@@ -23,6 +23,8 @@ pub(crate) struct Metrics {
     decode_tokens_per_second_bits: AtomicU64,
     /// The last cancelled generation's generated tokens.
     last_cancelled_tokens: AtomicU64,
+    /// 1 while the generation thread runs a job.
+    generating: AtomicU64,
     route: Mutex<Option<RouteProof>>,
 }
 
@@ -78,6 +80,11 @@ impl Metrics {
         self.generations_failed.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Whether the generation thread is running a job.
+    pub(crate) fn set_generating(&self, generating: bool) {
+        self.generating.store(u64::from(generating), Ordering::Relaxed);
+    }
+
     /// Replaces the route snapshot.
     pub(crate) fn set_route(&self, proof: RouteProof) {
         *lock(&self.route) = Some(proof);
@@ -130,6 +137,8 @@ impl Metrics {
         let speed = f64::from_bits(self.decode_tokens_per_second_bits.load(Ordering::Relaxed));
         header(&mut out, "redline_decode_tokens_per_second", "gauge", "Decode speed of the last finished generation.");
         let _ = writeln!(out, "redline_decode_tokens_per_second {speed}");
+        header(&mut out, "redline_generating", "gauge", "1 while a request is being generated.");
+        let _ = writeln!(out, "redline_generating {}", self.generating.load(Ordering::Relaxed));
         header(&mut out, "redline_queue_depth", "gauge", "Requests waiting for the generation thread.");
         let _ = writeln!(out, "redline_queue_depth {}", queue.depth);
         header(&mut out, "redline_queue_capacity", "gauge", "Requests that may wait at most (--queue).");

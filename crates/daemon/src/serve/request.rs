@@ -86,7 +86,8 @@ fn field<T: DeserializeOwned>(obj: &Map<String, Value>, name: &str, expected: &s
     match obj.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(value) => serde_json::from_value(value.clone()).map(Some).map_err(|_| {
-            ApiError::invalid(name, "invalid_type", format!("'{name}' must be {expected}, not {}", kind(value)))
+            let shown: String = value.to_string().chars().take(40).collect();
+            ApiError::invalid(name, "invalid_type", format!("'{name}' must be {expected}, not {} {shown}", kind(value)))
         }),
     }
 }

@@ -180,7 +180,7 @@ async fn generate(
     state.queue.try_send(job).map_err(|error| match error {
         mpsc::error::TrySendError::Full(_) => ApiError::queue_full(state.queue_capacity),
         mpsc::error::TrySendError::Closed(_) => {
-            ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", "the server is shutting down")
+            ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "not_generating", "the generation thread has stopped")
         }
     })?;
     let envelope = Envelope::new(endpoint, state.serial.fetch_add(1, Ordering::Relaxed), &state.model.id);
@@ -262,8 +262,6 @@ fn options(
 /// OpenAI's does.
 fn fresh_seed() -> u64 {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    // CAST: the low 64 bits of the clock are the varying ones.
-    #[allow(clippy::cast_possible_truncation)]
-    let seed = nanos as u64;
-    seed
+    // The low 64 bits of the clock are the varying ones.
+    u64::try_from(nanos & u128::from(u64::MAX)).unwrap_or_default()
 }

@@ -127,9 +127,11 @@ fn serve_jobs(mut session: Session, mut jobs: mpsc::Receiver<Job>, metrics: &Met
             metrics.generation_cancelled(0);
             continue;
         }
+        metrics.set_generating(true);
         let done = run_job(&mut session, &job, metrics);
         // The route snapshot is current before the client hears the generation ended.
         metrics.set_route(session.route_proof());
+        metrics.set_generating(false);
         if let Some(done) = done {
             let _ = job.events.send(Event::Done(done));
         }

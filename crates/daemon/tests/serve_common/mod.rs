@@ -172,11 +172,16 @@ pub fn sse_data(text: &str) -> Vec<String> {
 
 /// Opens a connection and writes one request (`Connection: close`).
 pub fn send(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> TcpStream {
+    send_with(addr, method, path, body, "close")
+}
+
+/// Opens a connection and writes one request with the `Connection` header `connection`.
+pub fn send_with(addr: SocketAddr, method: &str, path: &str, body: &[u8], connection: &str) -> TcpStream {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
     stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).unwrap();
