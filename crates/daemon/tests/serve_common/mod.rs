@@ -15,13 +15,19 @@ use serde_json::Value;
 /// Reads and writes time out after this: a hung server fails the test instead of hanging it.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The tiny model with `context_length` positions, written once per test process and name.
+/// The tiny model with `context_length` positions at `<target tmp>/serve/<name>.gguf`.
+/// Written to a unique file and renamed into place: a server of a concurrent test may be
+/// reading (memory-mapping) the same path.
 pub fn tiny_model(name: &str, context_length: u32) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("redline-serve-{}", std::process::id()));
+    static WRITES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{name}.gguf"));
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let scratch = dir.join(format!("{name}.{}.{n}.tmp", std::process::id()));
     let config = gguf::TinyLlamaConfig { context_length, ..gguf::TinyLlamaConfig::default() };
-    gguf::write_tiny_llama(&path, &config).unwrap();
+    gguf::write_tiny_llama(&scratch, &config).unwrap();
+    std::fs::rename(&scratch, &path).unwrap();
     path
 }
 
