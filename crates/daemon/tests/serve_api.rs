@@ -173,7 +173,8 @@ fn hsa_without_a_usable_gpu_fails_naming_the_call_and_suggesting_sim() {
         return;
     }
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("hsa_") || stderr.contains("libhsa"), "{stderr}");
+    // The failing call and its status (hsa_init with Debian's ROCm libraries), or the library.
+    assert!(stderr.contains("hsa_init returned") || stderr.contains("libhsa"), "{stderr}");
     assert!(stderr.contains("--device sim"), "{stderr}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"));
 }

@@ -126,19 +126,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     };
     let template = chat_template(&file);
     drop(file);
-    let sha256 = match resolved.entry {
-        Some(entry) => entry.gguf_sha256.to_owned(),
-        None => {
-            eprintln!("hashing {} ...", resolved.path.display());
-            crate::generate::model_digest(&resolved.path)?
-        }
-    };
-    let model = ServedModel {
-        id: resolved.entry.map_or_else(|| model_id(&resolved.path), |entry| entry.alias.to_owned()),
-        path: resolved.path.display().to_string(),
-        sha256,
-        created: unix_seconds(),
-    };
+    let model = served_model(&resolved)?;
     let metrics = Arc::new(metrics::Metrics::default());
     let (queue, jobs) = tokio::sync::mpsc::channel(args.queue);
     let spec = LoadSpec { path: resolved.path.clone(), kind, target, context, config };
@@ -220,6 +208,24 @@ fn chat_template(file: &gguf::Gguf) -> Option<ChatTemplate> {
             None
         }
     }
+}
+
+/// The model as clients and the status page see it. An alias's file was just verified against
+/// its pinned digest; a path is hashed here.
+fn served_model(resolved: &models::ResolvedModel) -> Result<ServedModel> {
+    let sha256 = match resolved.entry {
+        Some(entry) => entry.gguf_sha256.to_owned(),
+        None => {
+            eprintln!("hashing {} ...", resolved.path.display());
+            crate::generate::model_digest(&resolved.path)?
+        }
+    };
+    Ok(ServedModel {
+        id: resolved.entry.map_or_else(|| model_id(&resolved.path), |entry| entry.alias.to_owned()),
+        path: resolved.path.display().to_string(),
+        sha256,
+        created: unix_seconds(),
+    })
 }
 
 /// A path's model id: the file name without `.gguf`.

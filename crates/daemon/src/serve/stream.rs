@@ -47,12 +47,11 @@ async fn next(progress: &mut Progress) -> Option<String> {
             return Some(sse(&progress.envelope.chunk(None, None)));
         }
     }
-    progress.ended = true;
-    match progress.events.recv().await {
-        Some(Event::Text(piece)) => {
-            progress.ended = false;
-            Some(sse(&progress.envelope.chunk(Some(&piece), None)))
-        }
+    let event = progress.events.recv().await;
+    // Anything but more text is the stream's last event.
+    progress.ended = !matches!(event, Some(Event::Text(_)));
+    match event {
+        Some(Event::Text(piece)) => Some(sse(&progress.envelope.chunk(Some(&piece), None))),
         Some(Event::Done(Ok(finished))) => {
             let mut text = sse(&progress.envelope.chunk(None, Some(finished.finish_reason)));
             if progress.include_usage {
