@@ -1,6 +1,6 @@
-//! `Session::generate` stops when its text callback asks it to: the tokens before the stop are
-//! the same as an uninterrupted generation's, the finish reason says `cancelled`, and the session
-//! generates normally afterwards.
+//! `Session::generate` stops when its text callback asks it to, in the decode or in the
+//! prefill: the tokens before the stop are the same as an uninterrupted generation's, the finish
+//! reason says `cancelled`, and the session generates normally afterwards.
 
 use std::ops::ControlFlow;
 
@@ -24,18 +24,42 @@ fn breaking_from_on_text_cancels_before_the_next_forward() {
     let full = session.generate(&prompt, &options, |_| ControlFlow::Continue(())).unwrap();
     assert_eq!(full.tokens.len(), 24, "the tiny model should not stop early: {:?}", full.finish_reason);
 
+    // The callback is asked once per prefill forward but the last, then once per token: stop
+    // at the fifth generated token.
+    let stop_at = prompt.len() - 1 + 5;
     let mut calls = 0;
     let cancelled = session
         .generate(&prompt, &options, |_| {
             calls += 1;
-            if calls == 5 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+            if calls == stop_at { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
         })
         .unwrap();
     assert_eq!(cancelled.finish_reason, "cancelled");
     assert_eq!(cancelled.tokens, full.tokens[..5]);
-    assert_eq!(calls, 5, "no callback after the break");
+    assert_eq!(calls, stop_at, "no callback after the break");
     assert!(cancelled.decode_forwards < 5, "{} decode forwards after the break", cancelled.decode_forwards);
     assert!(full.text.starts_with(&cancelled.text));
+
+    // Over a long prompt, the callback is asked after every prefill forward but the last.
+    let long = session.tokenizer().encode("a long prompt of many tokens", false);
+    let mut prefill_calls = 0;
+    let stopped = session
+        .generate(&long, &options, |piece| {
+            assert_eq!(piece, "", "no text during the prefill");
+            prefill_calls += 1;
+            if prefill_calls == 3 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+        })
+        .unwrap();
+    assert!(long.len() > 4, "{long:?}");
+    assert_eq!((stopped.finish_reason, stopped.tokens.len(), prefill_calls), ("cancelled", 0, 3));
+    let mut calls = 0;
+    let whole = session
+        .generate(&long, &options, |_| {
+            calls += 1;
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(calls, long.len() - 1 + whole.tokens.len() + usize::from(whole.finish_reason == "length"));
 
     let again = session.generate(&prompt, &options, |_| ControlFlow::Continue(())).unwrap();
     assert_eq!(again.tokens, full.tokens);

@@ -155,10 +155,11 @@ impl Session {
 
     /// Generates from `prompt` (token ids) from position 0, calling `on_text` once per generated
     /// token with the text that became safe to show (empty while a possible stop string is held
-    /// back), and once more with the held-back rest when `max_tokens` is reached. `on_text`
-    /// returning [`ControlFlow::Break`] ends the generation before the next forward, with
-    /// finish reason `cancelled`. The KV cache is rewritten from position 0, so every call starts
-    /// a new sequence.
+    /// back), and once more with the held-back rest when `max_tokens` is reached. During the
+    /// prefill it is called with `""` after each prompt token but the last, so that a long
+    /// prompt can be stopped too. `on_text` returning [`ControlFlow::Break`] ends the generation
+    /// before the next forward, with finish reason `cancelled`. The KV cache is rewritten from
+    /// position 0, so every call starts a new sequence.
     ///
     /// # Errors
     /// [`SessionError`]; after a replay failure the controller is in its sticky fallback.
@@ -188,13 +189,25 @@ impl Session {
         let mut position = 0u32;
         // Prefill: every prompt token but the last is ineligible; the last one is the first plain
         // single-token continuation.
-        for (i, &token) in prompt.iter().enumerate() {
-            parts.forward(token, position, i + 1 == prompt.len())?;
-            position += 1;
-        }
         let (mut text, mut tokens) = (String::new(), Vec::new());
         let mut decode_time = Duration::ZERO;
         let mut decode_forwards = 0u32;
+        for (i, &token) in prompt.iter().enumerate() {
+            let last = i + 1 == prompt.len();
+            parts.forward(token, position, last)?;
+            position += 1;
+            if !last && on_text("").is_break() {
+                let prompt_tokens = prompt.len();
+                return Ok(Generation {
+                    text,
+                    tokens,
+                    prompt_tokens,
+                    decode_time,
+                    decode_forwards,
+                    finish_reason: "cancelled",
+                });
+            }
+        }
         let mut finish_reason = "length";
         while tokens.len() < usize::try_from(options.max_tokens).unwrap_or(usize::MAX) {
             let logits = parts.model.logits(parts.device)?;
