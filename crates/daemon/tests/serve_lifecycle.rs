@@ -179,3 +179,14 @@ fn sigterm_finishes_the_requests_in_flight_and_queued_then_exits_0() {
     assert_eq!(status.code(), Some(0), "stderr: {}", server.stderr());
     assert!(server.stderr().contains("SIGTERM"), "{}", server.stderr());
 }
+
+#[test]
+fn sigint_when_idle_exits_0() {
+    let model = tiny_model("sigint", 256);
+    let mut server = Server::start(&["--model", model.to_str().unwrap(), "--device", "sim"]);
+    assert_eq!(server.post("/v1/completions", &json!({"prompt": "x", "max_tokens": 2})).status, 200);
+    server.signal(libc::SIGINT);
+    let status = server.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "stderr: {}", server.stderr());
+    assert!(server.stderr().contains("SIGINT"), "{}", server.stderr());
+}

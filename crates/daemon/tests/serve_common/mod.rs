@@ -104,9 +104,14 @@ impl Server {
 
     /// Sends SIGTERM.
     pub fn terminate(&self) {
+        self.signal(libc::SIGTERM);
+    }
+
+    /// Sends `signal`.
+    pub fn signal(&self, signal: i32) {
         let pid = i32::try_from(self.child.id()).unwrap();
         // SAFETY: kill(2) with a child's pid and a valid signal number has no memory effects.
-        let rc = unsafe { libc::kill(pid, libc::SIGTERM) };
+        let rc = unsafe { libc::kill(pid, signal) };
         assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
     }
 
