@@ -125,8 +125,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         let template = file.str("tokenizer.chat_template").context("the model has no chat template")?;
         let template = ChatTemplate::from_gguf_template(template)?;
         let Some(prompt) = &args.prompt else { return converse(&mut session, &template, &options) };
-        let text = template.render(&[Message::new("user", prompt)], true);
-        let ids = session.tokenizer().encode(&text, true);
+        let ids = template.encode(session.tokenizer(), &[Message::new("user", prompt)], true);
         return one(&mut session, &ids, &options, args.json, &model);
     }
     let Some(prompt) = &args.prompt else { bail!("give --prompt TEXT, or --chat for a conversation") };
@@ -162,7 +161,7 @@ fn converse(session: &mut Session, template: &ChatTemplate, options: &GenerateOp
             return Ok(ExitCode::SUCCESS);
         }
         messages.push(Message::new("user", line.trim_end_matches(['\n', '\r'])));
-        let ids = session.tokenizer().encode(&template.render(&messages, true), true);
+        let ids = template.encode(session.tokenizer(), &messages, true);
         let mut out = std::io::stdout();
         let generation = session.generate(&ids, options, |piece| {
             let _ = out.write_all(piece.as_bytes()).and_then(|()| out.flush());

@@ -1,6 +1,7 @@
 //! Chat templates. Only templates recognised exactly are rendered: a GGUF file carries a Jinja
 //! template, and rendering a different one by guess would silently change the prompt.
 
+use crate::Tokenizer;
 use crate::error::ChatTemplateError;
 
 /// SmolLM2's ChatML template, as stored in `tokenizer.chat_template`.
@@ -62,14 +63,36 @@ impl ChatTemplate {
     /// Renders `messages` exactly as the Jinja template does; with `add_generation_prompt` the
     /// text ends with the opening of an assistant turn.
     pub fn render(&self, messages: &[Message], add_generation_prompt: bool) -> String {
+        self.parts(messages, add_generation_prompt).iter().map(|part| part.text()).collect()
+    }
+
+    /// Encodes `messages` as [`render`](Self::render) lays them out, with only the template's own
+    /// markers read as control tokens: a role or content that spells `<|im_end|>` stays text, so
+    /// a message cannot close its turn or open another one. For messages without such spellings
+    /// the ids equal `tokenizer.encode(&self.render(..), true)`.
+    pub fn encode(&self, tokenizer: &Tokenizer, messages: &[Message], add_generation_prompt: bool) -> Vec<u32> {
+        let mut ids = Vec::new();
+        for part in self.parts(messages, add_generation_prompt) {
+            match part {
+                Part::Marker(marker) => ids.extend(tokenizer.encode(marker, true)),
+                Part::Text(text) => ids.extend(tokenizer.encode(&text, false)),
+            }
+        }
+        ids
+    }
+
+    /// The rendered conversation as template markers and the text between them (adjacent text
+    /// joined, so each run is tokenized as the whole rendering would tokenize it).
+    fn parts(&self, messages: &[Message], add_generation_prompt: bool) -> Vec<Part> {
         let Self::ChatMl { default_system } = self;
-        let mut out = String::new();
+        let mut parts = Parts::default();
         let mut turn = |role: &str, content: &str| {
-            out.push_str("<|im_start|>");
-            out.push_str(role);
-            out.push('\n');
-            out.push_str(content);
-            out.push_str("<|im_end|>\n");
+            parts.marker(IM_START);
+            parts.text(role);
+            parts.text("\n");
+            parts.text(content);
+            parts.marker(IM_END);
+            parts.text("\n");
         };
         // The template's `loop.first` test sits inside the loop: no messages, no system prompt.
         if let Some(system) = default_system
@@ -81,9 +104,50 @@ impl ChatTemplate {
             turn(&m.role, &m.content);
         }
         if add_generation_prompt {
-            out.push_str("<|im_start|>assistant\n");
+            parts.marker(IM_START);
+            parts.text("assistant\n");
         }
-        out
+        parts.0
+    }
+}
+
+/// ChatML's turn markers (control tokens of a ChatML vocabulary).
+const IM_START: &str = "<|im_start|>";
+const IM_END: &str = "<|im_end|>";
+
+/// A piece of a rendered conversation.
+#[derive(Debug, PartialEq, Eq)]
+enum Part {
+    /// A template marker, read as a control token.
+    Marker(&'static str),
+    /// Text from the template or a message, never read as control tokens.
+    Text(String),
+}
+
+impl Part {
+    fn text(&self) -> &str {
+        match self {
+            Self::Marker(marker) => marker,
+            Self::Text(text) => text,
+        }
+    }
+}
+
+/// Builds a part list, joining adjacent text.
+#[derive(Debug, Default)]
+struct Parts(Vec<Part>);
+
+impl Parts {
+    fn marker(&mut self, marker: &'static str) {
+        self.0.push(Part::Marker(marker));
+    }
+
+    fn text(&mut self, text: &str) {
+        if let Some(Part::Text(last)) = self.0.last_mut() {
+            last.push_str(text);
+        } else {
+            self.0.push(Part::Text(text.to_owned()));
+        }
     }
 }
 

@@ -161,8 +161,7 @@ async fn chat_completions(
             "the served model has no recognised chat template: use /v1/completions",
         ));
     };
-    let text = template.render(&request.messages, true);
-    let prompt = state.tokenizer.encode(&text, true);
+    let prompt = template.encode(&state.tokenizer, &request.messages, true);
     generate(&state, Endpoint::Chat, prompt, "messages", request.sampling).await
 }
 
