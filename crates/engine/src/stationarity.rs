@@ -10,10 +10,11 @@
 //! window's median; otherwise settling starts over from the latest rows. A gate that has seen
 //! `rows_max` rows without passing gives up.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The gate's limits (percentages are of the window's median).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GateSettings {
     /// Rows per window.
     pub window_rows: usize,
