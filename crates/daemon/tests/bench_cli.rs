@@ -228,3 +228,16 @@ fn the_reference_model_bench_is_valid() {
     assert_eq!(report["arms"]["auto"]["timed_route_proof"]["state"], "ready");
     assert_eq!(report["arms"]["hip"]["timed_route_proof"]["observations"]["retained"], 0);
 }
+
+#[test]
+fn a_shadow_validated_retained_arm_records_the_shadow_result() {
+    let dir = temp_dir("shadow");
+    let model = tiny_model(&dir);
+    let (out, report, _) = bench(&dir, &model, &["--retained-backend", "shadow"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_valid_proofs(&report, "pm4", 3);
+    assert_eq!(report["settings"]["arms"][1]["config"]["backend"], "shadow");
+    assert!(report["shadow"]["positions"].as_array().is_some_and(|p| p.len() == 8), "{}", report["shadow"]);
+    assert_eq!(report["shadow"]["divergences"], serde_json::json!([]));
+    assert_eq!(gate(&report, "shadow.auto")["pass"], true);
+}

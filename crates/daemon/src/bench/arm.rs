@@ -11,7 +11,6 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use engine::model::{GenerateOptions, Session};
-use engine::replay::{Backend, ReplayConfig};
 use engine::sim::Injection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -95,15 +94,6 @@ pub fn parse_fault(s: &str) -> Result<Injection, String> {
         "queue-fault" => Ok(Injection::QueueFault),
         _ => Err(format!("{s:?}: accepted values: replay-timeout, queue-fault")),
     }
-}
-
-/// What an arm needs to start.
-#[derive(Clone, Debug)]
-pub struct ArmSpec {
-    /// `hip` or `auto`/`shadow`.
-    pub backend: Backend,
-    /// The controller configuration.
-    pub config: ReplayConfig,
 }
 
 /// An arm that can run rows.
