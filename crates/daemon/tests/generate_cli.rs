@@ -193,7 +193,18 @@ fn the_admission_registry_decides_the_default_route() {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_SMOLLM2_GGUF is not set under CI=true");
         return;
     };
-    let admitted = json(&redline(&["generate", "--model", &path, "--device", "sim", "--prompt", "Hi", "--max-tokens", "4", "--json"]));
+    let admitted = json(&redline(&[
+        "generate",
+        "--model",
+        &path,
+        "--device",
+        "sim",
+        "--prompt",
+        "Hi",
+        "--max-tokens",
+        "4",
+        "--json",
+    ]));
     assert_eq!(admitted["admission"]["admitted"], true, "{}", admitted["admission"]);
     assert_eq!(admitted["admission"]["row"]["fixture"], "smollm2-135m-gfx1100-sim");
     assert_eq!(admitted["route"]["state"], "ready");
@@ -201,12 +212,23 @@ fn the_admission_registry_decides_the_default_route() {
     let dir = std::env::temp_dir().join(format!("redline-generate-adm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let only_gfx1201 = dir.join("admissions.json");
-    let mut registry: serde_json::Value = serde_json::from_str(include_str!("../../../registry/admissions.json")).unwrap();
+    let mut registry: serde_json::Value =
+        serde_json::from_str(include_str!("../../../registry/admissions.json")).unwrap();
     registry["admissions"].as_array_mut().unwrap().retain(|row| row["arch"] == "gfx1201");
     std::fs::write(&only_gfx1201, registry.to_string()).unwrap();
     let refused = json(&redline(&[
-        "generate", "--model", &path, "--device", "sim", "--prompt", "Hi", "--max-tokens", "4", "--json",
-        "--admissions", only_gfx1201.to_str().unwrap(),
+        "generate",
+        "--model",
+        &path,
+        "--device",
+        "sim",
+        "--prompt",
+        "Hi",
+        "--max-tokens",
+        "4",
+        "--json",
+        "--admissions",
+        only_gfx1201.to_str().unwrap(),
     ]));
     assert_eq!(refused["admission"]["admitted"], false);
     assert!(refused["admission"]["reason"].as_str().unwrap().contains("gfx1100 has no admission row"));

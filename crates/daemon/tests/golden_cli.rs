@@ -67,7 +67,8 @@ fn a_tampered_row_fails_naming_the_fixture_and_each_field() {
     fixture["submission"]["dispatches"] = Value::from(fixture["submission"]["dispatches"].as_u64().unwrap() + 1);
     fixture["floors"]["min_retained_tok_s"] = Value::from(1.0e6);
     let path = temp_file("tampered.json", &reg);
-    let out = redline(&["golden", "--id", &id, "--registry", path.to_str().unwrap(), "--model", &model, "--device", "sim"]);
+    let out =
+        redline(&["golden", "--id", &id, "--registry", path.to_str().unwrap(), "--model", &model, "--device", "sim"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     for field in ["tape.sequence_hash", "submission.dispatches", "floors.min_retained_tok_s"] {
@@ -124,7 +125,10 @@ fn the_registries_hold_one_sealed_fixture_per_architecture_with_its_admission() 
         let sha = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
         assert_eq!(fixture["model"]["sha256"], sha);
         assert!(fixture["tape"]["dispatch_count"].as_u64().unwrap() > 0);
-        assert!(fixture["floors"]["min_retained_tok_s"].as_f64().unwrap() < fixture["sealed"]["retained_tok_s"].as_f64().unwrap());
+        assert!(
+            fixture["floors"]["min_retained_tok_s"].as_f64().unwrap()
+                < fixture["sealed"]["retained_tok_s"].as_f64().unwrap()
+        );
         assert!(fixture["floors"]["min_ratio"].as_f64().unwrap() < fixture["sealed"]["ratio"].as_f64().unwrap());
         let row = admissions.iter().find(|r| r["arch"] == arch).unwrap_or_else(|| panic!("no admission for {arch}"));
         assert_eq!(row["fixture"], id);

@@ -168,7 +168,7 @@ pub struct Args {
     /// Bench parameters.
     #[command(flatten)]
     pub params: Params,
-    /// The JSON report [default: target/redline-bench/<utc>.json].
+    /// The JSON report [default: target/redline-bench/YYYYMMDDTHHMMSSZ.json, the start time in UTC].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// The SVG plot [default: beside the report, `.svg`].
