@@ -191,7 +191,9 @@ fn bad_arguments_fail_with_a_message() {
     let model = tiny_model(&dir);
     let model = model.to_str().unwrap();
     let base = ["bench", "--model", model, "--device", "sim"];
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 11] = [
+        (&["--device", "gpu"], "--device"),
+        (&["--arch", "gfx9000"], "--arch"),
         (&["--tokens", "0"], "--tokens"),
         (&["--runs", "0"], "--runs"),
         (&["--order", "ba"], "--order"),

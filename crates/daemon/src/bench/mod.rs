@@ -205,3 +205,19 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     report::print_summary(&outcome.report);
     Ok(if outcome.valid() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Order;
+
+    #[test]
+    fn schedules_alternate_the_arms_as_named() {
+        assert_eq!(Order::Ab.schedule(3), [0, 0, 0, 1, 1, 1]);
+        assert_eq!(Order::Abba.schedule(4), [0, 1, 1, 0, 0, 1, 1, 0]);
+        assert_eq!(Order::Interleaved.schedule(3), [0, 1, 0, 1, 0, 1]);
+        for order in [Order::Ab, Order::Abba, Order::Interleaved] {
+            let s = order.schedule(5);
+            assert_eq!(s.iter().filter(|&&a| a == 1).count(), 5, "{order:?}");
+        }
+    }
+}

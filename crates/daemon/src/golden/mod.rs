@@ -34,7 +34,8 @@ pub struct Args {
     /// When sealing: the ratio floor as a fraction of the measured ratio.
     #[arg(long, default_value_t = 0.75)]
     pub floor_ratio_fraction: f64,
-    /// Bench parameters: `--model` (and `--device`) apply to checks too; the rest only to --seal.
+    /// Bench parameters: `--model` (default: each fixture's own alias) and `--device` apply to
+    /// checks too; the rest only to --seal.
     #[command(flatten)]
     pub params: Params,
 }
@@ -85,7 +86,9 @@ fn field(problems: &mut Vec<String>, name: &str, sealed: impl ToString, measured
 
 /// Reruns one fixture: `Ok(summary)` or the problems, each naming the field.
 fn check(fixture: &Fixture, base: &Params) -> Result<Result<String, Vec<String>>> {
-    let params = fixture.bench.params(&base.model, &base.device, &fixture.arch);
+    // Without --model, each fixture runs its own catalogue alias.
+    let model = if base.model == models::DEFAULT_ALIAS { &fixture.model.alias } else { &base.model };
+    let params = fixture.bench.params(model, &base.device, &fixture.arch);
     let outcome = match bench::run::execute(&params)? {
         Ok(outcome) => outcome,
         Err(message) => return Ok(Err(vec![format!("bench: {message}")])),
