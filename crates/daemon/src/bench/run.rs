@@ -130,6 +130,28 @@ pub fn validate(params: &Params) -> Result<()> {
 pub fn execute(params: &Params) -> Result<Result<Outcome, String>> {
     validate(params)?;
     let utc = report::utc_now();
+    let (setup, file) = match prepare(params)? {
+        Ok(prepared) => prepared,
+        Err(message) => return Ok(Err(message)),
+    };
+    eprintln!("bench: device {}", setup.device.1);
+    let configs = [config("hip", &params.transport)?, config(&params.retained_backend, &params.transport)?];
+    let mut arms = Vec::with_capacity(2);
+    for (name, config) in ARMS.into_iter().zip(configs) {
+        let arm = match start_arm(params, &setup, &file, &config) {
+            Ok(arm) => arm,
+            Err(error) => return Ok(Err(format!("{name} arm: {error:#}"))),
+        };
+        arms.push((name, config, arm));
+    }
+    let runs = run_arms(params, &setup, arms)?;
+    let report = report::build(params, &setup, &utc, &runs);
+    let plot = PlotData { arms: runs.iter().map(PlotArm::of).collect() };
+    Ok(Ok(Outcome { utc, report, plot }))
+}
+
+/// Resolves the model, tokenizes the prompt, selects the device and decides admission.
+fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
     let kind = DeviceKind::from_str(&params.device).map_err(|e| anyhow::anyhow!("--device: {e}"))?;
     let target = Target::from_str(&params.arch).map_err(|e| anyhow::anyhow!("--arch: {e}"))?;
     let resolved = models::resolve_model(&params.model, true).with_context(|| format!("--model {}", params.model))?;
@@ -162,29 +184,18 @@ pub fn execute(params: &Params) -> Result<Result<Outcome, String>> {
         sampler: SamplerConfig { temperature: params.temperature, top_k: 0, top_p: 1.0, seed: params.seed },
         stop: Vec::new(),
     };
-    let setup = Setup {
-        model_path: resolved.path.display().to_string(),
-        model_sha256,
-        prompt,
-        options,
-        target,
-        device: (kind_name, selected.reason.clone()),
-        admission,
-    };
-    eprintln!("bench: device {}", setup.device.1);
-    let configs = [config("hip", &params.transport)?, config(&params.retained_backend, &params.transport)?];
-    let mut arms = Vec::with_capacity(2);
-    for (name, config) in ARMS.into_iter().zip(configs) {
-        let arm = match start_arm(params, &setup, &file, &config) {
-            Ok(arm) => arm,
-            Err(error) => return Ok(Err(format!("{name} arm: {error:#}"))),
-        };
-        arms.push((name, config, arm));
-    }
-    let runs = run_arms(params, &setup, arms)?;
-    let report = report::build(params, &setup, &utc, &runs);
-    let plot = PlotData { arms: runs.iter().map(PlotArm::of).collect() };
-    Ok(Ok(Outcome { utc, report, plot }))
+    Ok(Ok((
+        Setup {
+            model_path: resolved.path.display().to_string(),
+            model_sha256,
+            prompt,
+            options,
+            target,
+            device: (kind_name, selected.reason.clone()),
+            admission,
+        },
+        file,
+    )))
 }
 
 fn start_arm(params: &Params, setup: &Setup, file: &gguf::Gguf, config: &ReplayConfig) -> Result<Arm> {
