@@ -160,8 +160,10 @@ impl Params {
     }
 }
 
-/// Run the route-proof A/B bench: a `hip` and an `auto` arm, warm-up, stationarity gate, timed
-/// rows; a JSON report and an SVG plot of every row. Exit codes: 0 the bench is valid, 1 it is
+/// Run the route-proof A/B bench of the ordinary and the retained route.
+///
+/// A `hip` and an `auto` arm: warm-up, stationarity gate, timed rows; a JSON report and an SVG
+/// plot of every row. Exit codes: 0 the bench is valid, 1 it is
 /// not (the report names each failing gate) or the model could not run, 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 pub struct Args {

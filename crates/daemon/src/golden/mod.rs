@@ -12,6 +12,8 @@ use crate::bench::{self, Params};
 use crate::models;
 use registry::{Fixture, FixtureBench, FixtureModel, FixtureSubmission, FixtureTape, Floors, Registry, Sealed};
 
+/// Reproduce the sealed fixtures (registry/fixtures.json), or seal one.
+///
 /// Reruns the bench of every sealed fixture (or `--id`) and fails, naming the fixture and
 /// field, on identity drift, a result under its floor or an invalid bench. With `--seal ID`,
 /// runs the bench with the given parameters instead and writes the fixture row from that run.
