@@ -45,13 +45,17 @@ fuzz_target!(|data: &[u8]| {
                 (&signature::MATVEC_Q8_0, cpu::matvec_q8_0 as cpu::CpuReference)
             };
             let k = kernarg(sig, &[OUT, W, X, rows.into(), cols.into()]);
-            run(&Launch { kernarg: &k, grid_size: [8 * 32, 1, 1], workgroup_size: [32, 1, 1], dynamic_lds_bytes: 0 }, &mut memory)
+            run(
+                &Launch { kernarg: &k, grid_size: [8 * 32, 1, 1], workgroup_size: [32, 1, 1], dynamic_lds_bytes: 0 },
+                &mut memory,
+            )
         }
         _ => {
             let mut k = kernarg(&signature::GET_ROW_Q8_0, &[OUT, W, TOKEN, cols.into(), rows.into()]);
             let hidden = signature::GET_ROW_Q8_0.hidden_group_size_x.unwrap();
             k[hidden..hidden + 2].copy_from_slice(&64u16.to_le_bytes());
-            let launch = Launch { kernarg: &k, grid_size: [256, 1, 1], workgroup_size: [64, 1, 1], dynamic_lds_bytes: 0 };
+            let launch =
+                Launch { kernarg: &k, grid_size: [256, 1, 1], workgroup_size: [64, 1, 1], dynamic_lds_bytes: 0 };
             let result = cpu::get_row_q8_0(&launch, &mut memory);
             let tok = u32::from(*token % 10);
             if result.is_ok() && tok < rows && cols > 0 {

@@ -71,6 +71,11 @@ pub struct Args {
     /// Print `{"text", "tokens", "route"}` as JSON instead of streaming.
     #[arg(long)]
     pub json: bool,
+    /// The admissions registry deciding whether the retained route is armed by default
+    /// [default: registry/admissions.json as built into the binary]. An explicit
+    /// --replay-backend (or REDLINE_REPLAY_BACKEND) arms it regardless.
+    #[arg(long)]
+    pub admissions: Option<std::path::PathBuf>,
 }
 
 /// Runs `redline generate`.
@@ -85,6 +90,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         transport: args.transport.clone(),
         manual_capture: None,
     })?;
+    let registry = crate::admit::load(args.admissions.as_deref()).context("--admissions")?;
     let resolved = models::resolve_model(&args.model, true).with_context(|| format!("--model {}", args.model))?;
     let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
     let selected = match select(kind, Some(target)) {
@@ -95,6 +101,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         }
     };
     eprintln!("device: {}", selected.reason);
+    let selected_kind = selected.kind().name();
     let SelectedDevice::Sim(device) = selected.device else {
         eprintln!("redline: generation on an HSA GPU is not available yet; use --device sim");
         return Ok(ExitCode::from(1));
@@ -103,7 +110,14 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         Some(context) => context,
         None => file.u32("llama.context_length").map_or(1024, |trained| trained.min(1024)),
     };
-    let mut session = match Session::new(*device, &file, context, config) {
+    // An alias's file was just verified against its pinned digest; a path is hashed here.
+    let sha256 = match resolved.entry {
+        Some(entry) => entry.gguf_sha256.to_owned(),
+        None => model_digest(&resolved.path)?,
+    };
+    let admission = crate::admit::decide(&registry, &file, &sha256, target, selected_kind);
+    eprintln!("admission: {}", admission.reason);
+    let mut session = match Session::with_admission(*device, &file, context, config, admission) {
         Ok(session) => session,
         Err(error) => {
             eprintln!("redline: {error}");
@@ -114,11 +128,6 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         max_tokens: args.max_tokens,
         sampler: SamplerConfig { temperature: args.temperature, top_k: args.top_k, top_p: args.top_p, seed: args.seed },
         stop: args.stop.clone(),
-    };
-    // An alias's file was just verified against its pinned digest; a path is hashed here.
-    let sha256 = match resolved.entry {
-        Some(entry) => entry.gguf_sha256.to_owned(),
-        None => model_digest(&resolved.path)?,
     };
     let model = ModelReport { path: resolved.path.display().to_string(), sha256 };
     if args.chat {
@@ -216,6 +225,7 @@ fn one(
             "tokens_per_second": generation.tokens_per_second(),
             "model": {"path": model.path, "sha256": model.sha256},
             "route": proof,
+            "admission": session.admission(),
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

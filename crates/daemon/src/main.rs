@@ -16,7 +16,8 @@ use std::process::ExitCode;
     about = "Redline: retained replay of LLM decode steps on AMD GPUs (gfx10.3, gfx11, gfx12)",
     long_about = "Redline: retained replay of LLM decode steps on AMD GPUs (gfx10.3, gfx11, gfx12).\n\n\
         Tools for the command streams, code objects and tapes the replay route is built from, \
-        model fetching (`pull`), text generation (`generate`) and an OpenAI-compatible HTTP server (`serve`). \
+        model fetching (`pull`), text generation (`generate`), an OpenAI-compatible HTTP server (`serve`), \
+        the route-proof A/B bench (`bench`) and the sealed fixtures (`golden`). \
         Exit codes: 0 success, 1 the input is invalid or does not decode (the message names where), \
         2 usage or I/O error.",
     propagate_version = true
@@ -28,9 +29,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Bench(daemon::bench::Args),
+    /// One bench arm in its own process (driven by `bench --process fresh`).
+    #[command(hide = true)]
+    BenchWorker(daemon::bench::worker::Args),
     Disasm(disasm::Args),
     Doctor(daemon::doctor::Args),
     Generate(daemon::generate::Args),
+    Golden(daemon::golden::Args),
     Inspect(inspect::Args),
     Lower(lower::Args),
     Models(daemon::pull::ListArgs),
@@ -47,6 +53,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Bench(args) => daemon::bench::run(&args),
+        Command::BenchWorker(args) => daemon::bench::worker::run(&args),
+        Command::Golden(args) => daemon::golden::run(&args),
         Command::Disasm(args) => disasm::run(&args),
         Command::Doctor(args) => daemon::doctor::run(&args),
         Command::Generate(args) => daemon::generate::run(&args),

@@ -170,3 +170,67 @@ fn chat_renders_the_template_and_converses_over_stdin() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.matches("new tokens").count(), 2, "{stderr}");
 }
+
+/// Without an explicit backend, the admissions registry decides: the tiny model is not
+/// certified, so the route stays ordinary and the reason is reported; an explicit request arms
+/// it regardless; the reference model on gfx1100 is admitted by its sealed fixture's row.
+#[test]
+fn the_admission_registry_decides_the_default_route() {
+    let model = tiny_model();
+    let model = model.to_str().unwrap();
+    let base = ["generate", "--model", model, "--device", "sim", "--prompt", "the cat", "--max-tokens", "8", "--json"];
+    let default = json(&redline(&base));
+    assert_eq!(default["admission"]["admitted"], false);
+    let reason = default["admission"]["reason"].as_str().unwrap();
+    assert!(reason.contains("is not certified for gfx1100 sim"), "{reason}");
+    assert_eq!(default["route"]["state"], "hip");
+    assert_eq!(default["route"]["observations"]["retained"], 0);
+    let explicit = json(&redline(&[&base[..], &["--replay-backend", "auto"]].concat()));
+    assert_eq!(explicit["route"]["state"], "ready");
+    assert_eq!(explicit["tokens"], default["tokens"]);
+
+    let Ok(path) = std::env::var("REDLINE_SMOLLM2_GGUF") else {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_SMOLLM2_GGUF is not set under CI=true");
+        return;
+    };
+    let admitted = json(&redline(&[
+        "generate",
+        "--model",
+        &path,
+        "--device",
+        "sim",
+        "--prompt",
+        "Hi",
+        "--max-tokens",
+        "4",
+        "--json",
+    ]));
+    assert_eq!(admitted["admission"]["admitted"], true, "{}", admitted["admission"]);
+    assert_eq!(admitted["admission"]["row"]["fixture"], "smollm2-135m-gfx1100-sim");
+    assert_eq!(admitted["route"]["state"], "ready");
+    // An override registry without a gfx1100 row fails closed to the ordinary path.
+    let dir = std::env::temp_dir().join(format!("redline-generate-adm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let only_gfx1201 = dir.join("admissions.json");
+    let mut registry: serde_json::Value =
+        serde_json::from_str(include_str!("../../../registry/admissions.json")).unwrap();
+    registry["admissions"].as_array_mut().unwrap().retain(|row| row["arch"] == "gfx1201");
+    std::fs::write(&only_gfx1201, registry.to_string()).unwrap();
+    let refused = json(&redline(&[
+        "generate",
+        "--model",
+        &path,
+        "--device",
+        "sim",
+        "--prompt",
+        "Hi",
+        "--max-tokens",
+        "4",
+        "--json",
+        "--admissions",
+        only_gfx1201.to_str().unwrap(),
+    ]));
+    assert_eq!(refused["admission"]["admitted"], false);
+    assert!(refused["admission"]["reason"].as_str().unwrap().contains("gfx1100 has no admission row"));
+    assert_eq!(refused["route"]["state"], "hip");
+}

@@ -7,9 +7,11 @@ mod serve_common;
 use serde_json::{Value, json};
 use serve_common::{Server, stream_text, tiny_model};
 
+/// The tiny model is in no admissions row: `--replay-backend auto` asks for the retained route
+/// explicitly.
 fn server() -> Server {
     let model = tiny_model("api", 256);
-    Server::start(&["--model", model.to_str().unwrap(), "--device", "sim"])
+    Server::start(&["--model", model.to_str().unwrap(), "--device", "sim", "--replay-backend", "auto"])
 }
 
 /// Prompt tokens as the model's tokenizer counts them.
@@ -155,8 +157,25 @@ fn models_health_metrics_and_status_describe_the_server() {
     assert_eq!(status["device"]["arch"], "gfx1100");
     assert_eq!(status["model"]["sha256"].as_str().unwrap().len(), 64);
     assert!(status["model"]["path"].as_str().unwrap().ends_with("api.gguf"));
-    assert_eq!(status["admission"]["admitted"], true);
+    // Not admitted (no row for this model), armed by the explicit request.
+    assert_eq!(status["admission"]["admitted"], false, "{status}");
     assert!(status["admission"]["reason"].as_str().is_some_and(|r| !r.is_empty()));
+}
+
+#[test]
+fn a_model_without_an_admission_row_is_served_on_ordinary_launches_and_says_why() {
+    let model = tiny_model("unadmitted", 256);
+    let server = Server::start(&["--model", model.to_str().unwrap(), "--device", "sim"]);
+    let request = json!({"model": "m", "prompt": "abc", "max_tokens": 6, "temperature": 0});
+    assert_eq!(server.post("/v1/completions", &request).status, 200);
+    let status = server.get("/redline/status").json();
+    assert_eq!(status["admission"]["admitted"], false, "{status}");
+    assert!(status["admission"]["row"].is_null(), "{status}");
+    let reason = status["admission"]["reason"].as_str().unwrap();
+    assert!(reason.contains("is not certified for gfx1100 sim"), "{reason}");
+    assert_eq!(status["controller"]["state"], "hip", "{status}");
+    assert_eq!(status["observations"]["retained"], 0, "{status}");
+    assert!(status["tape"].is_null(), "{status}");
 }
 
 #[test]

@@ -38,6 +38,9 @@ fn the_reference_model_answers_paris_over_chat_completions() {
 
     let status = server.get("/redline/status").json();
     assert_eq!(status["controller"]["state"], "ready", "{status}");
+    // Admitted by the registry's row for this model on gfx1100 (no explicit backend was asked for).
+    assert_eq!(status["admission"]["admitted"], true, "{status}");
+    assert_eq!(status["admission"]["row"]["fixture"], "smollm2-135m-gfx1100-sim", "{status}");
     assert!(status["observations"]["retained"].as_u64().unwrap() >= 8, "{status}");
     assert_eq!(status["observations"]["ordinary_launches_in_retained_forwards"], 0);
 }

@@ -15,6 +15,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod bundle;
 pub mod device;
 pub mod examples;
@@ -30,4 +31,5 @@ pub mod replay;
 pub mod select;
 pub mod shadow;
 pub mod sim;
+pub mod stationarity;
 pub mod workload;

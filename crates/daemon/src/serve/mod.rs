@@ -93,6 +93,11 @@ pub struct Args {
     /// context when smaller].
     #[arg(long)]
     pub max_tokens_limit: Option<u32>,
+    /// The admissions registry deciding whether the retained route is armed by default
+    /// [default: registry/admissions.json as built into the binary]. An explicit
+    /// --replay-backend (or REDLINE_REPLAY_BACKEND) arms it regardless.
+    #[arg(long)]
+    pub admissions: Option<std::path::PathBuf>,
 }
 
 /// Runs `redline serve` until SIGINT or SIGTERM.
@@ -110,6 +115,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     if args.queue == 0 {
         bail!("--queue must be at least 1");
     }
+    let admissions = crate::admit::load(args.admissions.as_deref()).context("--admissions")?;
     let resolved = models::resolve_model(&args.model, true).with_context(|| format!("--model {}", args.model))?;
     let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
     let context = match args.context {
@@ -129,7 +135,15 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let model = served_model(&resolved)?;
     let metrics = Arc::new(metrics::Metrics::default());
     let (queue, jobs) = tokio::sync::mpsc::channel(args.queue);
-    let spec = LoadSpec { path: resolved.path.clone(), kind, target, context, config };
+    let spec = LoadSpec {
+        path: resolved.path.clone(),
+        sha256: model.sha256.clone(),
+        kind,
+        target,
+        context,
+        config,
+        admissions,
+    };
     let (thread, device) = match worker::spawn(spec, jobs, Arc::clone(&metrics)) {
         Ok(started) => started,
         Err(message) => {

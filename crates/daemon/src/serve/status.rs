@@ -1,7 +1,6 @@
 //! `GET /redline/status`: which route the server's generations take and why, the device, the
 //! model and its digest, and the admission decision.
 
-use engine::replay::RouteProof;
 use serde_json::{Value, json};
 
 use super::metrics::{Metrics, QueueGauge};
@@ -18,19 +17,6 @@ pub(crate) struct ServedModel {
     pub sha256: String,
     /// When the server loaded it, Unix seconds.
     pub created: u64,
-}
-
-/// The admission decision shown in the status. The controller is armed by the model-load
-/// default for every model (`Session::new` calls `configure_model_default(true)`), so every
-/// model is admitted; this is the one place to ask the engine's admission predicate instead.
-pub(crate) fn admission_status(proof: Option<&RouteProof>) -> Value {
-    let reason = match proof {
-        Some(proof) if proof.state == "hip" => {
-            "admitted by the model-load default; the retained route is off because the hip backend was requested"
-        }
-        _ => "admitted by the model-load default: the controller is armed for every loaded model",
-    };
-    json!({"admitted": true, "reason": reason})
 }
 
 /// The status document.
@@ -53,7 +39,7 @@ pub(crate) fn report(model: &ServedModel, device: &DeviceInfo, metrics: &Metrics
         "submission": proof.as_ref().map(|p| &p.submission),
         "shadow": proof.as_ref().map(|p| &p.shadow),
         "observations": proof.as_ref().map(|p| &p.observations),
-        "admission": admission_status(proof.as_ref()),
+        "admission": device.admission,
         "queue": {"depth": queue.depth, "capacity": queue.capacity},
         "generations": metrics.generations(),
     })

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use engine::admission::{AdmissionDecision, AdmissionRegistry};
 use engine::model::{GenerateOptions, Session};
 use engine::replay::ReplayConfig;
 use engine::select::{DeviceKind, SelectedDevice, select};
@@ -51,6 +52,8 @@ pub(crate) struct Finished {
 pub(crate) struct LoadSpec {
     /// The GGUF file.
     pub path: PathBuf,
+    /// Its SHA-256.
+    pub sha256: String,
     /// `--device`.
     pub kind: DeviceKind,
     /// `--arch`.
@@ -59,6 +62,8 @@ pub(crate) struct LoadSpec {
     pub context: u32,
     /// The replay configuration.
     pub config: ReplayConfig,
+    /// The admissions registry the default route is decided by.
+    pub admissions: AdmissionRegistry,
 }
 
 /// The device the model was loaded on.
@@ -70,6 +75,8 @@ pub(crate) struct DeviceInfo {
     pub arch: String,
     /// Why this device was chosen.
     pub reason: String,
+    /// Whether the model is admitted to the retained route on this device, and why.
+    pub admission: AdmissionDecision,
 }
 
 /// Loads the model on a new thread and, once it is loaded, serves `jobs` there until every
@@ -115,9 +122,12 @@ fn load(spec: &LoadSpec) -> Result<(Session, DeviceInfo), String> {
     let file = gguf::Gguf::open(&spec.path).map_err(|e| format!("reading {}: {e}", spec.path.display()))?;
     eprintln!("loading {} ({} KV positions) onto the soft device ...", spec.path.display(), spec.context);
     let start = std::time::Instant::now();
-    let session = Session::new(*device, &file, spec.context, spec.config.clone()).map_err(|e| e.to_string())?;
+    let admission = crate::admit::decide(&spec.admissions, &file, &spec.sha256, spec.target, "sim");
+    eprintln!("admission: {}", admission.reason);
+    let session = Session::with_admission(*device, &file, spec.context, spec.config.clone(), admission.clone())
+        .map_err(|e| e.to_string())?;
     eprintln!("model loaded in {:.1} s", start.elapsed().as_secs_f64());
-    Ok((session, DeviceInfo { kind: "sim", arch: spec.target.to_string(), reason }))
+    Ok((session, DeviceInfo { kind: "sim", arch: spec.target.to_string(), reason, admission }))
 }
 
 /// Runs jobs in arrival order until the queue closes.

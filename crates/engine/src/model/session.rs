@@ -8,9 +8,10 @@ use gguf::Gguf;
 use tokenizer::{Decoder, Sampler, SamplerConfig, StopMatcher, Tokenizer, Vocab};
 
 use super::Llama;
+use crate::admission::AdmissionDecision;
 use crate::funnel::Funnel;
 use crate::replay::{ForwardError, ReplayConfig, ReplayController, RouteProof};
-use crate::sim::SimDevice;
+use crate::sim::{Injection, SimDevice};
 use crate::workload::WorkloadError;
 
 /// Launches a step may record: a decode step of a 30-layer model is about 450.
@@ -119,20 +120,51 @@ pub struct Session {
     funnel: Funnel,
     controller: ReplayController,
     tokenizer: Tokenizer,
+    admission: AdmissionDecision,
 }
 
 impl Session {
     /// Loads `file` onto `device` with a KV cache of `context` positions; the controller is
-    /// configured from `config` and armed by the model-load default.
+    /// configured from `config` with no admission decision, so it is armed only when the backend
+    /// was asked for explicitly ([`Session::with_admission`] takes the registry's decision).
     ///
     /// # Errors
     /// [`SessionError`].
-    pub fn new(mut device: SimDevice, file: &Gguf, context: u32, config: ReplayConfig) -> Result<Self, SessionError> {
+    pub fn new(device: SimDevice, file: &Gguf, context: u32, config: ReplayConfig) -> Result<Self, SessionError> {
+        Self::with_admission(device, file, context, config, AdmissionDecision::not_evaluated())
+    }
+
+    /// [`Session::new`] with the admission predicate's decision: the controller is armed by the
+    /// model-load default when `admission` admits the model or the backend was asked for
+    /// explicitly; otherwise it fails closed to ordinary launches and
+    /// [`Session::admission`] says why.
+    ///
+    /// # Errors
+    /// [`SessionError`].
+    pub fn with_admission(
+        mut device: SimDevice,
+        file: &Gguf,
+        context: u32,
+        config: ReplayConfig,
+        admission: AdmissionDecision,
+    ) -> Result<Self, SessionError> {
         let tokenizer = tokenizer_from_gguf(file)?;
         let model = Llama::load(&mut device, file, context)?;
         let mut controller = ReplayController::new(config);
-        controller.configure_model_default(true);
-        Ok(Self { device, model, funnel: Funnel::new(FUNNEL_CAPACITY), controller, tokenizer })
+        controller.configure_model_default(admission.admitted);
+        Ok(Self { device, model, funnel: Funnel::new(FUNNEL_CAPACITY), controller, tokenizer, admission })
+    }
+
+    /// The admission decision the controller was configured with.
+    #[must_use]
+    pub const fn admission(&self) -> &AdmissionDecision {
+        &self.admission
+    }
+
+    /// Arms a soft-device fault ([`SimDevice::inject`]) so that a failure path of the routes can
+    /// be exercised end to end (the bench's fault injection).
+    pub fn inject(&mut self, fault: Injection) {
+        self.device.inject(fault);
     }
 
     /// The tokenizer.

@@ -1,0 +1,57 @@
+//! The admissions registry the binary carries (`registry/admissions.json`, checked against the
+//! sealed fixtures of `registry/fixtures.json`), and the admission decision for a loaded model.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+use engine::admission::{AdmissionDecision, AdmissionQuery, AdmissionRegistry, ModelFormat};
+use pm4_encoding::Target;
+
+/// `registry/admissions.json` as built into the binary.
+pub const EMBEDDED_ADMISSIONS: &str = include_str!("../../../registry/admissions.json");
+/// `registry/fixtures.json` as built into the binary.
+pub const EMBEDDED_FIXTURES: &str = include_str!("../../../registry/fixtures.json");
+
+/// The fixture ids of a fixture registry's text.
+///
+/// # Errors
+/// The text is not a fixture registry.
+pub fn fixture_ids(text: &str) -> Result<BTreeSet<String>> {
+    Ok(crate::golden::registry::Registry::parse(text)?.fixtures.into_iter().map(|f| f.id).collect())
+}
+
+/// The admissions registry: `path` when given (its fixture ids checked against the embedded
+/// fixture registry), else the embedded one.
+///
+/// # Errors
+/// Reading or parsing, naming the file, row and field.
+pub fn load(path: Option<&Path>) -> Result<AdmissionRegistry> {
+    let fixtures = fixture_ids(EMBEDDED_FIXTURES).context("the embedded fixture registry")?;
+    match path {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            AdmissionRegistry::parse(&text, Some(&fixtures)).with_context(|| format!("{}", path.display()))
+        }
+        None => AdmissionRegistry::parse(EMBEDDED_ADMISSIONS, Some(&fixtures)).context("the embedded admissions"),
+    }
+}
+
+/// The decision for `file` (SHA-256 `sha256`) on one device of `kind` and `arch`.
+#[must_use]
+pub fn decide(
+    registry: &AdmissionRegistry,
+    file: &gguf::Gguf,
+    sha256: &str,
+    arch: Target,
+    kind: &str,
+) -> AdmissionDecision {
+    let model_format = ModelFormat::of_gguf(file);
+    registry.decide(&AdmissionQuery {
+        arch,
+        device_kind: kind,
+        devices: 1,
+        model_format: &model_format,
+        model_sha256: sha256,
+    })
+}

@@ -1,0 +1,202 @@
+//! One arm of the bench: a [`Session`] that runs rows, kept in this process (`resident`) or in a
+//! spawned `redline bench-worker` process of the same binary (`fresh`), which answers one JSON
+//! line per command on its standard output.
+//!
+//! Worker protocol (one command per line on standard input): `row` → a [`RowRecord`];
+//! `proof` → the route proof; `inject replay-timeout|queue-fault` → `{"ok": true}`. End of input
+//! ends the worker.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use engine::model::{GenerateOptions, Session};
+use engine::sim::Injection;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One timed generation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RowRecord {
+    /// Decode tokens per second (`None` when the row failed).
+    pub tok_s: Option<f64>,
+    /// Milliseconds per decode token.
+    pub ms_per_token: Option<f64>,
+    /// Decode forwards timed.
+    pub decode_forwards: u32,
+    /// The generated token ids.
+    pub tokens: Vec<u32>,
+    /// Forwards of this row that replayed the plan.
+    pub retained: u64,
+    /// Positions this row replayed, in order.
+    pub replay_positions: Vec<u32>,
+    /// The eligible positions of this row (the last prompt token, then every decode forward).
+    pub eligible_positions: Vec<u32>,
+    /// The tape and submission identity after the row (`null` before preparation).
+    pub identity: Value,
+    /// The controller state after the row.
+    pub state: String,
+    /// Why the row failed.
+    pub error: Option<String>,
+}
+
+/// Runs one row on `session` and measures it against the route proof before and after.
+pub fn run_row(session: &mut Session, prompt: &[u32], options: &GenerateOptions) -> RowRecord {
+    let before = session.route_proof().observations;
+    let result = session.generate(prompt, options, |_| std::ops::ControlFlow::Continue(()));
+    let after = session.route_proof();
+    let seen = before.replay_positions.len().min(after.observations.replay_positions.len());
+    let replay_positions = after.observations.replay_positions[seen..].to_vec();
+    let identity = serde_json::json!({"tape": after.tape, "submission": after.submission});
+    let retained = after.observations.retained.saturating_sub(before.retained);
+    let state = after.state.to_owned();
+    match result {
+        Ok(generation) => {
+            let tok_s = generation.tokens_per_second();
+            let forwards = generation.decode_forwards;
+            let ms = (forwards > 0).then(|| generation.decode_time.as_secs_f64() * 1e3 / f64::from(forwards));
+            let first = u32::try_from(prompt.len()).unwrap_or(u32::MAX).saturating_sub(1);
+            RowRecord {
+                tok_s: (tok_s > 0.0).then_some(tok_s),
+                ms_per_token: ms,
+                decode_forwards: forwards,
+                tokens: generation.tokens,
+                retained,
+                replay_positions,
+                eligible_positions: (first..=first + forwards).collect(),
+                identity,
+                state,
+                error: None,
+            }
+        }
+        Err(error) => RowRecord {
+            tok_s: None,
+            ms_per_token: None,
+            decode_forwards: 0,
+            tokens: Vec::new(),
+            retained,
+            replay_positions,
+            eligible_positions: Vec::new(),
+            identity,
+            state,
+            error: Some(error.to_string()),
+        },
+    }
+}
+
+/// Parses an `--inject-fault` value.
+///
+/// # Errors
+/// The accepted values.
+pub fn parse_fault(s: &str) -> Result<Injection, String> {
+    match s {
+        "replay-timeout" => Ok(Injection::Hang),
+        "queue-fault" => Ok(Injection::QueueFault),
+        _ => Err(format!("{s:?}: accepted values: replay-timeout, queue-fault")),
+    }
+}
+
+/// An arm that can run rows.
+#[derive(Debug)]
+pub enum Arm {
+    /// A session in this process.
+    Resident(Box<Session>),
+    /// A worker process.
+    Fresh(Worker),
+}
+
+impl Arm {
+    /// Runs one row.
+    ///
+    /// # Errors
+    /// Only a broken worker; a failed generation is a row with an error.
+    pub fn row(&mut self, prompt: &[u32], options: &GenerateOptions) -> Result<RowRecord> {
+        match self {
+            Arm::Resident(session) => Ok(run_row(session, prompt, options)),
+            Arm::Fresh(worker) => serde_json::from_value(worker.ask("row")?).context("the worker's row"),
+        }
+    }
+
+    /// The route proof as of now.
+    ///
+    /// # Errors
+    /// Only a broken worker.
+    pub fn proof(&mut self) -> Result<Value> {
+        match self {
+            Arm::Resident(session) => Ok(serde_json::to_value(session.route_proof())?),
+            Arm::Fresh(worker) => worker.ask("proof"),
+        }
+    }
+
+    /// Arms a soft-device fault.
+    ///
+    /// # Errors
+    /// Only a broken worker.
+    pub fn inject(&mut self, fault: &str) -> Result<()> {
+        match self {
+            Arm::Resident(session) => {
+                session.inject(parse_fault(fault).map_err(|e| anyhow!(e))?);
+                Ok(())
+            }
+            Arm::Fresh(worker) => worker.ask(&format!("inject {fault}")).map(drop),
+        }
+    }
+}
+
+/// A `redline bench-worker` process.
+#[derive(Debug)]
+pub struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Worker {
+    /// Spawns this binary with `args` (a `bench-worker` command line) and waits for its ready
+    /// line.
+    ///
+    /// # Errors
+    /// Spawning, or a worker that exits before it is ready.
+    pub fn spawn(args: &[String]) -> Result<Self> {
+        let exe = std::env::current_exe().context("locating the redline binary")?;
+        let mut child = Command::new(exe)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("spawning a bench worker")?;
+        let stdin = child.stdin.take().context("worker stdin")?;
+        let stdout = BufReader::new(child.stdout.take().context("worker stdout")?);
+        let mut worker = Self { child, stdin: Some(stdin), stdout };
+        worker.read_line().context("the worker did not start")?;
+        Ok(worker)
+    }
+
+    fn read_line(&mut self) -> Result<Value> {
+        let mut line = String::new();
+        if self.stdout.read_line(&mut line)? == 0 {
+            bail!("the bench worker exited");
+        }
+        let value: Value = serde_json::from_str(&line).context("a bench worker line")?;
+        if let Some(error) = value.get("error").filter(|_| value.get("worker_error").is_some()) {
+            bail!("bench worker: {error}");
+        }
+        Ok(value)
+    }
+
+    fn ask(&mut self, command: &str) -> Result<Value> {
+        let stdin = self.stdin.as_mut().context("the bench worker's input is closed")?;
+        writeln!(stdin, "{command}").context("writing to the bench worker")?;
+        stdin.flush()?;
+        self.read_line()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Closing stdin ends the worker's loop; wait so that no zombie is left behind.
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
