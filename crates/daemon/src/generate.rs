@@ -9,7 +9,7 @@ use std::str::FromStr;
 use anyhow::{Context as _, Result, bail};
 use engine::model::{GenerateOptions, Session};
 use engine::replay::{ConfigFlags, ReplayConfig};
-use engine::select::{DeviceKind, SelectedDevice, select};
+use engine::select::{DeviceKind, select_for_model};
 use pm4_encoding::Target;
 use tokenizer::{ChatTemplate, Message, SamplerConfig};
 
@@ -93,19 +93,14 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let registry = crate::admit::load(args.admissions.as_deref()).context("--admissions")?;
     let resolved = models::resolve_model(&args.model, true).with_context(|| format!("--model {}", args.model))?;
     let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
-    let selected = match select(kind, Some(target)) {
+    let (device, reason) = match select_for_model(kind, Some(target)) {
         Ok(selected) => selected,
         Err(error) => {
             eprintln!("redline: {error}");
             return Ok(ExitCode::from(1));
         }
     };
-    eprintln!("device: {}", selected.reason);
-    let selected_kind = selected.kind().name();
-    let SelectedDevice::Sim(device) = selected.device else {
-        eprintln!("redline: generation on an HSA GPU is not available yet; use --device sim");
-        return Ok(ExitCode::from(1));
-    };
+    eprintln!("device: {reason}");
     let context = match args.context {
         Some(context) => context,
         None => file.u32("llama.context_length").map_or(1024, |trained| trained.min(1024)),
@@ -115,7 +110,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         Some(entry) => entry.gguf_sha256.to_owned(),
         None => model_digest(&resolved.path)?,
     };
-    let admission = crate::admit::decide(&registry, &file, &sha256, target, selected_kind);
+    let admission = crate::admit::decide(&registry, &file, &sha256, target, DeviceKind::Sim.name());
     eprintln!("admission: {}", admission.reason);
     let mut session = match Session::with_admission(*device, &file, context, config, admission) {
         Ok(session) => session,

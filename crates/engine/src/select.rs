@@ -127,6 +127,53 @@ pub fn select(kind: DeviceKind, arch: Option<Target>) -> Result<Selected, Select
     select_with(kind, arch, Hsa::load)
 }
 
+/// Why a model cannot run on the requested device.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelDeviceError {
+    /// `--device hsa` and the GPU is not usable.
+    #[error(transparent)]
+    Select(#[from] SelectError),
+    /// `--device hsa` found a GPU, but models run on the soft device only so far.
+    #[error("--device hsa: {agent} is usable, but models run only on the soft device so far; use --device sim")]
+    HsaNotWired {
+        /// The agent that was found.
+        agent: String,
+    },
+}
+
+/// Chooses the device a model runs on: the model adapter and the replay controller drive the
+/// soft device only so far, so `auto` takes it even when a GPU is usable (and says so), and an
+/// explicit `hsa` fails, naming the failing call or the missing wiring. Returns the soft device
+/// and why it was chosen.
+///
+/// # Errors
+/// [`ModelDeviceError`], only for [`DeviceKind::Hsa`].
+pub fn select_for_model(kind: DeviceKind, arch: Option<Target>) -> Result<(Box<SimDevice>, String), ModelDeviceError> {
+    for_model(kind, arch, select(kind, arch)?)
+}
+
+/// The soft device for a model from what [`select`] chose.
+fn for_model(
+    kind: DeviceKind,
+    arch: Option<Target>,
+    selected: Selected,
+) -> Result<(Box<SimDevice>, String), ModelDeviceError> {
+    match selected.device {
+        SelectedDevice::Sim(sim) => Ok((sim, selected.reason)),
+        SelectedDevice::Hsa(_) if kind == DeviceKind::Hsa => {
+            Err(ModelDeviceError::HsaNotWired { agent: selected.reason })
+        }
+        SelectedDevice::Hsa(_) => {
+            let target = arch.unwrap_or(Target::Gfx1100);
+            let reason = format!(
+                "soft device ({target}): {} is usable, but models run only on the soft device so far",
+                selected.reason
+            );
+            Ok((Box::new(SimDevice::new(target)), reason))
+        }
+    }
+}
+
 /// [`select`] with the runtime loader passed in (tests point it at a missing library).
 ///
 /// # Errors
@@ -189,5 +236,16 @@ mod tests {
         assert!(selected.reason.contains("did not load"), "{}", selected.reason);
         let error = select_with(DeviceKind::Hsa, None, missing).unwrap_err().to_string();
         assert!(error.contains("--device sim"), "{error}");
+    }
+
+    #[test]
+    fn a_model_runs_on_the_soft_device_of_the_requested_target() {
+        for kind in [DeviceKind::Sim, DeviceKind::Auto] {
+            let missing = || Hsa::load_with_env(Some("/nonexistent/libhsa-runtime64.so.1".into()));
+            let selected = select_with(kind, Some(Target::Gfx1201), missing).unwrap();
+            let (device, reason) = for_model(kind, Some(Target::Gfx1201), selected).unwrap();
+            assert_eq!(device.target(), Target::Gfx1201);
+            assert!(reason.starts_with("soft device (gfx1201)"), "{reason}");
+        }
     }
 }

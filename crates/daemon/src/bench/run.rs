@@ -6,7 +6,7 @@ use anyhow::{Context as _, Result, bail};
 use engine::admission::AdmissionDecision;
 use engine::model::{GenerateOptions, Session, tokenizer_from_gguf};
 use engine::replay::{ConfigFlags, ReplayConfig};
-use engine::select::{DeviceKind, SelectedDevice, select};
+use engine::select::{DeviceKind, select_for_model};
 use engine::stationarity::{Gate, GateStatus};
 use pm4_encoding::Target;
 use serde_json::Value;
@@ -169,14 +169,11 @@ fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
     if needed > u64::from(params.context) {
         bail!("--context {}: {} prompt tokens + {} tokens + 1 do not fit", params.context, prompt.len(), params.tokens);
     }
-    let selected = match select(kind, Some(target)) {
-        Ok(selected) => selected,
+    let reason = match select_for_model(kind, Some(target)) {
+        Ok((_, reason)) => reason,
         Err(error) => return Ok(Err(error.to_string())),
     };
-    if !matches!(selected.device, SelectedDevice::Sim(_)) {
-        return Ok(Err("bench on an HSA GPU is not available yet; use --device sim".into()));
-    }
-    let kind_name = selected.kind().name().to_owned();
+    let kind_name = DeviceKind::Sim.name().to_owned();
     let registry = crate::admit::load(None)?;
     let admission = crate::admit::decide(&registry, &file, &model_sha256, target, &kind_name);
     let options = GenerateOptions {
@@ -191,7 +188,7 @@ fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
             prompt,
             options,
             target,
-            device: (kind_name, selected.reason.clone()),
+            device: (kind_name, reason),
             admission,
         },
         file,
@@ -201,8 +198,7 @@ fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
 fn start_arm(params: &Params, setup: &Setup, file: &gguf::Gguf, config: &ReplayConfig) -> Result<Arm> {
     match params.process {
         Process::Resident => {
-            let selected = select(DeviceKind::from_str(&setup.device.0)?, Some(setup.target))?;
-            let SelectedDevice::Sim(device) = selected.device else { bail!("not the soft device") };
+            let (device, _) = select_for_model(DeviceKind::from_str(&setup.device.0)?, Some(setup.target))?;
             let session =
                 Session::with_admission(*device, file, params.context, config.clone(), setup.admission.clone())?;
             Ok(Arm::Resident(Box::new(session)))

@@ -8,7 +8,7 @@ use std::str::FromStr;
 use anyhow::{Context as _, Result, anyhow};
 use engine::model::{GenerateOptions, Session};
 use engine::replay::{ConfigFlags, ReplayConfig};
-use engine::select::{DeviceKind, SelectedDevice, select};
+use engine::select::{DeviceKind, select_for_model};
 use pm4_encoding::Target;
 use tokenizer::SamplerConfig;
 
@@ -143,9 +143,7 @@ fn start(args: &Args) -> Result<Session> {
     let config = ReplayConfig::resolve(&flags, |_| None)?;
     let file = gguf::Gguf::open(&args.model).with_context(|| format!("reading {}", args.model))?;
     let registry = crate::admit::load(None)?;
-    let admission = crate::admit::decide(&registry, &file, &args.model_sha256, target, kind.name());
-    let SelectedDevice::Sim(device) = select(kind, Some(target))?.device else {
-        anyhow::bail!("bench workers run on the soft device only");
-    };
+    let admission = crate::admit::decide(&registry, &file, &args.model_sha256, target, DeviceKind::Sim.name());
+    let (device, _) = select_for_model(kind, Some(target))?;
     Ok(Session::with_admission(*device, &file, args.context, config, admission)?)
 }

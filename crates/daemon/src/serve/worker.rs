@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use engine::admission::{AdmissionDecision, AdmissionRegistry};
 use engine::model::{GenerateOptions, Session};
 use engine::replay::ReplayConfig;
-use engine::select::{DeviceKind, SelectedDevice, select};
+use engine::select::{DeviceKind, select_for_model};
 use pm4_encoding::Target;
 use tokio::sync::mpsc;
 
@@ -113,12 +113,8 @@ pub(crate) fn spawn(
 
 /// Selects the device and loads the model.
 fn load(spec: &LoadSpec) -> Result<(Session, DeviceInfo), String> {
-    let selected = select(spec.kind, Some(spec.target)).map_err(|e| e.to_string())?;
-    eprintln!("device: {}", selected.reason);
-    let reason = selected.reason.clone();
-    let SelectedDevice::Sim(device) = selected.device else {
-        return Err("serving on an HSA GPU is not available yet; use --device sim".to_owned());
-    };
+    let (device, reason) = select_for_model(spec.kind, Some(spec.target)).map_err(|e| e.to_string())?;
+    eprintln!("device: {reason}");
     let file = gguf::Gguf::open(&spec.path).map_err(|e| format!("reading {}: {e}", spec.path.display()))?;
     eprintln!("loading {} ({} KV positions) onto the soft device ...", spec.path.display(), spec.context);
     let start = std::time::Instant::now();
