@@ -129,6 +129,21 @@ pub enum GateStatus {
     },
 }
 
+impl std::fmt::Display for GateStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GateStatus::Settling { detail } => write!(f, "settling: {detail}"),
+            GateStatus::Confirming { settled_start, settled_end } => {
+                write!(f, "confirming the window of rows {settled_start}..{settled_end}")
+            }
+            GateStatus::Passed { settled_start, settled_end } => {
+                write!(f, "passed: settled at rows {settled_start}..{settled_end}")
+            }
+            GateStatus::GaveUp { detail } => write!(f, "gave up: {detail}"),
+        }
+    }
+}
+
 impl GateStatus {
     /// Whether the gate is finished (passed or gave up).
     #[must_use]

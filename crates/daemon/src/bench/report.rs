@@ -162,7 +162,7 @@ fn gates(params: &Params, runs: &[ArmRun]) -> Gates {
     for run in runs {
         let stationary = match &run.gate {
             GateStatus::Passed { .. } => Ok(()),
-            other => Err(format!("{other:?}")),
+            other => Err(other.to_string()),
         };
         gates.check(&format!("stationarity.{}", run.name), stationary);
         let failed: Vec<String> =
