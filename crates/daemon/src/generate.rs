@@ -4,16 +4,13 @@
 use std::io::Write as _;
 use std::ops::ControlFlow;
 use std::process::ExitCode;
-use std::str::FromStr;
 
 use anyhow::{Context as _, Result, bail};
 use engine::model::{GenerateOptions, Session};
-use engine::replay::{ConfigFlags, ReplayConfig};
 use engine::select::{DeviceKind, select_for_model};
-use pm4_encoding::Target;
 use tokenizer::{ChatTemplate, Message, SamplerConfig};
 
-use crate::models;
+use crate::model_args::ModelArgs;
 
 /// Generate text with a model on a device.
 ///
@@ -22,17 +19,8 @@ use crate::models;
 /// replays as one submission. Exit codes: 0 done, 1 the model or a forward failed, 2 usage.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A model alias (`redline models`) or a path to a `.gguf` file. An alias not yet pulled is
-    /// pulled first.
-    #[arg(long, default_value = models::DEFAULT_ALIAS)]
-    pub model: String,
-    /// `sim` (the soft device), `hsa` (an AMD GPU through ROCr), or `auto` (a GPU when one is
-    /// usable, else the soft device, saying why).
-    #[arg(long, default_value = "auto")]
-    pub device: String,
-    /// The soft device's architecture.
-    #[arg(long, default_value = "gfx1100")]
-    pub arch: String,
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// The prompt: continued as plain text, or with --chat the user's message.
     #[arg(long)]
     pub prompt: Option<String>,
@@ -58,24 +46,9 @@ pub struct Args {
     /// Stop strings (repeatable).
     #[arg(long)]
     pub stop: Vec<String>,
-    /// KV-cache positions [default: 1024, or the model's trained context when shorter].
-    #[arg(long)]
-    pub context: Option<u32>,
-    /// `hip` (ordinary launches), `auto` (retained), `shadow` (validate, then retained);
-    /// default from REDLINE_REPLAY_BACKEND, else auto.
-    #[arg(long)]
-    pub replay_backend: Option<String>,
-    /// `pm4` or `aql`; default from REDLINE_REPLAY_TRANSPORT, else pm4.
-    #[arg(long)]
-    pub transport: Option<String>,
     /// Print `{"text", "tokens", "route"}` as JSON instead of streaming.
     #[arg(long)]
     pub json: bool,
-    /// The admissions registry deciding whether the retained route is armed by default
-    /// [default: registry/admissions.json as built into the binary]. An explicit
-    /// --replay-backend (or REDLINE_REPLAY_BACKEND) arms it regardless.
-    #[arg(long)]
-    pub admissions: Option<std::path::PathBuf>,
 }
 
 /// Runs `redline generate`.
@@ -83,17 +56,8 @@ pub struct Args {
 /// # Errors
 /// Usage and I/O errors (exit 2); model and forward failures are reported with exit 1.
 pub fn run(args: &Args) -> Result<ExitCode> {
-    let kind = DeviceKind::from_str(&args.device).map_err(|e| anyhow::anyhow!("--device: {e}"))?;
-    let target = Target::from_str(&args.arch).map_err(|e| anyhow::anyhow!("--arch: {e}"))?;
-    let config = ReplayConfig::from_flags_and_env(&ConfigFlags {
-        backend: args.replay_backend.clone(),
-        transport: args.transport.clone(),
-        manual_capture: None,
-    })?;
-    let registry = crate::admit::load(args.admissions.as_deref()).context("--admissions")?;
-    let resolved = models::resolve_model(&args.model, true).with_context(|| format!("--model {}", args.model))?;
-    let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
-    let (device, reason) = match select_for_model(kind, Some(target)) {
+    let opened = args.model.open()?;
+    let (device, reason) = match select_for_model(opened.kind, Some(opened.target)) {
         Ok(selected) => selected,
         Err(error) => {
             eprintln!("redline: {error}");
@@ -101,18 +65,11 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         }
     };
     eprintln!("device: {reason}");
-    let context = match args.context {
-        Some(context) => context,
-        None => file.u32("llama.context_length").map_or(1024, |trained| trained.min(1024)),
-    };
-    // An alias's file was just verified against its pinned digest; a path is hashed here.
-    let sha256 = match resolved.entry {
-        Some(entry) => entry.gguf_sha256.to_owned(),
-        None => model_digest(&resolved.path)?,
-    };
-    let admission = crate::admit::decide(&registry, &file, &sha256, target, DeviceKind::Sim.name());
+    let sha256 = opened.sha256()?;
+    let admission =
+        crate::admit::decide(&opened.admissions, &opened.file, &sha256, opened.target, DeviceKind::Sim.name());
     eprintln!("admission: {}", admission.reason);
-    let mut session = match Session::with_admission(*device, &file, context, config, admission) {
+    let mut session = match Session::with_admission(*device, &opened.file, opened.context, opened.config, admission) {
         Ok(session) => session,
         Err(error) => {
             eprintln!("redline: {error}");
@@ -124,9 +81,9 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         sampler: SamplerConfig { temperature: args.temperature, top_k: args.top_k, top_p: args.top_p, seed: args.seed },
         stop: args.stop.clone(),
     };
-    let model = ModelReport { path: resolved.path.display().to_string(), sha256 };
+    let model = ModelReport { path: opened.resolved.path.display().to_string(), sha256 };
     if args.chat {
-        let template = file.str("tokenizer.chat_template").context("the model has no chat template")?;
+        let template = opened.file.str("tokenizer.chat_template").context("the model has no chat template")?;
         let template = ChatTemplate::from_gguf_template(template)?;
         let Some(prompt) = &args.prompt else { return converse(&mut session, &template, &options) };
         let ids = template.encode(session.tokenizer(), &[Message::new("user", prompt)], true);

@@ -9,6 +9,7 @@ pub mod generate;
 pub mod golden;
 pub mod inspect;
 pub mod lower;
+pub mod model_args;
 pub mod models;
 pub mod pull;
 pub mod serve;

@@ -16,17 +16,13 @@ mod worker;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use anyhow::{Context as _, Result, bail};
-use engine::replay::{ConfigFlags, ReplayConfig};
-use engine::select::DeviceKind;
-use pm4_encoding::Target;
 use tokenizer::ChatTemplate;
 
-use crate::models;
+use crate::model_args::{ModelArgs, OpenedModel};
 use routes::{AppState, Limits};
 use status::ServedModel;
 use worker::LoadSpec;
@@ -52,28 +48,8 @@ use worker::LoadSpec;
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// A model alias (`redline models`) or a path to a `.gguf` file. An alias not yet pulled is
-    /// pulled first.
-    #[arg(long, default_value = models::DEFAULT_ALIAS)]
-    pub model: String,
-    /// `sim` (the soft device), `hsa` (an AMD GPU through ROCr), or `auto` (a GPU when one is
-    /// usable, else the soft device, saying why).
-    #[arg(long, default_value = "auto")]
-    pub device: String,
-    /// The soft device's architecture.
-    #[arg(long, default_value = "gfx1100")]
-    pub arch: String,
-    /// KV-cache positions, the most a prompt and its new tokens may take [default: 1024, or the
-    /// model's trained context when shorter].
-    #[arg(long)]
-    pub context: Option<u32>,
-    /// `hip` (ordinary launches), `auto` (retained), `shadow` (validate, then retained);
-    /// default from REDLINE_REPLAY_BACKEND, else auto.
-    #[arg(long)]
-    pub replay_backend: Option<String>,
-    /// `pm4` or `aql`; default from REDLINE_REPLAY_TRANSPORT, else pm4.
-    #[arg(long)]
-    pub transport: Option<String>,
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
@@ -93,11 +69,6 @@ pub struct Args {
     /// context when smaller].
     #[arg(long)]
     pub max_tokens_limit: Option<u32>,
-    /// The admissions registry deciding whether the retained route is armed by default
-    /// [default: registry/admissions.json as built into the binary]. An explicit
-    /// --replay-backend (or REDLINE_REPLAY_BACKEND) arms it regardless.
-    #[arg(long)]
-    pub admissions: Option<std::path::PathBuf>,
 }
 
 /// Runs `redline serve` until SIGINT or SIGTERM.
@@ -105,44 +76,33 @@ pub struct Args {
 /// # Errors
 /// Usage and I/O errors (exit 2); model and device failures are reported with exit 1.
 pub fn run(args: &Args) -> Result<ExitCode> {
-    let kind = DeviceKind::from_str(&args.device).map_err(|e| anyhow::anyhow!("--device: {e}"))?;
-    let target = Target::from_str(&args.arch).map_err(|e| anyhow::anyhow!("--arch: {e}"))?;
-    let config = ReplayConfig::from_flags_and_env(&ConfigFlags {
-        backend: args.replay_backend.clone(),
-        transport: args.transport.clone(),
-        manual_capture: None,
-    })?;
     if args.queue == 0 {
         bail!("--queue must be at least 1");
     }
-    let admissions = crate::admit::load(args.admissions.as_deref()).context("--admissions")?;
-    let resolved = models::resolve_model(&args.model, true).with_context(|| format!("--model {}", args.model))?;
-    let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
-    let context = match args.context {
-        Some(context) => context,
-        None => file.u32("llama.context_length").map_or(1024, |trained| trained.min(1024)),
-    };
+    let opened = args.model.open()?;
+    let context = opened.context;
     let limits = limits(args, context)?;
-    let tokenizer = match engine::model::tokenizer_from_gguf(&file) {
+    let tokenizer = match engine::model::tokenizer_from_gguf(&opened.file) {
         Ok(tokenizer) => tokenizer,
         Err(error) => {
             eprintln!("redline: {error}");
             return Ok(ExitCode::from(1));
         }
     };
-    let template = chat_template(&file);
-    drop(file);
-    let model = served_model(&resolved)?;
+    let template = chat_template(&opened.file);
+    let model = served_model(&opened)?;
+    drop(opened.file);
     let metrics = Arc::new(metrics::Metrics::default());
     let (queue, jobs) = tokio::sync::mpsc::channel(args.queue);
+    // The generation thread opens the file again: the map is not shared across threads.
     let spec = LoadSpec {
-        path: resolved.path.clone(),
+        path: opened.resolved.path,
         sha256: model.sha256.clone(),
-        kind,
-        target,
+        kind: opened.kind,
+        target: opened.target,
         context,
-        config,
-        admissions,
+        config: opened.config,
+        admissions: opened.admissions,
     };
     let (thread, device) = match worker::spawn(spec, jobs, Arc::clone(&metrics)) {
         Ok(started) => started,
@@ -226,14 +186,9 @@ fn chat_template(file: &gguf::Gguf) -> Option<ChatTemplate> {
 
 /// The model as clients and the status page see it. An alias's file was just verified against
 /// its pinned digest; a path is hashed here.
-fn served_model(resolved: &models::ResolvedModel) -> Result<ServedModel> {
-    let sha256 = match resolved.entry {
-        Some(entry) => entry.gguf_sha256.to_owned(),
-        None => {
-            eprintln!("hashing {} ...", resolved.path.display());
-            crate::generate::model_digest(&resolved.path)?
-        }
-    };
+fn served_model(opened: &OpenedModel) -> Result<ServedModel> {
+    let sha256 = opened.sha256()?;
+    let resolved = &opened.resolved;
     Ok(ServedModel {
         id: resolved.entry.map_or_else(|| model_id(&resolved.path), |entry| entry.alias.to_owned()),
         path: resolved.path.display().to_string(),

@@ -1,0 +1,105 @@
+//! The arguments of the commands that run a model as a session (`generate`, `serve`): the
+//! model, the device, the KV-cache size and the replay route, checked and opened in one place.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use anyhow::{Context as _, Result};
+use engine::admission::AdmissionRegistry;
+use engine::replay::{ConfigFlags, ReplayConfig};
+use engine::select::DeviceKind;
+use pm4_encoding::Target;
+
+use crate::models::{self, ResolvedModel};
+
+/// The model, its device and its replay route.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelArgs {
+    /// A model alias (`redline models`) or a path to a `.gguf` file. An alias not yet pulled is
+    /// pulled first.
+    #[arg(long, default_value = models::DEFAULT_ALIAS)]
+    pub model: String,
+    /// `sim` (the soft device), `hsa` (an AMD GPU through ROCr: checked, but models are not
+    /// wired to it yet), or `auto` (the soft device, saying whether a GPU was found).
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// The soft device's architecture.
+    #[arg(long, default_value = "gfx1100")]
+    pub arch: String,
+    /// KV-cache positions, the most a prompt and its new tokens may take [default: 1024, or the
+    /// model's trained context when shorter].
+    #[arg(long)]
+    pub context: Option<u32>,
+    /// `hip` (ordinary launches), `auto` (retained), `shadow` (validate, then retained);
+    /// default from REDLINE_REPLAY_BACKEND, else auto.
+    #[arg(long)]
+    pub replay_backend: Option<String>,
+    /// `pm4` or `aql`; default from REDLINE_REPLAY_TRANSPORT, else pm4.
+    #[arg(long)]
+    pub transport: Option<String>,
+    /// The admissions registry deciding whether the retained route is armed by default
+    /// [default: registry/admissions.json as built into the binary]. An explicit
+    /// --replay-backend (or REDLINE_REPLAY_BACKEND) arms it regardless.
+    #[arg(long)]
+    pub admissions: Option<PathBuf>,
+}
+
+/// What [`ModelArgs`] name, checked, with the model file open.
+#[derive(Debug)]
+pub struct OpenedModel {
+    /// `--device`.
+    pub kind: DeviceKind,
+    /// `--arch`.
+    pub target: Target,
+    /// The replay configuration from the flags and the environment.
+    pub config: ReplayConfig,
+    /// The admissions registry.
+    pub admissions: AdmissionRegistry,
+    /// The model file, pulled when it was an alias not yet fetched.
+    pub resolved: ResolvedModel,
+    /// The opened GGUF.
+    pub file: gguf::Gguf,
+    /// KV-cache positions.
+    pub context: u32,
+}
+
+impl ModelArgs {
+    /// Checks the arguments, resolves the model (pulling an alias on first use) and opens it.
+    ///
+    /// # Errors
+    /// An argument that does not parse, naming the flag; a model that cannot be fetched or read.
+    pub fn open(&self) -> Result<OpenedModel> {
+        let kind = DeviceKind::from_str(&self.device).map_err(|e| anyhow::anyhow!("--device: {e}"))?;
+        let target = Target::from_str(&self.arch).map_err(|e| anyhow::anyhow!("--arch: {e}"))?;
+        let config = ReplayConfig::from_flags_and_env(&ConfigFlags {
+            backend: self.replay_backend.clone(),
+            transport: self.transport.clone(),
+            manual_capture: None,
+        })?;
+        let admissions = crate::admit::load(self.admissions.as_deref()).context("--admissions")?;
+        let resolved = models::resolve_model(&self.model, true).with_context(|| format!("--model {}", self.model))?;
+        let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
+        let context = match self.context {
+            Some(context) => context,
+            None => file.u32("llama.context_length").map_or(1024, |trained| trained.min(1024)),
+        };
+        Ok(OpenedModel { kind, target, config, admissions, resolved, file, context })
+    }
+}
+
+impl OpenedModel {
+    /// The model file's SHA-256: an alias's file was just verified against its pinned digest;
+    /// a path is hashed here.
+    ///
+    /// # Errors
+    /// Reading the file.
+    pub fn sha256(&self) -> Result<String> {
+        match self.resolved.entry {
+            Some(entry) => Ok(entry.gguf_sha256.to_owned()),
+            None => {
+                eprintln!("hashing {} ...", self.resolved.path.display());
+                crate::generate::model_digest(&self.resolved.path)
+            }
+        }
+    }
+}
