@@ -3,19 +3,13 @@
 //! invalid naming the gate, bad arguments fail with a message; the reference fixture gives a
 //! valid report once.
 
+mod common;
+
+use common::{redline, reference_model};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-
-fn redline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_redline"))
-        .args(args)
-        .env_remove("REDLINE_REPLAY_BACKEND")
-        .env_remove("REDLINE_REPLAY_TRANSPORT")
-        .output()
-        .unwrap()
-}
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("redline-bench-{}-{name}", std::process::id()));
@@ -216,11 +210,7 @@ fn bad_arguments_fail_with_a_message() {
 
 #[test]
 fn the_reference_model_bench_is_valid() {
-    let Ok(path) = std::env::var("REDLINE_SMOLLM2_GGUF") else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_SMOLLM2_GGUF is not set under CI=true");
-        println!("REDLINE_SMOLLM2_GGUF not set: did nothing");
-        return;
-    };
+    let Some(path) = reference_model() else { return };
     let dir = temp_dir("fixture");
     let (out, report, _) = bench_with(&dir, Path::new(&path), "Hi", "3", "2", &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);

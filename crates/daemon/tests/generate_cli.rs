@@ -3,19 +3,13 @@
 //! (`REDLINE_SMOLLM2_GGUF`) answers " Paris", as the f64 reference does; bad arguments fail
 //! with a message and nothing else.
 
+mod common;
+
+use common::{redline, reference_model};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn redline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_redline"))
-        .args(args)
-        .env_remove("REDLINE_REPLAY_BACKEND")
-        .env_remove("REDLINE_REPLAY_TRANSPORT")
-        .output()
-        .unwrap()
-}
 
 fn tiny_model() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("redline-generate-{}", std::process::id()));
@@ -73,11 +67,7 @@ fn bad_arguments_fail_with_a_message() {
 
 #[test]
 fn the_reference_model_answers_paris() {
-    let Ok(path) = std::env::var("REDLINE_SMOLLM2_GGUF") else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_SMOLLM2_GGUF is not set under CI=true");
-        println!("REDLINE_SMOLLM2_GGUF not set: did nothing");
-        return;
-    };
+    let Some(path) = reference_model() else { return };
     let out = json(&redline(&[
         "generate",
         "--model",
@@ -101,11 +91,7 @@ fn the_reference_model_answers_paris() {
 /// positions), on gfx1100 and gfx1201, and the retained text equals the ordinary text.
 #[test]
 fn the_reference_model_tape_is_stable_across_fresh_processes() {
-    let Ok(path) = std::env::var("REDLINE_SMOLLM2_GGUF") else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_SMOLLM2_GGUF is not set under CI=true");
-        println!("REDLINE_SMOLLM2_GGUF not set: did nothing");
-        return;
-    };
+    let Some(path) = reference_model() else { return };
     for arch in ["gfx1100", "gfx1201"] {
         let run = |backend: &str| {
             json(&redline(&[

@@ -4,30 +4,12 @@
 //! registries are refused. The registries in the repository are checked against each other and
 //! the model catalogue.
 
+mod common;
+
+use common::{redline, reference_model};
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn redline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_redline"))
-        .args(args)
-        .env_remove("REDLINE_REPLAY_BACKEND")
-        .env_remove("REDLINE_REPLAY_TRANSPORT")
-        .output()
-        .unwrap()
-}
-
-fn reference_model() -> Option<String> {
-    match std::env::var("REDLINE_SMOLLM2_GGUF") {
-        Ok(path) => Some(path),
-        Err(_) => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_SMOLLM2_GGUF is not set under CI=true");
-            println!("REDLINE_SMOLLM2_GGUF not set: did nothing");
-            None
-        }
-    }
-}
 
 fn repo_file(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)

@@ -2,18 +2,17 @@
 //! required under CI=true): a greedy chat completion answers the capital of France with Paris,
 //! through the model's own chat template, on the retained route.
 
+mod common;
+
 mod serve_common;
 
+use common::reference_model;
 use serde_json::json;
 use serve_common::{Server, stream_text};
 
 #[test]
 fn the_reference_model_answers_paris_over_chat_completions() {
-    let Ok(path) = std::env::var("REDLINE_SMOLLM2_GGUF") else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_SMOLLM2_GGUF is not set under CI=true");
-        println!("REDLINE_SMOLLM2_GGUF not set: did nothing");
-        return;
-    };
+    let Some(path) = reference_model() else { return };
     let server = Server::start(&["--model", &path, "--device", "sim"]);
     let request = json!({
         "model": "SmolLM2-135M-Instruct.Q4_1",
