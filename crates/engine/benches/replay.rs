@@ -3,19 +3,40 @@
 //! example, recorded and calibrated: fill #0's `n` follows the position). All in one run.
 //!
 //! # How a token is timed
-//! Host and device run on two threads pinned to two cores, as a host CPU and a GPU do: per token
-//! the host thread does its half (timed, one token per sample with two clock reads, the same for
-//! every row), hands the token to the device thread, spins until the device side is done (as a
-//! host waiting on a completion signal does), then does its untimed wait. The device thread
-//! sleeps between tokens, so nothing runs beside the host's timed half. Rows compare as ratios
-//! within a run.
+//! Host and device run on two threads pinned to two cores, as a host CPU and a GPU do. Per
+//! token the host thread does its half (timed: two clock reads around it, the same for every
+//! row), hands the token to the device thread, spins until the device side is done (as a host
+//! waiting on a completion signal does), spins on until [`TOKEN_PERIOD`] has passed since its
+//! half started, then does its untimed wait (for the retained route, completing the token) and
+//! the next token's half. Each criterion sample is the sum of its tokens' timed halves.
 //!
-//! What this cannot separate on a shared virtual machine: the longer the device side of a token
-//! takes, the colder the host's caches are when its next half starts (the soft device's CPU
-//! execution and the machine's own interrupts in between). Measured with the floor row: a device
-//! side that only waits 2.8 ms per token doubles the floor; one that sweeps 64 MiB makes it 6× slower. The host half itself executes
-//! the same instructions at every tape length (163 per token under callgrind, 100 and 1,000
-//! dispatches alike).
+//! Why a fixed period: the soft device runs on this machine's CPU, and what reaches the host's
+//! caches, TLBs and predictors between two halves (timer and other interrupts, other processes
+//! on this shared two-core virtual machine, other tenants of the shared L3) grows with the time
+//! between them, not with the host's work. The host half executes the same instructions at
+//! every tape length (163 per token under callgrind, 100 and 1,000 dispatches alike), but
+//! timed back to back with a soft device that takes 75 µs per token at 100 dispatches and
+//! 720 µs at 1,000, it measured 1.37× slower at 1,000 on a quiet machine and up to 3× with
+//! another process running. A host half that starts every [`TOKEN_PERIOD`] (longer than the
+//! slowest device side here) starts from the same state at every tape length and on every
+//! row, the floor included: the same time since its last half, the same host-side steps in
+//! between (hand-off, spin, untimed wait), the device's own memory apart from the host's lines
+//! (the plan's host window, see `PreparedPlan::publish_token`). The tape length is then the
+//! only difference between the retained rows. The period is longer than a back-to-back decode
+//! loop would leave, so all rows are somewhat colder than such a loop: the floor pays that too,
+//! and rows compare as ratios within one run. Tokens whose device side overran the period are
+//! counted in the summary (a loaded machine); the rows are not equal then.
+//! Alternatives measured and not kept: sweeping 4 MiB on the host before each half (no L1/L2
+//! lines left) still left 1,000 dispatches 1.4× slower (the shared L3 decays with time too);
+//! sweeping 64 MiB (nothing cached) made every row DRAM- and page-walk-bound, the floor near
+//! 1 µs with more spread than the differences measured; a device thread that spins instead of
+//! sleeping between tokens made every row 2–10× slower on a machine with one other busy process.
+//!
+//! # Summary
+//! After the last row the bench prints each row's per-token median (the median over criterion's
+//! samples of the per-token time, criterion's `median` estimate) and the three ratios the
+//! targets are stated in: retained at 1,000 ÷ retained at 100 (target ≤ 1.2), retained at
+//! 1,000 ÷ the floor (≤ 2) and ordinary ÷ retained at 1,000 (≥ 100).
 //!
 //! - `floor_64_byte_copy_and_doorbell`: the host copies one 64-byte packet into a ring slot and
 //!   release-stores the write index (the doorbell); the device thread reads the slot and the
@@ -50,6 +71,48 @@ use tape_core::tape::Tape;
 
 const TIMEOUT: Duration = Duration::from_millis(100);
 
+/// Every token of a two-thread row takes this long at least, host half to host half: longer than
+/// the slowest device side here (the soft device's 1,000 dispatches, 0.75 ms on a quiet machine,
+/// up to 1.5 ms with other processes running).
+const TOKEN_PERIOD: Duration = Duration::from_millis(2);
+
+/// Criterion samples per row; the summary takes each row's last `SAMPLES` calls (criterion's
+/// warm-up calls come first).
+const SAMPLES: usize = 50;
+
+/// A row's per-token times, one per criterion call, for the summary.
+#[derive(Default)]
+struct Row {
+    name: String,
+    per_token_ns: Vec<f64>,
+    tokens: u64,
+    /// Tokens whose host half plus device side took longer than [`TOKEN_PERIOD`].
+    overruns: u64,
+}
+
+impl Row {
+    fn new(name: impl Into<String>) -> Self {
+        Self { name: name.into(), ..Self::default() }
+    }
+
+    /// Records one criterion call of `iters` tokens and returns its timed sum.
+    fn record(&mut self, iters: u64, timed: Duration, overruns: u64) -> Duration {
+        self.per_token_ns.push(timed.as_secs_f64() * 1e9 / iters as f64);
+        self.tokens += iters;
+        self.overruns += overruns;
+        timed
+    }
+
+    /// The median per-token time of the measured samples, in ns.
+    fn median_ns(&self) -> Option<f64> {
+        let from = self.per_token_ns.len().saturating_sub(SAMPLES);
+        let mut samples = self.per_token_ns[from..].to_vec();
+        samples.sort_by(f64::total_cmp);
+        let n = samples.len();
+        (n > 0).then(|| if n % 2 == 1 { samples[n / 2] } else { (samples[n / 2 - 1] + samples[n / 2]) / 2.0 })
+    }
+}
+
 /// A device with the `wide` example of `dispatches` launches and its calibrated tape.
 fn setup(dispatches: u32) -> (SimDevice, Tape) {
     let mut device = SimDevice::new(Target::Gfx1100);
@@ -61,10 +124,12 @@ fn setup(dispatches: u32) -> (SimDevice, Tape) {
 }
 
 /// Runs `iters` tokens over two threads pinned to two cores: `host` (returns its timed part)
-/// and `after` on this thread, `device` on a device thread in between. Returns the sum of the
-/// timed parts. The device thread sleeps until it is handed a token, so it does nothing while
-/// the host's half is timed.
+/// and `after` on this thread, `device` on a device thread in between, one token per
+/// [`TOKEN_PERIOD`] (module documentation). Records the tokens in `row` and returns the sum of
+/// the timed parts. The device thread sleeps until it is handed a token, so it does nothing
+/// while the host's half is timed.
 fn two_threads<S: Send>(
+    row: &mut Row,
     state: &mut S,
     iters: u64,
     mut host: impl FnMut(&mut S) -> Duration,
@@ -73,7 +138,7 @@ fn two_threads<S: Send>(
 ) -> Duration {
     let (to_device, at_device) = mpsc::channel::<&mut S>();
     let (to_host, at_host) = mpsc::channel::<&mut S>();
-    std::thread::scope(|scope| {
+    let (timed, overruns) = std::thread::scope(|scope| {
         let device = &device;
         scope.spawn(move || {
             pin(1);
@@ -86,8 +151,10 @@ fn two_threads<S: Send>(
         });
         pin(0);
         let mut timed = Duration::ZERO;
+        let mut overruns = 0;
         let mut s = state;
         for _ in 0..iters {
+            let token = Instant::now();
             timed += host(s);
             to_device.send(s).unwrap();
             s = loop {
@@ -98,11 +165,18 @@ fn two_threads<S: Send>(
                     Err(e) => panic!("device thread: {e}"),
                 }
             };
+            if token.elapsed() > TOKEN_PERIOD {
+                overruns += 1;
+            }
+            while token.elapsed() < TOKEN_PERIOD {
+                std::hint::spin_loop();
+            }
             after(s);
         }
         drop(to_device);
-        timed
-    })
+        (timed, overruns)
+    });
+    row.record(iters, timed, overruns)
 }
 
 /// Pins the calling thread to core `index` when the machine has it.
@@ -112,7 +186,13 @@ fn pin(index: usize) {
     }
 }
 
-fn floor(c: &mut Criterion) {
+fn group<'c>(c: &'c mut Criterion, name: &str) -> criterion::BenchmarkGroup<'c, criterion::measurement::WallTime> {
+    let mut group = c.benchmark_group(name);
+    group.sample_size(SAMPLES).sampling_mode(criterion::SamplingMode::Flat);
+    group
+}
+
+fn floor(c: &mut Criterion, rows: &mut Vec<Row>) {
     struct Ring {
         slots: Vec<[u8; PACKET_SIZE]>,
         doorbell: AtomicU64,
@@ -121,10 +201,12 @@ fn floor(c: &mut Criterion) {
     }
     let mut ring =
         Ring { slots: vec![[0; PACKET_SIZE]; 64], doorbell: AtomicU64::new(0), write_index: 0, packet: [0x5a; 64] };
-    let mut group = c.benchmark_group("replay_per_token");
+    let mut row = Row::new("floor_64_byte_copy_and_doorbell");
+    let mut group = group(c, "replay_per_token");
     group.bench_function("floor_64_byte_copy_and_doorbell", |b| {
         b.iter_custom(|iters| {
             two_threads(
+                &mut row,
                 &mut ring,
                 iters,
                 |r| {
@@ -146,17 +228,20 @@ fn floor(c: &mut Criterion) {
         });
     });
     group.finish();
+    rows.push(row);
 }
 
-fn retained(c: &mut Criterion, dispatches: u32) {
+fn retained(c: &mut Criterion, rows: &mut Vec<Row>, dispatches: u32) {
     let (mut device, tape) = setup(dispatches);
     let plan: PreparedPlan = prepare(&mut device, &tape).unwrap();
     assert_eq!(plan.submission_identity().phases, 1, "independent launches: no waits");
     let mut state = (device, plan, 0u32);
-    let mut group = c.benchmark_group("replay_per_token");
+    let mut row = Row::new(format!("retained_host/{dispatches}"));
+    let mut group = group(c, "replay_per_token");
     group.bench_function(BenchmarkId::new("retained_host", dispatches), |b| {
         b.iter_custom(|iters| {
             two_threads(
+                &mut row,
                 &mut state,
                 iters,
                 |(device, plan, position)| {
@@ -172,6 +257,8 @@ fn retained(c: &mut Criterion, dispatches: u32) {
             )
         });
     });
+    rows.push(row);
+    let mut row = Row::new(format!("retained_device_sim/{dispatches}"));
     let (device, plan, position) = &mut state;
     group.bench_function(BenchmarkId::new("retained_device_sim", dispatches), |b| {
         b.iter_custom(|iters| {
@@ -183,63 +270,81 @@ fn retained(c: &mut Criterion, dispatches: u32) {
                 black_box(plan.finish_token(device, TIMEOUT).unwrap());
                 timed += start.elapsed();
             }
-            timed
+            row.record(iters, timed, 0)
         });
     });
     group.finish();
+    rows.push(row);
 }
 
-fn ordinary(c: &mut Criterion, dispatches: u32) {
-    /// Kernarg blob, grid, work-group, LDS, kernel object.
-    type OrdinaryLaunch = (Vec<u8>, [u32; 3], [u16; 3], u32, u64);
-    struct Ordinary {
-        device: SimDevice,
-        launches: Vec<OrdinaryLaunch>,
-        pool: u64,
-        slot_bytes: u64,
-        queue: engine::device::QueueHandle,
+/// The ordinary path's per-launch inputs: kernarg blob, grid, work-group, LDS, kernel object.
+type OrdinaryLaunch = (Vec<u8>, [u32; 3], [u16; 3], u32, u64);
+
+struct Ordinary {
+    device: SimDevice,
+    launches: Vec<OrdinaryLaunch>,
+    pool: u64,
+    slot_bytes: u64,
+    queue: engine::device::QueueHandle,
+}
+
+impl Ordinary {
+    fn new(dispatches: u32) -> Self {
+        let (mut device, tape) = setup(dispatches);
+        let launches: Vec<_> = {
+            let lookup = slot_by_artifact(device.code_objects());
+            tape.launches()
+                .iter()
+                .map(|l| {
+                    let kd = lookup(&l.artifact).unwrap().loaded.kd_va;
+                    let geometry = &l.geometry;
+                    (l.kernarg.clone(), geometry.grid_work_items, geometry.workgroup_work_items, l.lds.static_bytes, kd)
+                })
+                .collect()
+        };
+        let slot_bytes = u64::try_from(launches[0].0.len()).unwrap().next_multiple_of(SimDevice::KERNARG_SLOT_ALIGN);
+        let pool = device.allocate(slot_bytes * u64::from(dispatches)).unwrap().va;
+        let queue = device.create_queue(RingSize::new(dispatches.next_power_of_two()).unwrap()).unwrap();
+        Self { device, launches, pool, slot_bytes, queue }
     }
-    let (mut device, tape) = setup(dispatches);
-    let launches: Vec<_> = {
-        let lookup = slot_by_artifact(device.code_objects());
-        tape.launches()
-            .iter()
-            .map(|l| {
-                let kd = lookup(&l.artifact).unwrap().loaded.kd_va;
-                (l.kernarg.clone(), l.geometry.grid_work_items, l.geometry.workgroup_work_items, l.lds.static_bytes, kd)
-            })
-            .collect()
-    };
-    let slot_bytes = u64::try_from(launches[0].0.len()).unwrap().next_multiple_of(SimDevice::KERNARG_SLOT_ALIGN);
-    let pool = device.allocate(slot_bytes * u64::from(dispatches)).unwrap().va;
-    let queue = device.create_queue(RingSize::new(dispatches.next_power_of_two()).unwrap()).unwrap();
-    let mut state = Ordinary { device, launches, pool, slot_bytes, queue };
-    let control = PacketControl { barrier: true, acquire: FenceScope::System, release: FenceScope::System };
-    let mut group = c.benchmark_group("replay_per_token");
+
+    /// What the ordinary path's host does per token: per launch, the kernarg blob into its slot,
+    /// the KERNEL_DISPATCH packet built and published.
+    fn host_half(&mut self) {
+        let control = PacketControl { barrier: true, acquire: FenceScope::System, release: FenceScope::System };
+        for (i, (kernarg, grid, workgroup, lds, kernel_object)) in self.launches.iter().enumerate() {
+            let kernarg_address = self.pool + self.slot_bytes * u64::try_from(i).unwrap();
+            self.device.write(kernarg_address, black_box(kernarg)).unwrap();
+            let packet = KernelDispatch {
+                control,
+                dimensions: Dimensions::fewest(*grid, *workgroup),
+                workgroup_size: *workgroup,
+                grid_size: *grid,
+                private_segment_size: 0,
+                group_segment_size: *lds,
+                kernel_object: *kernel_object,
+                kernarg_address,
+                completion_signal: 0,
+            }
+            .emit();
+            self.device.publish(self.queue, packet.as_array()).unwrap();
+        }
+    }
+}
+
+fn ordinary(c: &mut Criterion, rows: &mut Vec<Row>, dispatches: u32) {
+    let mut state = Ordinary::new(dispatches);
+    let mut row = Row::new(format!("ordinary_host/{dispatches}"));
+    let mut group = group(c, "replay_per_token");
     group.bench_function(BenchmarkId::new("ordinary_host", dispatches), |b| {
         b.iter_custom(|iters| {
             two_threads(
+                &mut row,
                 &mut state,
                 iters,
                 |o| {
                     let start = Instant::now();
-                    for (i, (kernarg, grid, workgroup, lds, kernel_object)) in o.launches.iter().enumerate() {
-                        let kernarg_address = o.pool + o.slot_bytes * u64::try_from(i).unwrap();
-                        o.device.write(kernarg_address, black_box(kernarg)).unwrap();
-                        let packet = KernelDispatch {
-                            control,
-                            dimensions: Dimensions::fewest(*grid, *workgroup),
-                            workgroup_size: *workgroup,
-                            grid_size: *grid,
-                            private_segment_size: 0,
-                            group_segment_size: *lds,
-                            kernel_object: *kernel_object,
-                            kernarg_address,
-                            completion_signal: 0,
-                        }
-                        .emit();
-                        o.device.publish(o.queue, packet.as_array()).unwrap();
-                    }
+                    o.host_half();
                     start.elapsed()
                 },
                 |o| assert_eq!(o.device.submit(o.queue).unwrap(), u64::try_from(o.launches.len()).unwrap()),
@@ -248,32 +353,65 @@ fn ordinary(c: &mut Criterion, dispatches: u32) {
         });
     });
     group.finish();
+    rows.push(row);
 }
 
-fn lowering(c: &mut Criterion) {
+fn lowering(c: &mut Criterion, rows: &mut Vec<Row>) {
     let (device, tape) = setup(1000);
     let kernarg_vas: Vec<u64> = (0..1000u64).map(|i| 0x7e00_0000_0000 + 64 * i).collect();
     let family = device.target().family();
     let lookup = slot_by_artifact(device.code_objects());
-    let mut group = c.benchmark_group("lowering");
+    let mut row = Row::new("lower_and_verify_1000");
+    let mut group = group(c, "lowering");
     group.throughput(criterion::Throughput::Elements(1000));
     group.bench_function("lower_and_verify_1000", |b| {
-        b.iter(|| {
-            let lowered = lower_pm4(black_box(&tape), family, &lookup, &kernarg_vas).unwrap();
-            verify(&lowered, &tape, family, &lookup, &kernarg_vas).unwrap();
-            black_box(lowered.words.len())
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                let lowered = lower_pm4(black_box(&tape), family, &lookup, &kernarg_vas).unwrap();
+                verify(&lowered, &tape, family, &lookup, &kernarg_vas).unwrap();
+                black_box(lowered.words.len());
+            }
+            row.record(iters, start.elapsed(), 0)
         });
     });
     group.finish();
+    rows.push(row);
+}
+
+/// Prints every measured row's median and the ratios the targets are stated in.
+fn summary(rows: &[Row]) {
+    let median = |name: &str| rows.iter().find(|r| r.name == name).and_then(Row::median_ns);
+    println!("\nreplay summary (per-token medians over {SAMPLES} samples; token period {TOKEN_PERIOD:?})");
+    for row in rows {
+        let Some(ns) = row.median_ns() else { continue };
+        let over = if row.overruns > 0 {
+            format!("  ({} of {} tokens overran the period)", row.overruns, row.tokens)
+        } else {
+            String::new()
+        };
+        println!("  {:<36} {:>14.1} ns{over}", row.name, ns);
+    }
+    let ratio = |label: &str, num: &str, den: &str, target: &str, met: fn(f64) -> bool| {
+        if let (Some(n), Some(d)) = (median(num), median(den)) {
+            let r = n / d;
+            println!("  {label:<36} {r:>14.2}   target {target}: {}", if met(r) { "met" } else { "NOT met" });
+        }
+    };
+    ratio("retained 1000 / retained 100", "retained_host/1000", "retained_host/100", "<= 1.2", |r| r <= 1.2);
+    ratio("retained 1000 / floor", "retained_host/1000", "floor_64_byte_copy_and_doorbell", "<= 2", |r| r <= 2.0);
+    ratio("ordinary 1000 / retained 1000", "ordinary_host/1000", "retained_host/1000", ">= 100", |r| r >= 100.0);
 }
 
 fn benches(c: &mut Criterion) {
-    floor(c);
-    lowering(c);
+    let mut rows = Vec::new();
+    floor(c, &mut rows);
+    lowering(c, &mut rows);
     for dispatches in [100, 1000] {
-        retained(c, dispatches);
-        ordinary(c, dispatches);
+        retained(c, &mut rows, dispatches);
+        ordinary(c, &mut rows, dispatches);
     }
+    summary(&rows);
 }
 
 criterion_group!(replay, benches);
