@@ -14,18 +14,21 @@
 //! caches, TLBs and predictors between two halves (timer and other interrupts, other processes
 //! on this shared two-core virtual machine, other tenants of the shared L3) grows with the time
 //! between them, not with the host's work. The host half executes the same instructions at
-//! every tape length (163 per token under callgrind, 100 and 1,000 dispatches alike), but
+//! every tape length (113 per token under callgrind, 100 and 1,000 dispatches alike), but
 //! timed back to back with a soft device that takes 75 µs per token at 100 dispatches and
-//! 720 µs at 1,000, it measured 1.37× slower at 1,000 on a quiet machine and up to 3× with
-//! another process running. A host half that starts every [`TOKEN_PERIOD`] (longer than the
+//! 720 µs at 1,000, it measured 1.37× slower at 1,000 on a quiet machine and 3.4× with
+//! other processes running. A host half that starts every [`TOKEN_PERIOD`] (longer than the
 //! slowest device side here) starts from the same state at every tape length and on every
 //! row, the floor included: the same time since its last half, the same host-side steps in
 //! between (hand-off, spin, untimed wait), the device's own memory apart from the host's lines
 //! (the plan's host window, see `PreparedPlan::publish_token`). The tape length is then the
 //! only difference between the retained rows. The period is longer than a back-to-back decode
 //! loop would leave, so all rows are somewhat colder than such a loop: the floor pays that too,
-//! and rows compare as ratios within one run. Tokens whose device side overran the period are
-//! counted in the summary (a loaded machine); the rows are not equal then.
+//! and rows compare as ratios within one run. Tokens whose host half and device side together
+//! overran the period (a thread preempted, a loaded machine) are counted in the summary: the
+//! token after one started from a colder state, and rows with many of them are not equal. Rows
+//! run one after the other, so a load that changes during the run changes the ratios too: the
+//! summary's counts say when a run is not worth comparing.
 //! Alternatives measured and not kept: sweeping 4 MiB on the host before each half (no L1/L2
 //! lines left) still left 1,000 dispatches 1.4× slower (the shared L3 decays with time too);
 //! sweeping 64 MiB (nothing cached) made every row DRAM- and page-walk-bound, the floor near

@@ -129,9 +129,9 @@ pub enum ReleaseError {
 /// A tape prepared on a device: retained kernargs, a verified IB, a queue, a signal and the one
 /// packet that runs it. Made by [`prepare`].
 ///
-/// In C order: the host window first, then the boxed sites and packets the host half reads, so
-/// that what the host half of a token reads of the plan itself is its first four lines (see
-/// [`HostWindow`]).
+/// In C order: the host window (the host's bookkeeping, the mailbox, the ring) first, then the
+/// boxed sites and packets the host half reads, so that what the host half of a token
+/// ([`PreparedPlan::publish_token`]) reads of the plan itself is its first four cache lines.
 #[derive(Debug)]
 #[repr(C)]
 pub struct PreparedPlan {
