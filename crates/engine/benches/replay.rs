@@ -8,7 +8,8 @@
 //! row), hands the token to the device thread, spins until the device side is done (as a host
 //! waiting on a completion signal does), spins on until [`TOKEN_PERIOD`] has passed since its
 //! half started, then does its untimed wait (for the retained route, completing the token) and
-//! the next token's half. Each criterion sample is the sum of its tokens' timed halves.
+//! the next token's half. Each criterion sample is the mean of its kept tokens' timed halves
+//! (below) times its tokens, so criterion's per-iteration time is the per-token time.
 //!
 //! Why a fixed period: the soft device runs on this machine's CPU, and what reaches the host's
 //! caches, TLBs and predictors between two halves (timer and other interrupts, other processes
@@ -24,11 +25,13 @@
 //! (the plan's host window, see `PreparedPlan::publish_token`). The tape length is then the
 //! only difference between the retained rows. The period is longer than a back-to-back decode
 //! loop would leave, so all rows are somewhat colder than such a loop: the floor pays that too,
-//! and rows compare as ratios within one run. Tokens whose host half and device side together
-//! overran the period (a thread preempted, a loaded machine) are counted in the summary: the
-//! token after one started from a colder state, and rows with many of them are not equal. Rows
-//! run one after the other, so a load that changes during the run changes the ratios too: the
-//! summary's counts say when a run is not worth comparing.
+//! and rows compare as ratios within one run. A half that did not start one period after the
+//! previous one (more than [`PERIOD_SLACK`] later: a thread preempted, a device side longer than
+//! the period on a loaded machine; and the first token of every criterion call, which follows
+//! the threads' start) did not start from that state: it is left out of the sample, on every
+//! row alike, and counted in the summary. The decision is made before the half is timed, never
+//! from its time. Rows run one after the other, so a load that changes during the run still
+//! changes the ratios: the counts say when a run is not worth comparing.
 //! Alternatives measured and not kept: sweeping 4 MiB on the host before each half (no L1/L2
 //! lines left) still left 1,000 dispatches 1.4× slower (the shared L3 decays with time too);
 //! sweeping 64 MiB (nothing cached) made every row DRAM- and page-walk-bound, the floor near
@@ -79,6 +82,11 @@ const TIMEOUT: Duration = Duration::from_millis(100);
 /// up to 1.5 ms with other processes running).
 const TOKEN_PERIOD: Duration = Duration::from_millis(2);
 
+/// How much later than one [`TOKEN_PERIOD`] after the previous half a half may start and still
+/// count: the untimed wait between them takes microseconds; a preempted thread or a device side
+/// longer than the period takes more.
+const PERIOD_SLACK: Duration = Duration::from_micros(100);
+
 /// Criterion samples per row; the summary takes each row's last `SAMPLES` calls (criterion's
 /// warm-up calls come first).
 const SAMPLES: usize = 50;
@@ -89,8 +97,8 @@ struct Row {
     name: String,
     per_token_ns: Vec<f64>,
     tokens: u64,
-    /// Tokens whose host half plus device side took longer than [`TOKEN_PERIOD`].
-    overruns: u64,
+    /// Tokens left out because their half did not start one period after the previous one.
+    excluded: u64,
 }
 
 impl Row {
@@ -98,12 +106,19 @@ impl Row {
         Self { name: name.into(), ..Self::default() }
     }
 
-    /// Records one criterion call of `iters` tokens and returns its timed sum.
-    fn record(&mut self, iters: u64, timed: Duration, overruns: u64) -> Duration {
-        self.per_token_ns.push(timed.as_secs_f64() * 1e9 / iters as f64);
+    /// Records one criterion call of `iters` tokens of which `kept` were timed at `timed` in sum,
+    /// and returns what criterion takes as the call's time: the kept tokens' mean × `iters` (all
+    /// tokens' sum `all` when none was kept, as in criterion's one-token warm-up calls).
+    fn record(&mut self, iters: u64, timed: Duration, kept: u64, all: Duration) -> Duration {
         self.tokens += iters;
-        self.overruns += overruns;
-        timed
+        self.excluded += iters - kept;
+        if kept == 0 {
+            self.per_token_ns.push(all.as_secs_f64() * 1e9 / iters as f64);
+            return all;
+        }
+        let per_token = timed.as_secs_f64() / kept as f64;
+        self.per_token_ns.push(per_token * 1e9);
+        Duration::from_secs_f64(per_token * iters as f64)
     }
 
     /// The median per-token time of the measured samples, in ns.
@@ -128,9 +143,11 @@ fn setup(dispatches: u32) -> (SimDevice, Tape) {
 
 /// Runs `iters` tokens over two threads pinned to two cores: `host` (returns its timed part)
 /// and `after` on this thread, `device` on a device thread in between, one token per
-/// [`TOKEN_PERIOD`] (module documentation). Records the tokens in `row` and returns the sum of
-/// the timed parts. The device thread sleeps until it is handed a token, so it does nothing
-/// while the host's half is timed.
+/// [`TOKEN_PERIOD`] (module documentation). Records in `row` the tokens whose half started
+/// one period after the previous half (at most [`PERIOD_SLACK`] later), leaves out the others
+/// (the first of the call, and any after a token that overran the period), and returns the
+/// kept tokens' mean × `iters`. The device thread sleeps until it is handed a token, so it does
+/// nothing while the host's half is timed.
 fn two_threads<S: Send>(
     row: &mut Row,
     state: &mut S,
@@ -141,7 +158,7 @@ fn two_threads<S: Send>(
 ) -> Duration {
     let (to_device, at_device) = mpsc::channel::<&mut S>();
     let (to_host, at_host) = mpsc::channel::<&mut S>();
-    let (timed, overruns) = std::thread::scope(|scope| {
+    let (timed, kept, all) = std::thread::scope(|scope| {
         let device = &device;
         scope.spawn(move || {
             pin(1);
@@ -153,12 +170,18 @@ fn two_threads<S: Send>(
             }
         });
         pin(0);
-        let mut timed = Duration::ZERO;
-        let mut overruns = 0;
+        let (mut timed, mut kept, mut all) = (Duration::ZERO, 0, Duration::ZERO);
+        let mut previous: Option<Instant> = None;
         let mut s = state;
         for _ in 0..iters {
             let token = Instant::now();
-            timed += host(s);
+            let half = host(s);
+            all += half;
+            if previous.is_some_and(|p| token.duration_since(p) <= TOKEN_PERIOD + PERIOD_SLACK) {
+                timed += half;
+                kept += 1;
+            }
+            previous = Some(token);
             to_device.send(s).unwrap();
             s = loop {
                 // Spin: the host thread stays on its core, as a host waiting on a signal does.
@@ -168,18 +191,15 @@ fn two_threads<S: Send>(
                     Err(e) => panic!("device thread: {e}"),
                 }
             };
-            if token.elapsed() > TOKEN_PERIOD {
-                overruns += 1;
-            }
             while token.elapsed() < TOKEN_PERIOD {
                 std::hint::spin_loop();
             }
             after(s);
         }
         drop(to_device);
-        (timed, overruns)
+        (timed, kept, all)
     });
-    row.record(iters, timed, overruns)
+    row.record(iters, timed, kept, all)
 }
 
 /// Pins the calling thread to core `index` when the machine has it.
@@ -273,7 +293,7 @@ fn retained(c: &mut Criterion, rows: &mut Vec<Row>, dispatches: u32) {
                 black_box(plan.finish_token(device, TIMEOUT).unwrap());
                 timed += start.elapsed();
             }
-            row.record(iters, timed, 0)
+            row.record(iters, timed, iters, timed)
         });
     });
     group.finish();
@@ -375,7 +395,8 @@ fn lowering(c: &mut Criterion, rows: &mut Vec<Row>) {
                 verify(&lowered, &tape, family, &lookup, &kernarg_vas).unwrap();
                 black_box(lowered.words.len());
             }
-            row.record(iters, start.elapsed(), 0)
+            let elapsed = start.elapsed();
+            row.record(iters, elapsed, iters, elapsed)
         });
     });
     group.finish();
@@ -388,8 +409,8 @@ fn summary(rows: &[Row]) {
     println!("\nreplay summary (per-token medians over {SAMPLES} samples; token period {TOKEN_PERIOD:?})");
     for row in rows {
         let Some(ns) = row.median_ns() else { continue };
-        let over = if row.overruns > 0 {
-            format!("  ({} of {} tokens overran the period)", row.overruns, row.tokens)
+        let over = if row.excluded > 0 {
+            format!("  ({} of {} tokens left out: not one period after the previous)", row.excluded, row.tokens)
         } else {
             String::new()
         };
