@@ -90,6 +90,8 @@ const PERIOD_SLACK: Duration = Duration::from_micros(100);
 /// Criterion samples per row; the summary takes each row's last `SAMPLES` calls (criterion's
 /// warm-up calls come first).
 const SAMPLES: usize = 50;
+// The median of an even number of samples is the mean of the middle two (`Row::median_ns`).
+const _: () = assert!(SAMPLES >= 2 && SAMPLES.is_multiple_of(2));
 
 /// A row's per-token times, one per criterion call, for the summary.
 #[derive(Default)]
@@ -121,13 +123,13 @@ impl Row {
         Duration::from_secs_f64(per_token * iters as f64)
     }
 
-    /// The median per-token time of the measured samples, in ns.
+    /// The median per-token time of the measured samples, in ns; `None` before a full set of
+    /// samples (criterion's test mode runs each row once).
     fn median_ns(&self) -> Option<f64> {
-        let from = self.per_token_ns.len().saturating_sub(SAMPLES);
+        let from = self.per_token_ns.len().checked_sub(SAMPLES)?;
         let mut samples = self.per_token_ns[from..].to_vec();
         samples.sort_by(f64::total_cmp);
-        let n = samples.len();
-        (n > 0).then(|| if n % 2 == 1 { samples[n / 2] } else { (samples[n / 2 - 1] + samples[n / 2]) / 2.0 })
+        Some((samples[SAMPLES / 2 - 1] + samples[SAMPLES / 2]) / 2.0)
     }
 }
 
