@@ -5,38 +5,44 @@
 //! # How a token is timed
 //! Host and device run on two threads pinned to two cores, as a host CPU and a GPU do. Per
 //! token the host thread does its half (timed: two clock reads around it, the same for every
-//! row), hands the token to the device thread, spins until the device side is done (as a host
-//! waiting on a completion signal does), spins on until [`TOKEN_PERIOD`] has passed since its
-//! half started, then does its untimed wait (for the retained route, completing the token) and
-//! the next token's half. Each criterion sample is the mean of its kept tokens' timed halves
-//! (below) times its tokens, so criterion's per-iteration time is the per-token time.
+//! row), hands the token to the device thread and spins (as a host waiting on a completion
+//! signal does) until the device side is done and one token period has passed since its half
+//! started; then it does its untimed wait (for the retained route, completing the token) and
+//! the next token's half. The device thread does the token's device side, then reads one byte
+//! of every cache line of a buffer one and a half times the machine's largest cache (sysfs),
+//! then sleeps until the next token. Each criterion sample is the mean of its kept tokens'
+//! timed halves (below) times its tokens, so criterion's per-iteration time is the per-token
+//! time.
 //!
-//! Why a fixed period: the soft device runs on this machine's CPU, and what reaches the host's
-//! caches, TLBs and predictors between two halves (timer and other interrupts, other processes
-//! on this shared two-core virtual machine, other tenants of the shared L3) grows with the time
-//! between them, not with the host's work. The host half executes the same instructions at
-//! every tape length (113 per token under callgrind, 100 and 1,000 dispatches alike), but
-//! timed back to back with a soft device that takes 75 µs per token at 100 dispatches and
-//! 720 µs at 1,000, it measured 1.37× slower at 1,000 on a quiet machine and 3.4× with
-//! other processes running. A host half that starts every [`TOKEN_PERIOD`] (longer than the
-//! slowest device side here) starts from the same state at every tape length and on every
-//! row, the floor included: the same time since its last half, the same host-side steps in
-//! between (hand-off, spin, untimed wait), the device's own memory apart from the host's lines
-//! (the plan's host window, see `PreparedPlan::publish_token`). The tape length is then the
-//! only difference between the retained rows. The period is longer than a back-to-back decode
-//! loop would leave, so all rows are somewhat colder than such a loop: the floor pays that too,
-//! and rows compare as ratios within one run. A half that did not start one period after the
-//! previous one (more than [`PERIOD_SLACK`] later: a thread preempted, a device side longer than
-//! the period on a loaded machine; and the first token of every criterion call, which follows
-//! the threads' start) did not start from that state: it is left out of the sample, on every
-//! row alike, and counted in the summary. The decision is made before the half is timed, never
-//! from its time. Rows run one after the other, so a load that changes during the run still
-//! changes the ratios: the counts say when a run is not worth comparing.
-//! Alternatives measured and not kept: sweeping 4 MiB on the host before each half (no L1/L2
-//! lines left) still left 1,000 dispatches 1.4× slower (the shared L3 decays with time too);
-//! sweeping 64 MiB (nothing cached) made every row DRAM- and page-walk-bound, the floor near
-//! 1 µs with more spread than the differences measured; a device thread that spins instead of
-//! sleeping between tokens made every row 2–10× slower on a machine with one other busy process.
+//! Why: the soft device runs on this machine's CPU and shares its last-level cache with the
+//! host thread; a GPU does not. The host half executes the same instructions at every tape
+//! length (113 per token under callgrind, 100 and 1,000 dispatches alike), yet timed back to
+//! back it measured 1.37× slower at 1,000 dispatches on a quiet machine and 3.4× with other
+//! processes running, and with an equal 2 ms period for every row still 0.9–2.2×: the host's
+//! lines leave its private caches with time (interrupts, other processes) and wait in the
+//! shared cache, where the soft device's larger working set at 1,000 dispatches evicts more of
+//! them. With the sweep, every row's host half starts from the same, defined state whatever the
+//! device did: the shared cache holds the sweep's lines only, the host's private caches what
+//! one period of the host's own steps left (hand-off, spin, untimed wait: the same on every
+//! row, the floor included), and nothing the soft device touched. The tape length is then the
+//! only difference between the retained rows (measured: 0.94–1.00). The period is twice the
+//! slowest of three sweeps timed at start-up plus [`DEVICE_SIDE_MAX`]; it is the same for
+//! every row. The price: every row is measured cold, the shared cache holding none of the
+//! host's lines — the floor's few lines as much as the retained half's code and data, and the
+//! ordinary path's launches amortise their misses over 1,000 launches. Rows compare as ratios
+//! within one run.
+//!
+//! A half that did not start one period after the previous one (more than [`PERIOD_SLACK`]
+//! later: a thread preempted, a device side with its sweep longer than the period; and the first
+//! token of every criterion call, which follows the threads' start) did not start from that
+//! state: it is left out of the sample, on every row alike, and counted in the summary. The
+//! decision is made before the half is timed, never from its time. Rows run one after the
+//! other, so a load that changes during the run still changes the ratios.
+//!
+//! Alternatives measured and not kept: no sweep and an equal period (above: not flat); a host
+//! thread that sweeps 4 MiB before each half (its private caches emptied, the shared cache not)
+//! left 1,000 dispatches 1.4× slower; a device thread that spins instead of sleeping between
+//! tokens made every row 2–10× slower on a machine with one other busy process.
 //!
 //! # Summary
 //! After the last row the bench prints each row's per-token median (the median over criterion's
@@ -60,7 +66,7 @@
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use aql_packets::{Dimensions, FenceScope, KernelDispatch, PACKET_SIZE, PacketControl, RingSize};
@@ -77,12 +83,65 @@ use tape_core::tape::Tape;
 
 const TIMEOUT: Duration = Duration::from_millis(100);
 
-/// Every token of a two-thread row takes this long at least, host half to host half: longer than
-/// the slowest device side here (the soft device's 1,000 dispatches, 0.75 ms on a quiet machine,
-/// up to 1.5 ms with other processes running).
-const TOKEN_PERIOD: Duration = Duration::from_millis(2);
+/// The device side of a token, the soft device's 1,000 dispatches included, takes at most this
+/// long here (0.75 ms on a quiet machine, up to 1.5 ms with other processes running).
+const DEVICE_SIDE_MAX: Duration = Duration::from_millis(2);
 
-/// How much later than one [`TOKEN_PERIOD`] after the previous half a half may start and still
+/// The state every host half starts from (module documentation): what the device thread reads
+/// after every token's device side, and the period of a token.
+struct Harness {
+    /// One and a half times the machine's largest cache.
+    sweep: Vec<u8>,
+    /// Twice the slowest of three sweeps (a sweep beside a running host thread and soft device
+    /// is slower than alone) plus [`DEVICE_SIDE_MAX`], in whole milliseconds.
+    period: Duration,
+}
+
+impl Harness {
+    fn get() -> &'static Harness {
+        static HARNESS: OnceLock<Harness> = OnceLock::new();
+        HARNESS.get_or_init(|| {
+            let sweep = vec![1u8; largest_cache_bytes().unwrap_or(32 << 20) * 3 / 2];
+            let slowest = (0..3)
+                .map(|_| {
+                    let start = Instant::now();
+                    black_box(read_every_line(&sweep));
+                    start.elapsed()
+                })
+                .max()
+                .unwrap_or_default();
+            let period = Duration::from_millis(u64::try_from((2 * slowest + DEVICE_SIDE_MAX).as_millis()).unwrap() + 1);
+            Harness { sweep, period }
+        })
+    }
+}
+
+/// The largest cache of CPU 0 in bytes, from sysfs (`None` where it is not readable).
+fn largest_cache_bytes() -> Option<usize> {
+    let caches = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    caches
+        .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path().join("size")).ok())
+        .filter_map(|size| {
+            let size = size.trim();
+            let (digits, unit) = size.split_at(size.find(|c: char| !c.is_ascii_digit()).unwrap_or(size.len()));
+            let scale = match unit {
+                "" => 1,
+                "K" => 1 << 10,
+                "M" => 1 << 20,
+                _ => return None,
+            };
+            digits.parse::<usize>().ok().map(|n| n * scale)
+        })
+        .max()
+}
+
+/// Reads one byte of every cache line of `buffer`: afterwards the shared cache holds the
+/// buffer's lines and nothing else.
+fn read_every_line(buffer: &[u8]) -> u32 {
+    buffer.iter().step_by(64).fold(0u32, |sum, &b| sum.wrapping_add(u32::from(b)))
+}
+
+/// How much later than one token period after the previous half a half may start and still
 /// count: the untimed wait between them takes microseconds; a preempted thread or a device side
 /// longer than the period takes more.
 const PERIOD_SLACK: Duration = Duration::from_micros(100);
@@ -145,7 +204,8 @@ fn setup(dispatches: u32) -> (SimDevice, Tape) {
 
 /// Runs `iters` tokens over two threads pinned to two cores: `host` (returns its timed part)
 /// and `after` on this thread, `device` on a device thread in between, one token per
-/// [`TOKEN_PERIOD`] (module documentation). Records in `row` the tokens whose half started
+/// token period, the device thread sweeping the shared cache after each device side (module
+/// documentation). Records in `row` the tokens whose half started
 /// one period after the previous half (at most [`PERIOD_SLACK`] later), leaves out the others
 /// (the first of the call, and any after a token that overran the period), and returns the
 /// kept tokens' mean × `iters`. The device thread sleeps until it is handed a token, so it does
@@ -158,6 +218,7 @@ fn two_threads<S: Send>(
     device: impl Fn(&mut S) + Send + Sync,
     mut after: impl FnMut(&mut S),
 ) -> Duration {
+    let harness = Harness::get();
     let (to_device, at_device) = mpsc::channel::<&mut S>();
     let (to_host, at_host) = mpsc::channel::<&mut S>();
     let (timed, kept, all) = std::thread::scope(|scope| {
@@ -166,6 +227,7 @@ fn two_threads<S: Send>(
             pin(1);
             for s in at_device {
                 device(s);
+                black_box(read_every_line(&harness.sweep));
                 if to_host.send(s).is_err() {
                     break;
                 }
@@ -179,7 +241,7 @@ fn two_threads<S: Send>(
             let token = Instant::now();
             let half = host(s);
             all += half;
-            if previous.is_some_and(|p| token.duration_since(p) <= TOKEN_PERIOD + PERIOD_SLACK) {
+            if previous.is_some_and(|p| token.duration_since(p) <= harness.period + PERIOD_SLACK) {
                 timed += half;
                 kept += 1;
             }
@@ -193,7 +255,7 @@ fn two_threads<S: Send>(
                     Err(e) => panic!("device thread: {e}"),
                 }
             };
-            while token.elapsed() < TOKEN_PERIOD {
+            while token.elapsed() < harness.period {
                 std::hint::spin_loop();
             }
             after(s);
@@ -408,7 +470,12 @@ fn lowering(c: &mut Criterion, rows: &mut Vec<Row>) {
 /// Prints every measured row's median and the ratios the targets are stated in.
 fn summary(rows: &[Row]) {
     let median = |name: &str| rows.iter().find(|r| r.name == name).and_then(Row::median_ns);
-    println!("\nreplay summary (per-token medians over {SAMPLES} samples; token period {TOKEN_PERIOD:?})");
+    let harness = Harness::get();
+    println!(
+        "\nreplay summary (per-token medians over {SAMPLES} samples; token period {:?}, {} MiB read by the device thread after every token)",
+        harness.period,
+        harness.sweep.len() >> 20
+    );
     for row in rows {
         let Some(ns) = row.median_ns() else { continue };
         let over = if row.excluded > 0 {
