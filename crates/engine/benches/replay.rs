@@ -25,9 +25,9 @@
 //! device did: the shared cache holds the sweep's lines only, the host's private caches what
 //! one period of the host's own steps left (hand-off, spin, untimed wait: the same on every
 //! row, the floor included), and nothing the soft device touched. The tape length is then the
-//! only difference between the retained rows (measured: 0.94–1.00). The period is twice the
-//! slowest of three sweeps timed at start-up plus [`DEVICE_SIDE_MAX`]; it is the same for
-//! every row. The price: every row is measured cold, the shared cache holding none of the
+//! only difference between the retained rows (measured: 0.82–1.02 in five runs). The period
+//! is twice the slowest of three sweeps timed at start-up plus [`DEVICE_SIDE_MAX`]; it is the
+//! same for every row. The price: every row is measured cold, the shared cache holding none of the
 //! host's lines — the floor's few lines as much as the retained half's code and data, and the
 //! ordinary path's launches amortise their misses over 1,000 launches. Rows compare as ratios
 //! within one run.
