@@ -3,19 +3,52 @@
 //! example, recorded and calibrated: fill #0's `n` follows the position). All in one run.
 //!
 //! # How a token is timed
-//! Host and device run on two threads pinned to two cores, as a host CPU and a GPU do: per token
-//! the host thread does its half (timed, one token per sample with two clock reads, the same for
-//! every row), hands the token to the device thread, spins until the device side is done (as a
-//! host waiting on a completion signal does), then does its untimed wait. The device thread
-//! sleeps between tokens, so nothing runs beside the host's timed half. Rows compare as ratios
-//! within a run.
+//! Host and device run on two threads pinned to two cores, as a host CPU and a GPU do. Per
+//! token the host thread does its half (timed: two clock reads around it, the same for every
+//! row), hands the token to the device thread and spins (as a host waiting on a completion
+//! signal does) until the device side is done and one token period has passed since its half
+//! started; then it does its untimed wait (for the retained route, completing the token) and
+//! the next token's half. The device thread does the token's device side, then reads one byte
+//! of every cache line of a buffer one and a half times the machine's largest cache (sysfs),
+//! then sleeps until the next token. Each criterion sample is the mean of its kept tokens'
+//! timed halves (below) times its tokens, so criterion's per-iteration time is the per-token
+//! time.
 //!
-//! What this cannot separate on a shared virtual machine: the longer the device side of a token
-//! takes, the colder the host's caches are when its next half starts (the soft device's CPU
-//! execution and the machine's own interrupts in between). Measured with the floor row: a device
-//! side that only waits 2.8 ms per token doubles the floor; one that sweeps 64 MiB makes it 6× slower. The host half itself executes
-//! the same instructions at every tape length (163 per token under callgrind, 100 and 1,000
-//! dispatches alike).
+//! Why: the soft device runs on this machine's CPU and shares its last-level cache with the
+//! host thread; a GPU does not. The host half executes the same instructions at every tape
+//! length (113 per token under callgrind, 100 and 1,000 dispatches alike), yet timed back to
+//! back it measured 1.37× slower at 1,000 dispatches on a quiet machine and 3.4× with other
+//! processes running, and with an equal 2 ms period for every row still 0.9–2.2×: the host's
+//! lines leave its private caches with time (interrupts, other processes) and wait in the
+//! shared cache, where the soft device's larger working set at 1,000 dispatches evicts more of
+//! them. With the sweep, every row's host half starts from the same, defined state whatever the
+//! device did: the shared cache holds the sweep's lines only, the host's private caches what
+//! one period of the host's own steps left (hand-off, spin, untimed wait: the same on every
+//! row, the floor included), and nothing the soft device touched. The tape length is then the
+//! only difference between the retained rows (measured: 0.82–1.02 in five runs). The period
+//! is twice the slowest of three sweeps timed at start-up plus [`DEVICE_SIDE_MAX`]; it is the
+//! same for every row. The price: every row is measured cold, the shared cache holding none of the
+//! host's lines — the floor's few lines as much as the retained half's code and data, and the
+//! ordinary path's launches amortise their misses over 1,000 launches. Rows compare as ratios
+//! within one run.
+//!
+//! A half that did not start one period after the previous one (more than [`PERIOD_SLACK`]
+//! later: a thread preempted, a device side with its sweep longer than the period; and the first
+//! token of every criterion call, which follows the threads' start) did not start from that
+//! state: it is left out of the sample, on every row alike, and counted in the summary. The
+//! decision is made before the half is timed, never from its time. Rows run one after the
+//! other, so a load that changes during the run still changes the ratios.
+//!
+//! Alternatives measured and not kept: no sweep and an equal period (above: not flat); a host
+//! thread that sweeps 4 MiB before each half (its private caches emptied, the shared cache not)
+//! left 1,000 dispatches 1.4× slower; a device thread that spins instead of sleeping between
+//! tokens made every row 2–10× slower on a machine with one other busy process.
+//!
+//! # Summary
+//! After the last row the bench prints each row's per-token median (the median over criterion's
+//! samples of the per-token time, criterion's `median` estimate) and the three ratios the
+//! targets are stated in: retained at 1,000 ÷ retained at 100 (target ≤ 1.2), retained at
+//! 1,000 ÷ the floor (≤ 2) and ordinary ÷ retained at 1,000 (≥ 100).
 //!
 //! - `floor_64_byte_copy_and_doorbell`: the host copies one 64-byte packet into a ring slot and
 //!   release-stores the write index (the doorbell); the device thread reads the slot and the
@@ -33,7 +66,7 @@
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use aql_packets::{Dimensions, FenceScope, KernelDispatch, PACKET_SIZE, PacketControl, RingSize};
@@ -50,6 +83,115 @@ use tape_core::tape::Tape;
 
 const TIMEOUT: Duration = Duration::from_millis(100);
 
+/// The device side of a token, the soft device's 1,000 dispatches included, takes at most this
+/// long here (0.75 ms on a quiet machine, up to 1.5 ms with other processes running).
+const DEVICE_SIDE_MAX: Duration = Duration::from_millis(2);
+
+/// The state every host half starts from (module documentation): what the device thread reads
+/// after every token's device side, and the period of a token.
+struct Harness {
+    /// One and a half times the machine's largest cache.
+    sweep: Vec<u8>,
+    /// Twice the slowest of three sweeps (a sweep beside a running host thread and soft device
+    /// is slower than alone) plus [`DEVICE_SIDE_MAX`], in whole milliseconds.
+    period: Duration,
+}
+
+impl Harness {
+    fn get() -> &'static Harness {
+        static HARNESS: OnceLock<Harness> = OnceLock::new();
+        HARNESS.get_or_init(|| {
+            let sweep = vec![1u8; largest_cache_bytes().unwrap_or(32 << 20) * 3 / 2];
+            let slowest = (0..3)
+                .map(|_| {
+                    let start = Instant::now();
+                    black_box(read_every_line(&sweep));
+                    start.elapsed()
+                })
+                .max()
+                .unwrap_or_default();
+            let period = Duration::from_millis(u64::try_from((2 * slowest + DEVICE_SIDE_MAX).as_millis()).unwrap() + 1);
+            Harness { sweep, period }
+        })
+    }
+}
+
+/// The largest cache of CPU 0 in bytes, from sysfs (`None` where it is not readable).
+fn largest_cache_bytes() -> Option<usize> {
+    let caches = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    caches
+        .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path().join("size")).ok())
+        .filter_map(|size| {
+            let size = size.trim();
+            let (digits, unit) = size.split_at(size.find(|c: char| !c.is_ascii_digit()).unwrap_or(size.len()));
+            let scale = match unit {
+                "" => 1,
+                "K" => 1 << 10,
+                "M" => 1 << 20,
+                _ => return None,
+            };
+            digits.parse::<usize>().ok().map(|n| n * scale)
+        })
+        .max()
+}
+
+/// Reads one byte of every cache line of `buffer`: afterwards the shared cache holds the
+/// buffer's lines and nothing else.
+fn read_every_line(buffer: &[u8]) -> u32 {
+    buffer.iter().step_by(64).fold(0u32, |sum, &b| sum.wrapping_add(u32::from(b)))
+}
+
+/// How much later than one token period after the previous half a half may start and still
+/// count: the untimed wait between them takes microseconds; a preempted thread or a device side
+/// longer than the period takes more.
+const PERIOD_SLACK: Duration = Duration::from_micros(100);
+
+/// Criterion samples per row; the summary takes each row's last `SAMPLES` calls (criterion's
+/// warm-up calls come first).
+const SAMPLES: usize = 50;
+// The median of an even number of samples is the mean of the middle two (`Row::median_ns`).
+const _: () = assert!(SAMPLES >= 2 && SAMPLES.is_multiple_of(2));
+
+/// A row's per-token times, one per criterion call, for the summary.
+#[derive(Default)]
+struct Row {
+    name: String,
+    per_token_ns: Vec<f64>,
+    tokens: u64,
+    /// Tokens left out because their half did not start one period after the previous one.
+    excluded: u64,
+}
+
+impl Row {
+    fn new(name: impl Into<String>) -> Self {
+        Self { name: name.into(), ..Self::default() }
+    }
+
+    /// Records one criterion call of `iters` tokens of which `kept` were timed at `timed` in sum,
+    /// and returns what criterion takes as the call's time: the kept tokens' mean × `iters` (all
+    /// tokens' sum `all` when none was kept, as in criterion's one-token warm-up calls).
+    fn record(&mut self, iters: u64, timed: Duration, kept: u64, all: Duration) -> Duration {
+        self.tokens += iters;
+        self.excluded += iters - kept;
+        if kept == 0 {
+            self.per_token_ns.push(all.as_secs_f64() * 1e9 / iters as f64);
+            return all;
+        }
+        let per_token = timed.as_secs_f64() / kept as f64;
+        self.per_token_ns.push(per_token * 1e9);
+        Duration::from_secs_f64(per_token * iters as f64)
+    }
+
+    /// The median per-token time of the measured samples, in ns; `None` before a full set of
+    /// samples (criterion's test mode runs each row once).
+    fn median_ns(&self) -> Option<f64> {
+        let from = self.per_token_ns.len().checked_sub(SAMPLES)?;
+        let mut samples = self.per_token_ns[from..].to_vec();
+        samples.sort_by(f64::total_cmp);
+        Some((samples[SAMPLES / 2 - 1] + samples[SAMPLES / 2]) / 2.0)
+    }
+}
+
 /// A device with the `wide` example of `dispatches` launches and its calibrated tape.
 fn setup(dispatches: u32) -> (SimDevice, Tape) {
     let mut device = SimDevice::new(Target::Gfx1100);
@@ -61,34 +203,49 @@ fn setup(dispatches: u32) -> (SimDevice, Tape) {
 }
 
 /// Runs `iters` tokens over two threads pinned to two cores: `host` (returns its timed part)
-/// and `after` on this thread, `device` on a device thread in between. Returns the sum of the
-/// timed parts. The device thread sleeps until it is handed a token, so it does nothing while
-/// the host's half is timed.
+/// and `after` on this thread, `device` on a device thread in between, one token per
+/// token period, the device thread sweeping the shared cache after each device side (module
+/// documentation). Records in `row` the tokens whose half started
+/// one period after the previous half (at most [`PERIOD_SLACK`] later), leaves out the others
+/// (the first of the call, and any after a token that overran the period), and returns the
+/// kept tokens' mean × `iters`. The device thread sleeps until it is handed a token, so it does
+/// nothing while the host's half is timed.
 fn two_threads<S: Send>(
+    row: &mut Row,
     state: &mut S,
     iters: u64,
     mut host: impl FnMut(&mut S) -> Duration,
     device: impl Fn(&mut S) + Send + Sync,
     mut after: impl FnMut(&mut S),
 ) -> Duration {
+    let harness = Harness::get();
     let (to_device, at_device) = mpsc::channel::<&mut S>();
     let (to_host, at_host) = mpsc::channel::<&mut S>();
-    std::thread::scope(|scope| {
+    let (timed, kept, all) = std::thread::scope(|scope| {
         let device = &device;
         scope.spawn(move || {
             pin(1);
             for s in at_device {
                 device(s);
+                black_box(read_every_line(&harness.sweep));
                 if to_host.send(s).is_err() {
                     break;
                 }
             }
         });
         pin(0);
-        let mut timed = Duration::ZERO;
+        let (mut timed, mut kept, mut all) = (Duration::ZERO, 0, Duration::ZERO);
+        let mut previous: Option<Instant> = None;
         let mut s = state;
         for _ in 0..iters {
-            timed += host(s);
+            let token = Instant::now();
+            let half = host(s);
+            all += half;
+            if previous.is_some_and(|p| token.duration_since(p) <= harness.period + PERIOD_SLACK) {
+                timed += half;
+                kept += 1;
+            }
+            previous = Some(token);
             to_device.send(s).unwrap();
             s = loop {
                 // Spin: the host thread stays on its core, as a host waiting on a signal does.
@@ -98,11 +255,15 @@ fn two_threads<S: Send>(
                     Err(e) => panic!("device thread: {e}"),
                 }
             };
+            while token.elapsed() < harness.period {
+                std::hint::spin_loop();
+            }
             after(s);
         }
         drop(to_device);
-        timed
-    })
+        (timed, kept, all)
+    });
+    row.record(iters, timed, kept, all)
 }
 
 /// Pins the calling thread to core `index` when the machine has it.
@@ -112,7 +273,13 @@ fn pin(index: usize) {
     }
 }
 
-fn floor(c: &mut Criterion) {
+fn group<'c>(c: &'c mut Criterion, name: &str) -> criterion::BenchmarkGroup<'c, criterion::measurement::WallTime> {
+    let mut group = c.benchmark_group(name);
+    group.sample_size(SAMPLES).sampling_mode(criterion::SamplingMode::Flat);
+    group
+}
+
+fn floor(c: &mut Criterion, rows: &mut Vec<Row>) {
     struct Ring {
         slots: Vec<[u8; PACKET_SIZE]>,
         doorbell: AtomicU64,
@@ -121,10 +288,12 @@ fn floor(c: &mut Criterion) {
     }
     let mut ring =
         Ring { slots: vec![[0; PACKET_SIZE]; 64], doorbell: AtomicU64::new(0), write_index: 0, packet: [0x5a; 64] };
-    let mut group = c.benchmark_group("replay_per_token");
+    let mut row = Row::new("floor_64_byte_copy_and_doorbell");
+    let mut group = group(c, "replay_per_token");
     group.bench_function("floor_64_byte_copy_and_doorbell", |b| {
         b.iter_custom(|iters| {
             two_threads(
+                &mut row,
                 &mut ring,
                 iters,
                 |r| {
@@ -146,17 +315,20 @@ fn floor(c: &mut Criterion) {
         });
     });
     group.finish();
+    rows.push(row);
 }
 
-fn retained(c: &mut Criterion, dispatches: u32) {
+fn retained(c: &mut Criterion, rows: &mut Vec<Row>, dispatches: u32) {
     let (mut device, tape) = setup(dispatches);
     let plan: PreparedPlan = prepare(&mut device, &tape).unwrap();
     assert_eq!(plan.submission_identity().phases, 1, "independent launches: no waits");
     let mut state = (device, plan, 0u32);
-    let mut group = c.benchmark_group("replay_per_token");
+    let mut row = Row::new(format!("retained_host/{dispatches}"));
+    let mut group = group(c, "replay_per_token");
     group.bench_function(BenchmarkId::new("retained_host", dispatches), |b| {
         b.iter_custom(|iters| {
             two_threads(
+                &mut row,
                 &mut state,
                 iters,
                 |(device, plan, position)| {
@@ -172,6 +344,8 @@ fn retained(c: &mut Criterion, dispatches: u32) {
             )
         });
     });
+    rows.push(row);
+    let mut row = Row::new(format!("retained_device_sim/{dispatches}"));
     let (device, plan, position) = &mut state;
     group.bench_function(BenchmarkId::new("retained_device_sim", dispatches), |b| {
         b.iter_custom(|iters| {
@@ -183,63 +357,81 @@ fn retained(c: &mut Criterion, dispatches: u32) {
                 black_box(plan.finish_token(device, TIMEOUT).unwrap());
                 timed += start.elapsed();
             }
-            timed
+            row.record(iters, timed, iters, timed)
         });
     });
     group.finish();
+    rows.push(row);
 }
 
-fn ordinary(c: &mut Criterion, dispatches: u32) {
-    /// Kernarg blob, grid, work-group, LDS, kernel object.
-    type OrdinaryLaunch = (Vec<u8>, [u32; 3], [u16; 3], u32, u64);
-    struct Ordinary {
-        device: SimDevice,
-        launches: Vec<OrdinaryLaunch>,
-        pool: u64,
-        slot_bytes: u64,
-        queue: engine::device::QueueHandle,
+/// The ordinary path's per-launch inputs: kernarg blob, grid, work-group, LDS, kernel object.
+type OrdinaryLaunch = (Vec<u8>, [u32; 3], [u16; 3], u32, u64);
+
+struct Ordinary {
+    device: SimDevice,
+    launches: Vec<OrdinaryLaunch>,
+    pool: u64,
+    slot_bytes: u64,
+    queue: engine::device::QueueHandle,
+}
+
+impl Ordinary {
+    fn new(dispatches: u32) -> Self {
+        let (mut device, tape) = setup(dispatches);
+        let launches: Vec<_> = {
+            let lookup = slot_by_artifact(device.code_objects());
+            tape.launches()
+                .iter()
+                .map(|l| {
+                    let kd = lookup(&l.artifact).unwrap().loaded.kd_va;
+                    let geometry = &l.geometry;
+                    (l.kernarg.clone(), geometry.grid_work_items, geometry.workgroup_work_items, l.lds.static_bytes, kd)
+                })
+                .collect()
+        };
+        let slot_bytes = u64::try_from(launches[0].0.len()).unwrap().next_multiple_of(SimDevice::KERNARG_SLOT_ALIGN);
+        let pool = device.allocate(slot_bytes * u64::from(dispatches)).unwrap().va;
+        let queue = device.create_queue(RingSize::new(dispatches.next_power_of_two()).unwrap()).unwrap();
+        Self { device, launches, pool, slot_bytes, queue }
     }
-    let (mut device, tape) = setup(dispatches);
-    let launches: Vec<_> = {
-        let lookup = slot_by_artifact(device.code_objects());
-        tape.launches()
-            .iter()
-            .map(|l| {
-                let kd = lookup(&l.artifact).unwrap().loaded.kd_va;
-                (l.kernarg.clone(), l.geometry.grid_work_items, l.geometry.workgroup_work_items, l.lds.static_bytes, kd)
-            })
-            .collect()
-    };
-    let slot_bytes = u64::try_from(launches[0].0.len()).unwrap().next_multiple_of(SimDevice::KERNARG_SLOT_ALIGN);
-    let pool = device.allocate(slot_bytes * u64::from(dispatches)).unwrap().va;
-    let queue = device.create_queue(RingSize::new(dispatches.next_power_of_two()).unwrap()).unwrap();
-    let mut state = Ordinary { device, launches, pool, slot_bytes, queue };
-    let control = PacketControl { barrier: true, acquire: FenceScope::System, release: FenceScope::System };
-    let mut group = c.benchmark_group("replay_per_token");
+
+    /// What the ordinary path's host does per token: per launch, the kernarg blob into its slot,
+    /// the KERNEL_DISPATCH packet built and published.
+    fn host_half(&mut self) {
+        let control = PacketControl { barrier: true, acquire: FenceScope::System, release: FenceScope::System };
+        for (i, (kernarg, grid, workgroup, lds, kernel_object)) in self.launches.iter().enumerate() {
+            let kernarg_address = self.pool + self.slot_bytes * u64::try_from(i).unwrap();
+            self.device.write(kernarg_address, black_box(kernarg)).unwrap();
+            let packet = KernelDispatch {
+                control,
+                dimensions: Dimensions::fewest(*grid, *workgroup),
+                workgroup_size: *workgroup,
+                grid_size: *grid,
+                private_segment_size: 0,
+                group_segment_size: *lds,
+                kernel_object: *kernel_object,
+                kernarg_address,
+                completion_signal: 0,
+            }
+            .emit();
+            self.device.publish(self.queue, packet.as_array()).unwrap();
+        }
+    }
+}
+
+fn ordinary(c: &mut Criterion, rows: &mut Vec<Row>, dispatches: u32) {
+    let mut state = Ordinary::new(dispatches);
+    let mut row = Row::new(format!("ordinary_host/{dispatches}"));
+    let mut group = group(c, "replay_per_token");
     group.bench_function(BenchmarkId::new("ordinary_host", dispatches), |b| {
         b.iter_custom(|iters| {
             two_threads(
+                &mut row,
                 &mut state,
                 iters,
                 |o| {
                     let start = Instant::now();
-                    for (i, (kernarg, grid, workgroup, lds, kernel_object)) in o.launches.iter().enumerate() {
-                        let kernarg_address = o.pool + o.slot_bytes * u64::try_from(i).unwrap();
-                        o.device.write(kernarg_address, black_box(kernarg)).unwrap();
-                        let packet = KernelDispatch {
-                            control,
-                            dimensions: Dimensions::fewest(*grid, *workgroup),
-                            workgroup_size: *workgroup,
-                            grid_size: *grid,
-                            private_segment_size: 0,
-                            group_segment_size: *lds,
-                            kernel_object: *kernel_object,
-                            kernarg_address,
-                            completion_signal: 0,
-                        }
-                        .emit();
-                        o.device.publish(o.queue, packet.as_array()).unwrap();
-                    }
+                    o.host_half();
                     start.elapsed()
                 },
                 |o| assert_eq!(o.device.submit(o.queue).unwrap(), u64::try_from(o.launches.len()).unwrap()),
@@ -248,32 +440,71 @@ fn ordinary(c: &mut Criterion, dispatches: u32) {
         });
     });
     group.finish();
+    rows.push(row);
 }
 
-fn lowering(c: &mut Criterion) {
+fn lowering(c: &mut Criterion, rows: &mut Vec<Row>) {
     let (device, tape) = setup(1000);
     let kernarg_vas: Vec<u64> = (0..1000u64).map(|i| 0x7e00_0000_0000 + 64 * i).collect();
     let family = device.target().family();
     let lookup = slot_by_artifact(device.code_objects());
-    let mut group = c.benchmark_group("lowering");
+    let mut row = Row::new("lower_and_verify_1000");
+    let mut group = group(c, "lowering");
     group.throughput(criterion::Throughput::Elements(1000));
     group.bench_function("lower_and_verify_1000", |b| {
-        b.iter(|| {
-            let lowered = lower_pm4(black_box(&tape), family, &lookup, &kernarg_vas).unwrap();
-            verify(&lowered, &tape, family, &lookup, &kernarg_vas).unwrap();
-            black_box(lowered.words.len())
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                let lowered = lower_pm4(black_box(&tape), family, &lookup, &kernarg_vas).unwrap();
+                verify(&lowered, &tape, family, &lookup, &kernarg_vas).unwrap();
+                black_box(lowered.words.len());
+            }
+            let elapsed = start.elapsed();
+            row.record(iters, elapsed, iters, elapsed)
         });
     });
     group.finish();
+    rows.push(row);
+}
+
+/// Prints every measured row's median and the ratios the targets are stated in.
+fn summary(rows: &[Row]) {
+    let median = |name: &str| rows.iter().find(|r| r.name == name).and_then(Row::median_ns);
+    let harness = Harness::get();
+    println!(
+        "\nreplay summary (per-token medians over {SAMPLES} samples; token period {:?}, {} MiB read by the device thread after every token)",
+        harness.period,
+        harness.sweep.len() >> 20
+    );
+    for row in rows {
+        let Some(ns) = row.median_ns() else { continue };
+        let over = if row.excluded > 0 {
+            format!("  ({} of {} tokens left out: not one period after the previous)", row.excluded, row.tokens)
+        } else {
+            String::new()
+        };
+        println!("  {:<36} {:>14.1} ns{over}", row.name, ns);
+    }
+    let ratio = |label: &str, num: &str, den: &str, target: &str, met: fn(f64) -> bool| {
+        if let (Some(n), Some(d)) = (median(num), median(den)) {
+            let r = n / d;
+            println!("  {label:<36} {r:>14.2}   target {target}: {}", if met(r) { "met" } else { "NOT met" });
+        }
+    };
+    ratio("retained 1000 / retained 100", "retained_host/1000", "retained_host/100", "<= 1.2", |r| r <= 1.2);
+    ratio("retained 1000 / floor", "retained_host/1000", "floor_64_byte_copy_and_doorbell", "<= 2", |r| r <= 2.0);
+    ratio("ordinary 1000 / retained 1000", "ordinary_host/1000", "retained_host/1000", ">= 100", |r| r >= 100.0);
 }
 
 fn benches(c: &mut Criterion) {
-    floor(c);
-    lowering(c);
+    let mut rows = Vec::new();
+    floor(c, &mut rows);
+    lowering(c, &mut rows);
     for dispatches in [100, 1000] {
-        retained(c, dispatches);
-        ordinary(c, dispatches);
+        retained(c, &mut rows, dispatches);
+        ordinary(c, &mut rows, dispatches);
     }
+    summary(&rows);
 }
 
 criterion_group!(replay, benches);

@@ -46,7 +46,7 @@ mod window;
 
 pub use error::{PrepareError, ReplayError};
 pub use window::MAILBOX_VALUES;
-use window::{DeviceSide, HostWindow};
+use window::{DeviceSide, HostWindow, Slot};
 
 /// How a retained token reaches the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -128,11 +128,20 @@ pub enum ReleaseError {
 
 /// A tape prepared on a device: retained kernargs, a verified IB, a queue, a signal and the one
 /// packet that runs it. Made by [`prepare`].
+///
+/// In C order: the host window (the host's bookkeeping, the mailbox, the ring) first, then the
+/// boxed sites and packets the host half reads, so that what the host half of a token
+/// ([`PreparedPlan::publish_token`]) reads of the plan itself is its first four cache lines.
 #[derive(Debug)]
+#[repr(C)]
 pub struct PreparedPlan {
-    epoch: u64,
-    /// The device's free generation at the last liveness check.
-    free_generation: u64,
+    /// The host's view of the plan's mapped memory and its own bookkeeping (see [`HostWindow`]).
+    window: HostWindow,
+    patch_sites: Box<[PatchSite]>,
+    grid_sites: Box<[AqlGridSite]>,
+    /// The packets published every token, each on a line of its own: the PM4-IB packet, or one
+    /// dispatch per launch.
+    packets: Box<[Slot]>,
     /// Allocations the plan points into, each with a VA inside it: the tape's pointer targets,
     /// the retained kernargs and the IB.
     live: Vec<(AllocationId, u64)>,
@@ -140,19 +149,9 @@ pub struct PreparedPlan {
     kernarg_vas: Vec<u64>,
     /// The IB (PM4) or `None` (AQL).
     ib: Option<DeviceAllocation>,
-    patch_sites: Vec<PatchSite>,
-    grid_sites: Vec<AqlGridSite>,
     signal: SignalHandle,
-    /// The packets published every token: the PM4-IB packet, or one dispatch per launch.
-    packets: Vec<[u8; PACKET_SIZE]>,
     identity: SubmissionIdentity,
     tape: TapeIdentity,
-    pending: Option<u32>,
-    poisoned: Option<u32>,
-    /// Tokens published so far.
-    submitted: u64,
-    /// The host's view of the plan's mapped memory (see [`HostWindow`]).
-    window: HostWindow,
     /// What the device side of a token keeps (see [`DeviceSide`]).
     device_side: DeviceSide,
 }
@@ -278,23 +277,18 @@ fn prepare_into(
     let vas = lowered.patch_sites.iter().map(|site| site_address(ib_va, site)).collect::<Result<Vec<_>, _>>()?;
     *held = Held::default();
     Ok(PreparedPlan {
-        epoch: device.epoch(),
-        free_generation: device.free_generation(),
+        window: HostWindow::new(vas, slots, device.epoch(), device.free_generation()),
+        patch_sites: lowered.patch_sites.into_boxed_slice(),
+        grid_sites: lowered.grid_sites.into_boxed_slice(),
+        packets: lowered.packets.into_iter().map(Slot).collect(),
         live,
         kernargs,
         kernarg_vas,
         ib: lowered.ib,
-        window: HostWindow::new(vas, slots),
         device_side: DeviceSide { applied: 0, processed: None, queue, signal },
-        patch_sites: lowered.patch_sites,
-        grid_sites: lowered.grid_sites,
         signal,
-        packets: lowered.packets,
         identity,
         tape: tape.identity(),
-        pending: None,
-        poisoned: None,
-        submitted: 0,
     })
 }
 
@@ -472,7 +466,7 @@ impl PreparedPlan {
     /// The device epoch the plan was prepared in.
     #[must_use]
     pub fn epoch(&self) -> u64 {
-        self.epoch
+        self.window.private.epoch
     }
 
     /// The IB in device memory (PM4 transport only).
@@ -502,20 +496,20 @@ impl PreparedPlan {
     /// The packets published every token (grid bindings of the AQL transport are patched into
     /// them at publication).
     #[must_use]
-    pub fn packets(&self) -> &[[u8; PACKET_SIZE]] {
-        &self.packets
+    pub fn packets(&self) -> impl ExactSizeIterator<Item = &[u8; PACKET_SIZE]> {
+        self.packets.iter().map(|slot| &slot.0)
     }
 
     /// Tokens published so far (each rang the doorbell or was abandoned with an error).
     #[must_use]
     pub fn submitted(&self) -> u64 {
-        self.submitted
+        self.window.private.submitted
     }
 
     /// The position whose replay failed, once the plan is poisoned.
     #[must_use]
     pub fn poisoned(&self) -> Option<u32> {
-        self.poisoned
+        self.window.private.poisoned
     }
 
     /// Runs the tape at `position`: [`PreparedPlan::publish_token`] then
@@ -549,10 +543,10 @@ impl PreparedPlan {
     /// As [`PreparedPlan::replay`], and [`ReplayError::TokenPending`] when a published token is
     /// not finished.
     pub fn publish_token(&mut self, device: &mut SimDevice, position: u32) -> Result<u64, ReplayError> {
-        if let Some(failed_position) = self.poisoned {
+        if let Some(failed_position) = self.window.private.poisoned {
             return Err(ReplayError::Poisoned { failed_position });
         }
-        if let Some(pending) = self.pending {
+        if let Some(pending) = self.window.private.pending {
             return Err(ReplayError::TokenPending { pending });
         }
         self.check_live(device)?;
@@ -572,7 +566,7 @@ impl PreparedPlan {
         for i in 0..self.grid_sites.len() {
             let site = self.grid_sites[i];
             let work_items = grid_work_items(&site, position)?;
-            if let Ok(packet) = KernelDispatchPacket::mut_from_bytes(&mut self.packets[site.packet]) {
+            if let Ok(packet) = KernelDispatchPacket::mut_from_bytes(&mut self.packets[site.packet].0) {
                 match site.axis {
                     0 => packet.grid_size_x.set(work_items),
                     1 => packet.grid_size_y.set(work_items),
@@ -584,6 +578,9 @@ impl PreparedPlan {
         window.mailbox.signal = 1;
         let first = window.private.write_index;
         let slots = u64::try_from(window.ring.len()).unwrap_or(u64::MAX);
+        // INVARIANT: the ring has a power-of-two number of slots (a RingSize): a slot is the
+        // write index masked, no division per packet.
+        debug_assert!(slots.is_power_of_two());
         for packet in &self.packets {
             let private = &mut window.private;
             if private.write_index - private.acked >= slots {
@@ -594,15 +591,15 @@ impl PreparedPlan {
                 };
                 return Err(self.poison(position, ReplayError::Queue { position, source }));
             }
-            // CAST: the remainder is below the ring's length.
-            let slot = usize::try_from(private.write_index % slots).unwrap_or(0);
-            window.ring[slot].0 = *packet;
+            // CAST: the masked index is below the ring's length.
+            let slot = usize::try_from(private.write_index & (slots - 1)).unwrap_or(0);
+            window.ring[slot] = *packet;
             private.write_index += 1;
         }
         // ORDERING: the doorbell is stored after every packet of the token.
         window.mailbox.doorbell = window.private.write_index;
-        self.pending = Some(position);
-        self.submitted += 1;
+        window.private.pending = Some(position);
+        window.private.submitted += 1;
         Ok(first)
     }
 
@@ -647,7 +644,7 @@ impl PreparedPlan {
             // CAST: the remainder is below the ring's length.
             let slot = usize::try_from(side.applied % slots).unwrap_or(0);
             if let Err(source) = device.publish(side.queue, &self.window.ring[slot].0) {
-                let position = self.pending.unwrap_or(0);
+                let position = self.window.private.pending.unwrap_or(0);
                 return Err(self.poison_pending(ReplayError::Queue { position, source }));
             }
             side.applied += 1;
@@ -659,7 +656,7 @@ impl PreparedPlan {
                 Ok(())
             }
             Err(source) => {
-                let position = self.pending.unwrap_or(0);
+                let position = self.window.private.pending.unwrap_or(0);
                 Err(self.poison_pending(ReplayError::Queue { position, source }))
             }
         }
@@ -667,7 +664,7 @@ impl PreparedPlan {
 
     /// [`PreparedPlan::poison`] at the published token's position (error paths only).
     fn poison_pending(&mut self, error: ReplayError) -> ReplayError {
-        let position = self.pending.unwrap_or(0);
+        let position = self.window.private.pending.unwrap_or(0);
         self.poison(position, error)
     }
 
@@ -686,7 +683,7 @@ impl PreparedPlan {
         if self.device_side.processed.is_none() {
             self.process_token(device)?;
         }
-        let position = self.pending.take().ok_or(ReplayError::NothingPublished)?;
+        let position = self.window.private.pending.take().ok_or(ReplayError::NothingPublished)?;
         let completed = self.device_side.processed.take().unwrap_or(0);
         // TIMEOUT: bounded by the caller's `timeout`, itself at most TIMEOUT_MAX.
         let signal_value = match device.wait_signal(self.device_side.signal, SignalCondition::Eq, 0, timeout) {
@@ -701,8 +698,8 @@ impl PreparedPlan {
     }
 
     fn poison(&mut self, position: u32, error: ReplayError) -> ReplayError {
-        self.poisoned = Some(position);
-        self.pending = None;
+        self.window.private.poisoned = Some(position);
+        self.window.private.pending = None;
         self.device_side.processed = None;
         error
     }
@@ -710,17 +707,18 @@ impl PreparedPlan {
     /// Refuses a plan from another epoch, or one whose allocations were freed.
     fn check_live(&mut self, device: &SimDevice) -> Result<(), ReplayError> {
         let device_epoch = device.epoch();
-        if device_epoch != self.epoch {
-            return Err(ReplayError::StalePlan { plan_epoch: self.epoch, device_epoch });
+        let private = &mut self.window.private;
+        if device_epoch != private.epoch {
+            return Err(ReplayError::StalePlan { plan_epoch: private.epoch, device_epoch });
         }
         let generation = device.free_generation();
-        if generation != self.free_generation {
+        if generation != private.free_generation {
             for &(allocation, va) in &self.live {
                 if device.resolve(va).map(|(id, _)| id) != Some(allocation) {
                     return Err(ReplayError::AllocationGone { allocation, va });
                 }
             }
-            self.free_generation = generation;
+            private.free_generation = generation;
         }
         Ok(())
     }
@@ -732,7 +730,7 @@ impl PreparedPlan {
     /// [`ReleaseError`] for the first object that could not be released (the rest are still
     /// attempted).
     pub fn release(self, device: &mut SimDevice) -> Result<(), ReleaseError> {
-        if device.epoch() != self.epoch {
+        if device.epoch() != self.window.private.epoch {
             return Ok(());
         }
         let queue = device.destroy_queue(self.identity.queue).map_err(ReleaseError::from);

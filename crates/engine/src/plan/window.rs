@@ -33,16 +33,21 @@ pub(super) struct DeviceSide {
 /// values) and the ring slot (slots are line-aligned) — plus one line per further 16 bound
 /// values. The sites' addresses never change after preparation, and the host's own bookkeeping
 /// sits on a line the device side never reads, as a GPU never reads the host's private data.
+///
+/// In C order, with boxed slices (two words each), so that what the host half reads of the
+/// window is three adjacent lines: its bookkeeping, the mailbox, and the ring's and the overflow
+/// values' pointers (the sites' addresses, which only the device side reads, last).
 #[derive(Debug)]
+#[repr(C)]
 pub(super) struct HostWindow {
-    /// Byte address per patch site. Constant after preparation.
-    pub(super) vas: Vec<u64>,
-    /// Values of the sites after the first [`MAILBOX_VALUES`], 16 per line.
-    pub(super) overflow: Vec<ValueLine>,
-    /// Ring slots, as many as the queue has. Header constant after preparation.
-    pub(super) ring: Vec<Slot>,
-    pub(super) mailbox: Mailbox,
     pub(super) private: HostPrivate,
+    pub(super) mailbox: Mailbox,
+    /// Ring slots, as many as the queue has. Header constant after preparation.
+    pub(super) ring: Box<[Slot]>,
+    /// Values of the sites after the first [`MAILBOX_VALUES`], 16 per line.
+    pub(super) overflow: Box<[ValueLine]>,
+    /// Byte address per patch site. Constant after preparation.
+    pub(super) vas: Box<[u64]>,
 }
 
 /// Bound values a plan carries on the same cache line as its doorbell and signal value; further
@@ -67,7 +72,8 @@ pub(super) struct Mailbox {
 #[repr(align(64))]
 pub(super) struct ValueLine(pub(super) [u32; 16]);
 
-/// The host's own ring bookkeeping.
+/// The host's own bookkeeping of the plan, everything of it the host half reads and writes per
+/// token besides the shared lines: one cache line.
 #[derive(Debug, Default)]
 #[repr(align(64))]
 pub(super) struct HostPrivate {
@@ -75,22 +81,34 @@ pub(super) struct HostPrivate {
     pub(super) write_index: u64,
     /// Packets of completed tokens: the host knows their slots are free again.
     pub(super) acked: u64,
+    /// The device epoch the plan was prepared in.
+    pub(super) epoch: u64,
+    /// The device's free generation at the last liveness check.
+    pub(super) free_generation: u64,
+    /// Tokens published so far.
+    pub(super) submitted: u64,
+    /// The position of the published, unfinished token.
+    pub(super) pending: Option<u32>,
+    /// The position whose replay failed.
+    pub(super) poisoned: Option<u32>,
 }
 
-/// One 64-byte ring slot on a cache line of its own.
+/// One 64-byte packet (a ring slot, or a packet the plan publishes) on a cache line of its own.
 #[derive(Clone, Copy, Debug)]
 #[repr(align(64))]
 pub(super) struct Slot(pub(super) [u8; PACKET_SIZE]);
 
 impl HostWindow {
-    pub(super) fn new(vas: Vec<u64>, slots: u32) -> Self {
+    /// A window for sites at `vas` and a ring of `slots`, for a plan prepared at the device's
+    /// `epoch` and `free_generation`.
+    pub(super) fn new(vas: Vec<u64>, slots: u32, epoch: u64, free_generation: u64) -> Self {
         let overflow = vas.len().saturating_sub(MAILBOX_VALUES).div_ceil(16);
         Self {
-            vas,
-            overflow: vec![ValueLine::default(); overflow],
-            ring: vec![Slot([0; PACKET_SIZE]); usize::try_from(slots).unwrap_or(0)],
+            private: HostPrivate { epoch, free_generation, ..HostPrivate::default() },
             mailbox: Mailbox::default(),
-            private: HostPrivate::default(),
+            ring: vec![Slot([0; PACKET_SIZE]); usize::try_from(slots).unwrap_or(0)].into_boxed_slice(),
+            overflow: vec![ValueLine::default(); overflow].into_boxed_slice(),
+            vas: vas.into_boxed_slice(),
         }
     }
 
@@ -117,7 +135,7 @@ mod tests {
     fn host_window_values_go_to_the_mailbox_then_to_whole_overflow_lines() {
         for sites in [0, 1, MAILBOX_VALUES, MAILBOX_VALUES + 1, MAILBOX_VALUES + 16, MAILBOX_VALUES + 17, 100] {
             let vas: Vec<u64> = (0..sites).map(|i| 0x1000 + 4 * u64::try_from(i).unwrap()).collect();
-            let mut window = HostWindow::new(vas, 4);
+            let mut window = HostWindow::new(vas, 4, 0, 0);
             assert_eq!(window.overflow.len(), sites.saturating_sub(MAILBOX_VALUES).div_ceil(16), "{sites} sites");
             for i in 0..sites {
                 *window.value_mut(i) = u32::try_from(i).unwrap() * 7 + 1;
@@ -131,7 +149,29 @@ mod tests {
             }
         }
         assert_eq!(std::mem::size_of::<Mailbox>(), 64, "the mailbox is one cache line");
+        assert_eq!(std::mem::size_of::<HostPrivate>(), 64, "the host's bookkeeping is one cache line");
         assert_eq!(std::mem::align_of::<Slot>(), 64, "ring slots are line-aligned");
         assert_eq!(std::mem::align_of::<DeviceSide>(), 64);
+        assert_eq!(std::mem::size_of::<HostWindow>(), 192, "host window: three lines");
+    }
+
+    #[test]
+    fn what_the_host_half_reads_of_a_plan_is_its_first_four_lines() {
+        use std::mem::{offset_of, size_of};
+
+        use super::super::PreparedPlan;
+        let ends = [
+            offset_of!(PreparedPlan, window) + offset_of!(HostWindow, private) + size_of::<HostPrivate>(),
+            offset_of!(PreparedPlan, window) + offset_of!(HostWindow, mailbox) + size_of::<Mailbox>(),
+            offset_of!(PreparedPlan, window) + offset_of!(HostWindow, ring) + size_of::<Box<[Slot]>>(),
+            offset_of!(PreparedPlan, window) + offset_of!(HostWindow, overflow) + size_of::<Box<[ValueLine]>>(),
+            offset_of!(PreparedPlan, patch_sites) + size_of::<Box<[crate::lower::PatchSite]>>(),
+            offset_of!(PreparedPlan, grid_sites) + size_of::<Box<[super::super::AqlGridSite]>>(),
+            offset_of!(PreparedPlan, packets) + size_of::<Box<[Slot]>>(),
+        ];
+        for (field, end) in ends.into_iter().enumerate() {
+            assert!(end <= 4 * 64, "field {field} of the host half ends at byte {end}");
+        }
+        assert_eq!(std::mem::align_of::<PreparedPlan>(), 64, "the plan starts on a line");
     }
 }
