@@ -12,9 +12,9 @@ use pm4_encoding::Target;
 
 use crate::models::{self, ResolvedModel};
 
-/// The model, its device and its replay route.
+/// The model and the device it runs on (`generate`, `serve`, `bench`, `golden`).
 #[derive(Debug, Clone, clap::Args)]
-pub struct ModelArgs {
+pub struct ModelDevice {
     /// A model alias (`redline models`) or a path to a `.gguf` file. An alias not yet pulled is
     /// pulled first.
     #[arg(long, default_value = models::DEFAULT_ALIAS)]
@@ -26,6 +26,40 @@ pub struct ModelArgs {
     /// The soft device's architecture.
     #[arg(long, default_value = "gfx1100")]
     pub arch: String,
+}
+
+impl ModelDevice {
+    /// `--device`, parsed.
+    ///
+    /// # Errors
+    /// Not a device kind; the message lists the accepted ones.
+    pub fn kind(&self) -> Result<DeviceKind> {
+        DeviceKind::from_str(&self.device).map_err(|e| anyhow::anyhow!("--device: {e}"))
+    }
+
+    /// `--arch`, parsed.
+    ///
+    /// # Errors
+    /// Not a supported architecture.
+    pub fn target(&self) -> Result<Target> {
+        Target::from_str(&self.arch).map_err(|e| anyhow::anyhow!("--arch: {e}"))
+    }
+
+    /// The model file, pulled when it is an alias not yet fetched.
+    ///
+    /// # Errors
+    /// The alias is unknown, the fetch failed or the path does not exist.
+    pub fn resolve(&self) -> Result<ResolvedModel> {
+        models::resolve_model(&self.model, true).with_context(|| format!("--model {}", self.model))
+    }
+}
+
+/// The model, its device and its replay route (`generate`, `serve`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelArgs {
+    /// The model and the device.
+    #[command(flatten)]
+    pub model: ModelDevice,
     /// KV-cache positions, the most a prompt and its new tokens may take [default: 1024, or the
     /// model's trained context when shorter].
     #[arg(long)]
@@ -69,15 +103,15 @@ impl ModelArgs {
     /// # Errors
     /// An argument that does not parse, naming the flag; a model that cannot be fetched or read.
     pub fn open(&self) -> Result<OpenedModel> {
-        let kind = DeviceKind::from_str(&self.device).map_err(|e| anyhow::anyhow!("--device: {e}"))?;
-        let target = Target::from_str(&self.arch).map_err(|e| anyhow::anyhow!("--arch: {e}"))?;
+        let kind = self.model.kind()?;
+        let target = self.model.target()?;
         let config = ReplayConfig::from_flags_and_env(&ConfigFlags {
             backend: self.replay_backend.clone(),
             transport: self.transport.clone(),
             manual_capture: None,
         })?;
         let admissions = crate::admit::load(self.admissions.as_deref()).context("--admissions")?;
-        let resolved = models::resolve_model(&self.model, true).with_context(|| format!("--model {}", self.model))?;
+        let resolved = self.model.resolve()?;
         let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
         let context = match self.context {
             Some(context) => context,

@@ -26,7 +26,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use engine::stationarity::GateSettings;
 
-use crate::models;
+use crate::model_args::ModelDevice;
 
 /// The prompt rows are generated from when `--prompt` is not given.
 pub const DEFAULT_PROMPT: &str = "The history of the printing press begins in";
@@ -68,16 +68,9 @@ pub enum Process {
 /// The bench's parameters (shared with `redline golden`).
 #[derive(Clone, Debug, clap::Args)]
 pub struct Params {
-    /// A model alias (`redline models`) or a path to a `.gguf` file; an alias not yet pulled is
-    /// pulled first.
-    #[arg(long, default_value = models::DEFAULT_ALIAS)]
-    pub model: String,
-    /// `sim`, `hsa` or `auto`.
-    #[arg(long, default_value = "auto")]
-    pub device: String,
-    /// The soft device's architecture.
-    #[arg(long, default_value = "gfx1100")]
-    pub arch: String,
+    /// The model and the device.
+    #[command(flatten)]
+    pub model: ModelDevice,
     /// The prompt text [default: a fixed built-in text].
     #[arg(long)]
     pub prompt: Option<String>,

@@ -15,7 +15,6 @@ use tokenizer::SamplerConfig;
 use super::arm::{Arm, RowRecord, Worker};
 use super::plot::{PlotArm, PlotData};
 use super::{Params, Process, report};
-use crate::models;
 
 /// Arm names, in schedule order.
 pub const ARMS: [&str; 2] = ["hip", "auto"];
@@ -152,9 +151,9 @@ pub fn execute(params: &Params) -> Result<Result<Outcome, String>> {
 
 /// Resolves the model, tokenizes the prompt, selects the device and decides admission.
 fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
-    let kind = DeviceKind::from_str(&params.device).map_err(|e| anyhow::anyhow!("--device: {e}"))?;
-    let target = Target::from_str(&params.arch).map_err(|e| anyhow::anyhow!("--arch: {e}"))?;
-    let resolved = models::resolve_model(&params.model, true).with_context(|| format!("--model {}", params.model))?;
+    let kind = params.model.kind()?;
+    let target = params.model.target()?;
+    let resolved = params.model.resolve()?;
     let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
     let model_sha256 = match resolved.entry {
         Some(entry) => entry.gguf_sha256.to_owned(),

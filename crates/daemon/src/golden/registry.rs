@@ -1,6 +1,7 @@
 //! The sealed-fixture registry (`registry/fixtures.json`): one row per fixture, written by
 //! `redline golden --seal` from a real run, never by hand.
 
+use crate::model_args::ModelDevice;
 use anyhow::{Context as _, Result, bail};
 use engine::stationarity::GateSettings;
 use serde::{Deserialize, Serialize};
@@ -176,9 +177,7 @@ impl FixtureBench {
     #[must_use]
     pub fn params(&self, model: &str, device: &str, arch: &str) -> Params {
         Params {
-            model: model.to_owned(),
-            device: device.to_owned(),
-            arch: arch.to_owned(),
+            model: ModelDevice { model: model.to_owned(), device: device.to_owned(), arch: arch.to_owned() },
             prompt: Some(self.prompt.clone()),
             tokens: self.tokens,
             context: self.context,
