@@ -11,12 +11,18 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// The tiny model, written once per test process: the tests run concurrently, and rewriting a
+/// file another test's `redline` has memory-mapped would pull it from under that process.
 fn tiny_model() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("redline-generate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("tiny.gguf");
-    gguf::write_tiny_llama(&path, &gguf::TinyLlamaConfig::default()).unwrap();
-    path
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("redline-generate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tiny.gguf");
+        gguf::write_tiny_llama(&path, &gguf::TinyLlamaConfig::default()).unwrap();
+        path
+    })
+    .clone()
 }
 
 fn json(out: &Output) -> Value {
