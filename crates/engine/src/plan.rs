@@ -26,6 +26,7 @@
 //! the typed error, the plan does not retry, and later replays return [`ReplayError::Poisoned`]
 //! (the controller falls back to ordinary launches).
 
+use std::hint::black_box;
 use std::time::Duration;
 
 use aql_packets::{AmdPm4IbPacket, FenceScope, KernelDispatchPacket, PACKET_SIZE, RingSize, SignalCondition};
@@ -46,7 +47,7 @@ mod window;
 
 pub use error::{PrepareError, ReplayError};
 pub use window::MAILBOX_VALUES;
-use window::{DeviceSide, HostWindow, Slot};
+use window::{DeviceSide, HostWindow, Sites};
 
 /// How a retained token reaches the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -129,19 +130,14 @@ pub enum ReleaseError {
 /// A tape prepared on a device: retained kernargs, a verified IB, a queue, a signal and the one
 /// packet that runs it. Made by [`prepare`].
 ///
-/// In C order: the host window (the host's bookkeeping, the mailbox, the ring) first, then the
-/// boxed sites and packets the host half reads, so that what the host half of a token
-/// ([`PreparedPlan::publish_token`]) reads of the plan itself is its first four cache lines.
+/// In C order: the host window (the host's bookkeeping, the mailbox, the pointers to the ring,
+/// the sites and the packets) first, so that what the host half of a token
+/// ([`PreparedPlan::publish_token`]) reads of the plan itself is its first three cache lines.
 #[derive(Debug)]
 #[repr(C)]
 pub struct PreparedPlan {
     /// The host's view of the plan's mapped memory and its own bookkeeping (see [`HostWindow`]).
     window: HostWindow,
-    patch_sites: Box<[PatchSite]>,
-    grid_sites: Box<[AqlGridSite]>,
-    /// The packets published every token, each on a line of its own: the PM4-IB packet, or one
-    /// dispatch per launch.
-    packets: Box<[Slot]>,
     /// Allocations the plan points into, each with a VA inside it: the tape's pointer targets,
     /// the retained kernargs and the IB.
     live: Vec<(AllocationId, u64)>,
@@ -234,10 +230,8 @@ fn retain_kernargs(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Resu
 struct Lowered {
     /// The IB (PM4 only).
     ib: Option<DeviceAllocation>,
-    patch_sites: Vec<PatchSite>,
-    grid_sites: Vec<AqlGridSite>,
-    /// Published every token.
-    packets: Vec<[u8; PACKET_SIZE]>,
+    /// Patched and published every token.
+    sites: Sites,
     /// Wait-free segments.
     phases: usize,
     pm4_dwords: usize,
@@ -256,7 +250,7 @@ fn prepare_into(
         Transport::Aql => lower_for_aql(device, tape, &kernarg_vas, signal)?,
     };
     // The queue drains every token: one slot per packet of a token, at least QUEUE_SLOTS.
-    let packets = lowered.packets.len();
+    let packets = lowered.sites.packets.len();
     let slots = u32::try_from(packets).unwrap_or(u32::MAX).next_power_of_two().max(PreparedPlan::QUEUE_SLOTS);
     let ring = RingSize::new(slots).map_err(|_| PrepareError::TooManyPackets { packets })?;
     let queue = *held.queue.insert(device.create_queue(ring)?);
@@ -274,13 +268,10 @@ fn prepare_into(
         pm4_dwords: lowered.pm4_dwords,
     };
     let ib_va = lowered.ib.map_or(0, |ib| ib.va);
-    let vas = lowered.patch_sites.iter().map(|site| site_address(ib_va, site)).collect::<Result<Vec<_>, _>>()?;
+    let vas = lowered.sites.patch_sites.iter().map(|site| site_address(ib_va, site)).collect::<Result<Vec<_>, _>>()?;
     *held = Held::default();
     Ok(PreparedPlan {
-        window: HostWindow::new(vas, slots, device.epoch(), device.free_generation()),
-        patch_sites: lowered.patch_sites.into_boxed_slice(),
-        grid_sites: lowered.grid_sites.into_boxed_slice(),
-        packets: lowered.packets.into_iter().map(Slot).collect(),
+        window: HostWindow::new(lowered.sites, vas, slots, device.epoch(), device.free_generation()),
         live,
         kernargs,
         kernarg_vas,
@@ -317,9 +308,7 @@ fn lower_for_pm4(
         .map_err(|source| PrepareError::Packet { dwords, source })?;
     Ok(Lowered {
         ib: Some(ib),
-        patch_sites: lowered.patch_sites,
-        grid_sites: Vec::new(),
-        packets: vec![*packet.as_array()],
+        sites: Sites { patch_sites: lowered.patch_sites, grid_sites: Vec::new(), packets: vec![*packet.as_array()] },
         phases: lowered.boundaries.len() + 1,
         pm4_dwords: dwords,
     })
@@ -364,7 +353,12 @@ fn lower_for_aql(
             }
         }
     }
-    Ok(Lowered { ib: None, patch_sites, grid_sites, packets, phases: boundaries.len() + 1, pm4_dwords: 0 })
+    Ok(Lowered {
+        ib: None,
+        sites: Sites { patch_sites, grid_sites, packets },
+        phases: boundaries.len() + 1,
+        pm4_dwords: 0,
+    })
 }
 
 /// Every allocation the tape's pointer arguments point into, checked on `device`: the pointer
@@ -490,14 +484,14 @@ impl PreparedPlan {
     /// Where the bindings are written, one site per binding.
     #[must_use]
     pub fn patch_sites(&self) -> &[PatchSite] {
-        &self.patch_sites
+        &self.window.patch_sites
     }
 
     /// The packets published every token (grid bindings of the AQL transport are patched into
     /// them at publication).
     #[must_use]
     pub fn packets(&self) -> impl ExactSizeIterator<Item = &[u8; PACKET_SIZE]> {
-        self.packets.iter().map(|slot| &slot.0)
+        self.window.packets.iter().map(|slot| &slot.0)
     }
 
     /// Tokens published so far (each rang the doorbell or was abandoned with an error).
@@ -543,37 +537,29 @@ impl PreparedPlan {
     /// As [`PreparedPlan::replay`], and [`ReplayError::TokenPending`] when a published token is
     /// not finished.
     pub fn publish_token(&mut self, device: &mut SimDevice, position: u32) -> Result<u64, ReplayError> {
-        if let Some(failed_position) = self.window.private.poisoned {
-            return Err(ReplayError::Poisoned { failed_position });
+        self.touch_token_lines();
+        let private = &self.window.private;
+        let settled = private.poisoned.is_none()
+            && private.pending.is_none()
+            && device.epoch() == private.epoch
+            && device.free_generation() == private.free_generation;
+        if !settled {
+            self.check_start(device)?;
         }
-        if let Some(pending) = self.window.private.pending {
-            return Err(ReplayError::TokenPending { pending });
-        }
-        self.check_live(device)?;
         // Grid values are checked before anything is stored; the kernarg values follow.
-        for site in &self.grid_sites {
+        for site in &self.window.grid_sites {
             grid_work_items(site, position)?;
         }
-        for (i, site) in self.patch_sites.iter().enumerate() {
+        let window = &mut self.window;
+        for i in 0..window.patch_sites.len() {
             // A failing value leaves earlier values in the host window only: nothing reaches the
             // device before the doorbell, and the next token rewrites every value.
-            match site_value(site, position) {
-                Ok(value) => *self.window.value_mut(i) = value,
-                Err(e @ PatchError::Binding { .. }) => return Err(e.into()),
-                Err(e) => return Err(self.poison(position, e.into())),
+            match site_value(&window.patch_sites[i], position) {
+                Ok(value) => *window.value_mut(i) = value,
+                Err(e) => return Err(self.refuse_value(position, e)),
             }
         }
-        for i in 0..self.grid_sites.len() {
-            let site = self.grid_sites[i];
-            let work_items = grid_work_items(&site, position)?;
-            if let Ok(packet) = KernelDispatchPacket::mut_from_bytes(&mut self.packets[site.packet].0) {
-                match site.axis {
-                    0 => packet.grid_size_x.set(work_items),
-                    1 => packet.grid_size_y.set(work_items),
-                    _ => packet.grid_size_z.set(work_items),
-                }
-            }
-        }
+        self.patch_grids(position)?;
         let window = &mut self.window;
         window.mailbox.signal = 1;
         let first = window.private.write_index;
@@ -581,15 +567,10 @@ impl PreparedPlan {
         // INVARIANT: the ring has a power-of-two number of slots (a RingSize): a slot is the
         // write index masked, no division per packet.
         debug_assert!(slots.is_power_of_two());
-        for packet in &self.packets {
+        for packet in &window.packets {
             let private = &mut window.private;
             if private.write_index - private.acked >= slots {
-                let source = QueueError::Full {
-                    write_index: private.write_index,
-                    read_index: private.acked,
-                    slots: u32::try_from(window.ring.len()).unwrap_or(u32::MAX),
-                };
-                return Err(self.poison(position, ReplayError::Queue { position, source }));
+                return Err(self.refuse_full_ring(position));
             }
             // CAST: the masked index is below the ring's length.
             let slot = usize::try_from(private.write_index & (slots - 1)).unwrap_or(0);
@@ -601,6 +582,90 @@ impl PreparedPlan {
         window.private.pending = Some(position);
         window.private.submitted += 1;
         Ok(first)
+    }
+
+    /// The start of a token when the plan is not plainly ready (poisoned, a token pending, or
+    /// the device's epoch or free generation moved): the error, or `Ok` when the plan's
+    /// allocations are all still live. Out of line, so that the half's usual path stays short.
+    #[cold]
+    #[inline(never)]
+    fn check_start(&mut self, device: &SimDevice) -> Result<(), ReplayError> {
+        if let Some(failed_position) = self.window.private.poisoned {
+            return Err(ReplayError::Poisoned { failed_position });
+        }
+        if let Some(pending) = self.window.private.pending {
+            return Err(ReplayError::TokenPending { pending });
+        }
+        self.check_live(device)
+    }
+
+    /// The error for a binding without a value at `position` (the plan stays usable), or a
+    /// value that does not fit its site (the plan is poisoned).
+    #[cold]
+    #[inline(never)]
+    fn refuse_value(&mut self, position: u32, error: PatchError) -> ReplayError {
+        match error {
+            e @ PatchError::Binding { .. } => e.into(),
+            e => self.poison(position, e.into()),
+        }
+    }
+
+    /// The error for a ring without a free slot at `position` (the plan is poisoned).
+    #[cold]
+    #[inline(never)]
+    fn refuse_full_ring(&mut self, position: u32) -> ReplayError {
+        let private = &self.window.private;
+        let source = QueueError::Full {
+            write_index: private.write_index,
+            read_index: private.acked,
+            slots: u32::try_from(self.window.ring.len()).unwrap_or(u32::MAX),
+        };
+        self.poison(position, ReplayError::Queue { position, source })
+    }
+
+    /// Writes the grid bindings' values at `position` into the AQL transport's packets
+    /// (nothing for PM4, whose grid bindings are patch sites).
+    fn patch_grids(&mut self, position: u32) -> Result<(), ReplayError> {
+        let window = &mut self.window;
+        for i in 0..window.grid_sites.len() {
+            let site = window.grid_sites[i];
+            let work_items = grid_work_items(&site, position)?;
+            if let Ok(packet) = KernelDispatchPacket::mut_from_bytes(&mut window.packets[site.packet].0) {
+                match site.axis {
+                    0 => packet.grid_size_x.set(work_items),
+                    1 => packet.grid_size_y.set(work_items),
+                    _ => packet.grid_size_z.set(work_items),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a word of every line the host half of a token goes on to touch beyond the plan's
+    /// own first lines: the mailbox, the ring slot the next packet goes to, the first patch
+    /// site, the first packet and the first overflow line. The addresses follow from the plan's
+    /// first lines alone and no load waits for another, so the lines' misses, when the half
+    /// starts from a cold cache, overlap and cost about one memory latency together instead of
+    /// one each in the order the half needs them.
+    #[inline(always)]
+    fn touch_token_lines(&self) {
+        let window = &self.window;
+        black_box(window.mailbox.doorbell);
+        // CAST: a ring has a power-of-two number of slots; the masked index is below it.
+        let slot = usize::try_from(window.private.write_index).unwrap_or(0) & window.ring.len().wrapping_sub(1);
+        if let Some(slot) = window.ring.get(slot) {
+            black_box(slot.0[0]);
+        }
+        if let Some(site) = window.patch_sites.first() {
+            // The whole site: it may straddle two lines.
+            black_box(*site);
+        }
+        if let Some(packet) = window.packets.first() {
+            black_box(packet.0[0]);
+        }
+        if let Some(values) = window.overflow.first() {
+            black_box(values.0[0]);
+        }
     }
 
     /// The rest of a token: [`PreparedPlan::process_token`] (the device side), then
@@ -632,7 +697,7 @@ impl PreparedPlan {
         for (i, &va) in self.window.vas.iter().enumerate() {
             let word = self.window.value(i);
             if let Err(source) = device.write(va, &word.to_le_bytes()) {
-                let binding = self.patch_sites[i].binding;
+                let binding = self.window.patch_sites[i].binding;
                 return Err(self.poison_pending(PatchError::Transfer { binding, source }.into()));
             }
         }
