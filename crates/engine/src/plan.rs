@@ -546,9 +546,11 @@ impl PreparedPlan {
         if !settled {
             self.check_start(device)?;
         }
-        // Grid values are checked before anything is stored; the kernarg values follow.
-        for site in &self.window.grid_sites {
-            grid_work_items(site, position)?;
+        // Grid values are checked before anything is stored; the kernarg values follow. Grid
+        // sites are the AQL transport's: out of line, off the PM4 half's path.
+        let grids = !self.window.grid_sites.is_empty();
+        if grids {
+            self.check_grids(position)?;
         }
         let window = &mut self.window;
         for i in 0..window.patch_sites.len() {
@@ -559,7 +561,9 @@ impl PreparedPlan {
                 Err(e) => return Err(self.refuse_value(position, e)),
             }
         }
-        self.patch_grids(position)?;
+        if grids {
+            self.patch_grids(position)?;
+        }
         let window = &mut self.window;
         window.mailbox.signal = 1;
         let first = window.private.write_index;
@@ -623,8 +627,18 @@ impl PreparedPlan {
         self.poison(position, ReplayError::Queue { position, source })
     }
 
+    /// Checks that every grid binding has a value at `position` that fits its packet.
+    #[inline(never)]
+    fn check_grids(&self, position: u32) -> Result<(), ReplayError> {
+        for site in &self.window.grid_sites {
+            grid_work_items(site, position)?;
+        }
+        Ok(())
+    }
+
     /// Writes the grid bindings' values at `position` into the AQL transport's packets
     /// (nothing for PM4, whose grid bindings are patch sites).
+    #[inline(never)]
     fn patch_grids(&mut self, position: u32) -> Result<(), ReplayError> {
         let window = &mut self.window;
         for i in 0..window.grid_sites.len() {
