@@ -16,7 +16,7 @@
 //!
 //! Why: the soft device runs on this machine's CPU and shares its last-level cache with the
 //! host thread; a GPU does not. The host half executes the same instructions at every tape
-//! length (113 per token under callgrind, 100 and 1,000 dispatches alike), yet timed back to
+//! length (one patch site and one packet per token, 100 and 1,000 dispatches alike), yet timed back to
 //! back it measured 1.37× slower at 1,000 dispatches on a quiet machine and 3.4× with other
 //! processes running, and with an equal 2 ms period for every row still 0.9–2.2×: the host's
 //! lines leave its private caches with time (interrupts, other processes) and wait in the
@@ -63,6 +63,17 @@
 //! - `retained_device_sim/N`: [`PreparedPlan::finish_token`] on one thread — the soft device's
 //!   work for a token, shown so that it is not mistaken for host cost.
 //! - `lowering/lower_and_verify_1000`: [`lower_pm4`] plus [`verify`] of the 1,000-launch tape.
+//!
+//! # Measured
+//! The retained half reads a word of every line it goes on to touch before it needs any (their
+//! addresses follow from the plan's first three lines, so the cold misses overlap) and keeps
+//! refusals and the AQL grid sites out of line. Two consecutive full runs on a 2-core machine
+//! with another process running (per-token medians: floor; retained host at 100 and 1,000;
+//! ordinary host at 100 and 1,000 — ratios flat, floor, ordinary): 719, 705, 646 ns, 23.2,
+//! 86.7 µs — 0.92, 0.90, 134; and 540, 789, 730 ns, 20.7, 80.6 µs — 0.92, 1.35, 110. The run
+//! before them missed two targets (412, 625, 825 ns, 20.8, 84.5 µs — 1.32, 2.00, 102: the lowest
+//! floor seen, and 335 of 1,011 tokens of the 1,000 row left out): single runs scatter by about
+//! ±25%, so read the ratios of more than one run.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
