@@ -25,7 +25,7 @@
 //! device did: the shared cache holds the sweep's lines only, the host's private caches what
 //! one period of the host's own steps left (hand-off, spin, untimed wait: the same on every
 //! row, the floor included), and nothing the soft device touched. The tape length is then the
-//! only difference between the retained rows (measured: 0.82–1.02 in five runs). The period
+//! only difference between the retained rows (measured: 0.77–1.42 in seven runs, see # Measured). The period
 //! is twice the slowest of three sweeps timed at start-up plus [`DEVICE_SIDE_MAX`]; it is the
 //! same for every row. The price: every row is measured cold, the shared cache holding none of the
 //! host's lines — the floor's few lines as much as the retained half's code and data, and the
@@ -69,11 +69,12 @@
 //! addresses follow from the plan's first three lines, so the cold misses overlap) and keeps
 //! refusals and the AQL grid sites out of line. Two consecutive full runs on a 2-core machine
 //! with another process running (per-token medians: floor; retained host at 100 and 1,000;
-//! ordinary host at 100 and 1,000 — ratios flat, floor, ordinary): 719, 705, 646 ns, 23.2,
-//! 86.7 µs — 0.92, 0.90, 134; and 540, 789, 730 ns, 20.7, 80.6 µs — 0.92, 1.35, 110. The run
-//! before them missed two targets (412, 625, 825 ns, 20.8, 84.5 µs — 1.32, 2.00, 102: the lowest
-//! floor seen, and 335 of 1,011 tokens of the 1,000 row left out): single runs scatter by about
-//! ±25%, so read the ratios of more than one run.
+//! ordinary host at 100 and 1,000 — ratios flat, floor, ordinary): 728, 965, 741 ns, 20.4,
+//! 81.4 µs — 0.77, 1.02, 110; and 569, 699, 679 ns, 22.0, 87.3 µs — 0.97, 1.19, 129. Over seven
+//! full runs retained at 1,000 took 646–1,029 ns and the flat, floor and ordinary targets held
+//! in 5, 6 and 6 of them (all three in 4; misses: 1.32 and 2.00 with the lowest floor seen,
+//! 412 ns; 1.42 and 82 with 1,029 ns; 1.20): single runs scatter by about ±25%, so read the
+//! ratios of more than one run.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
