@@ -16,7 +16,7 @@
 //!
 //! Why: the soft device runs on this machine's CPU and shares its last-level cache with the
 //! host thread; a GPU does not. The host half executes the same instructions at every tape
-//! length (113 per token under callgrind, 100 and 1,000 dispatches alike), yet timed back to
+//! length (one patch site and one packet per token, 100 and 1,000 dispatches alike), yet timed back to
 //! back it measured 1.37× slower at 1,000 dispatches on a quiet machine and 3.4× with other
 //! processes running, and with an equal 2 ms period for every row still 0.9–2.2×: the host's
 //! lines leave its private caches with time (interrupts, other processes) and wait in the
@@ -25,7 +25,7 @@
 //! device did: the shared cache holds the sweep's lines only, the host's private caches what
 //! one period of the host's own steps left (hand-off, spin, untimed wait: the same on every
 //! row, the floor included), and nothing the soft device touched. The tape length is then the
-//! only difference between the retained rows (measured: 0.82–1.02 in five runs). The period
+//! only difference between the retained rows (measured: 0.77–1.42 in seven runs, see # Measured). The period
 //! is twice the slowest of three sweeps timed at start-up plus [`DEVICE_SIDE_MAX`]; it is the
 //! same for every row. The price: every row is measured cold, the shared cache holding none of the
 //! host's lines — the floor's few lines as much as the retained half's code and data, and the
@@ -63,6 +63,18 @@
 //! - `retained_device_sim/N`: [`PreparedPlan::finish_token`] on one thread — the soft device's
 //!   work for a token, shown so that it is not mistaken for host cost.
 //! - `lowering/lower_and_verify_1000`: [`lower_pm4`] plus [`verify`] of the 1,000-launch tape.
+//!
+//! # Measured
+//! The retained half reads a word of every line it goes on to touch before it needs any (their
+//! addresses follow from the plan's first three lines, so the cold misses overlap) and keeps
+//! refusals and the AQL grid sites out of line. Two consecutive full runs on a 2-core machine
+//! with another process running (per-token medians: floor; retained host at 100 and 1,000;
+//! ordinary host at 100 and 1,000 — ratios flat, floor, ordinary): 728, 965, 741 ns, 20.4,
+//! 81.4 µs — 0.77, 1.02, 110; and 569, 699, 679 ns, 22.0, 87.3 µs — 0.97, 1.19, 129. Over seven
+//! full runs retained at 1,000 took 646–1,029 ns and the flat, floor and ordinary targets held
+//! in 5, 6 and 6 of them (all three in 4; misses: 1.32 and 2.00 with the lowest floor seen,
+//! 412 ns; 1.42 and 82 with 1,029 ns; 1.20): single runs scatter by about ±25%, so read the
+//! ratios of more than one run.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};

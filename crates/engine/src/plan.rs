@@ -28,12 +28,11 @@
 
 use std::time::Duration;
 
-use aql_packets::{AmdPm4IbPacket, FenceScope, KernelDispatchPacket, PACKET_SIZE, RingSize, SignalCondition};
+use aql_packets::{AmdPm4IbPacket, FenceScope, PACKET_SIZE, RingSize, SignalCondition};
 use serde::{Deserialize, Serialize};
 use tape_core::AllocationId;
 use tape_core::binding::BindingKind;
 use tape_core::tape::{Tape, TapeIdentity};
-use zerocopy::FromBytes;
 
 use crate::device::{Device, DeviceAllocation, FreeError, QueueError, QueueHandle, SignalError, SignalHandle};
 use crate::lower::{
@@ -42,11 +41,12 @@ use crate::lower::{
 use crate::sim::SimDevice;
 
 mod error;
+mod publish;
 mod window;
 
 pub use error::{PrepareError, ReplayError};
 pub use window::MAILBOX_VALUES;
-use window::{DeviceSide, HostWindow, Slot};
+use window::{DeviceSide, HostWindow, Sites};
 
 /// How a retained token reaches the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -129,19 +129,14 @@ pub enum ReleaseError {
 /// A tape prepared on a device: retained kernargs, a verified IB, a queue, a signal and the one
 /// packet that runs it. Made by [`prepare`].
 ///
-/// In C order: the host window (the host's bookkeeping, the mailbox, the ring) first, then the
-/// boxed sites and packets the host half reads, so that what the host half of a token
-/// ([`PreparedPlan::publish_token`]) reads of the plan itself is its first four cache lines.
+/// In C order: the host window (the host's bookkeeping, the mailbox, the pointers to the ring,
+/// the sites and the packets) first, so that what the host half of a token
+/// ([`PreparedPlan::publish_token`]) reads of the plan itself is its first three cache lines.
 #[derive(Debug)]
 #[repr(C)]
 pub struct PreparedPlan {
     /// The host's view of the plan's mapped memory and its own bookkeeping (see [`HostWindow`]).
     window: HostWindow,
-    patch_sites: Box<[PatchSite]>,
-    grid_sites: Box<[AqlGridSite]>,
-    /// The packets published every token, each on a line of its own: the PM4-IB packet, or one
-    /// dispatch per launch.
-    packets: Box<[Slot]>,
     /// Allocations the plan points into, each with a VA inside it: the tape's pointer targets,
     /// the retained kernargs and the IB.
     live: Vec<(AllocationId, u64)>,
@@ -234,10 +229,8 @@ fn retain_kernargs(device: &mut SimDevice, tape: &Tape, held: &mut Held) -> Resu
 struct Lowered {
     /// The IB (PM4 only).
     ib: Option<DeviceAllocation>,
-    patch_sites: Vec<PatchSite>,
-    grid_sites: Vec<AqlGridSite>,
-    /// Published every token.
-    packets: Vec<[u8; PACKET_SIZE]>,
+    /// Patched and published every token.
+    sites: Sites,
     /// Wait-free segments.
     phases: usize,
     pm4_dwords: usize,
@@ -256,7 +249,7 @@ fn prepare_into(
         Transport::Aql => lower_for_aql(device, tape, &kernarg_vas, signal)?,
     };
     // The queue drains every token: one slot per packet of a token, at least QUEUE_SLOTS.
-    let packets = lowered.packets.len();
+    let packets = lowered.sites.packets.len();
     let slots = u32::try_from(packets).unwrap_or(u32::MAX).next_power_of_two().max(PreparedPlan::QUEUE_SLOTS);
     let ring = RingSize::new(slots).map_err(|_| PrepareError::TooManyPackets { packets })?;
     let queue = *held.queue.insert(device.create_queue(ring)?);
@@ -274,13 +267,10 @@ fn prepare_into(
         pm4_dwords: lowered.pm4_dwords,
     };
     let ib_va = lowered.ib.map_or(0, |ib| ib.va);
-    let vas = lowered.patch_sites.iter().map(|site| site_address(ib_va, site)).collect::<Result<Vec<_>, _>>()?;
+    let vas = lowered.sites.patch_sites.iter().map(|site| site_address(ib_va, site)).collect::<Result<Vec<_>, _>>()?;
     *held = Held::default();
     Ok(PreparedPlan {
-        window: HostWindow::new(vas, slots, device.epoch(), device.free_generation()),
-        patch_sites: lowered.patch_sites.into_boxed_slice(),
-        grid_sites: lowered.grid_sites.into_boxed_slice(),
-        packets: lowered.packets.into_iter().map(Slot).collect(),
+        window: HostWindow::new(lowered.sites, vas, slots, device.epoch(), device.free_generation()),
         live,
         kernargs,
         kernarg_vas,
@@ -317,9 +307,7 @@ fn lower_for_pm4(
         .map_err(|source| PrepareError::Packet { dwords, source })?;
     Ok(Lowered {
         ib: Some(ib),
-        patch_sites: lowered.patch_sites,
-        grid_sites: Vec::new(),
-        packets: vec![*packet.as_array()],
+        sites: Sites { patch_sites: lowered.patch_sites, grid_sites: Vec::new(), packets: vec![*packet.as_array()] },
         phases: lowered.boundaries.len() + 1,
         pm4_dwords: dwords,
     })
@@ -364,7 +352,12 @@ fn lower_for_aql(
             }
         }
     }
-    Ok(Lowered { ib: None, patch_sites, grid_sites, packets, phases: boundaries.len() + 1, pm4_dwords: 0 })
+    Ok(Lowered {
+        ib: None,
+        sites: Sites { patch_sites, grid_sites, packets },
+        phases: boundaries.len() + 1,
+        pm4_dwords: 0,
+    })
 }
 
 /// Every allocation the tape's pointer arguments point into, checked on `device`: the pointer
@@ -490,14 +483,14 @@ impl PreparedPlan {
     /// Where the bindings are written, one site per binding.
     #[must_use]
     pub fn patch_sites(&self) -> &[PatchSite] {
-        &self.patch_sites
+        &self.window.patch_sites
     }
 
     /// The packets published every token (grid bindings of the AQL transport are patched into
     /// them at publication).
     #[must_use]
     pub fn packets(&self) -> impl ExactSizeIterator<Item = &[u8; PACKET_SIZE]> {
-        self.packets.iter().map(|slot| &slot.0)
+        self.window.packets.iter().map(|slot| &slot.0)
     }
 
     /// Tokens published so far (each rang the doorbell or was abandoned with an error).
@@ -543,36 +536,32 @@ impl PreparedPlan {
     /// As [`PreparedPlan::replay`], and [`ReplayError::TokenPending`] when a published token is
     /// not finished.
     pub fn publish_token(&mut self, device: &mut SimDevice, position: u32) -> Result<u64, ReplayError> {
-        if let Some(failed_position) = self.window.private.poisoned {
-            return Err(ReplayError::Poisoned { failed_position });
+        self.touch_token_lines();
+        let private = &self.window.private;
+        let settled = private.poisoned.is_none()
+            && private.pending.is_none()
+            && device.epoch() == private.epoch
+            && device.free_generation() == private.free_generation;
+        if !settled {
+            self.check_start(device)?;
         }
-        if let Some(pending) = self.window.private.pending {
-            return Err(ReplayError::TokenPending { pending });
+        // Grid values are checked before anything is stored; the kernarg values follow. Grid
+        // sites are the AQL transport's: out of line, off the PM4 half's path.
+        let grids = !self.window.grid_sites.is_empty();
+        if grids {
+            self.check_grids(position)?;
         }
-        self.check_live(device)?;
-        // Grid values are checked before anything is stored; the kernarg values follow.
-        for site in &self.grid_sites {
-            grid_work_items(site, position)?;
-        }
-        for (i, site) in self.patch_sites.iter().enumerate() {
+        let window = &mut self.window;
+        for i in 0..window.patch_sites.len() {
             // A failing value leaves earlier values in the host window only: nothing reaches the
             // device before the doorbell, and the next token rewrites every value.
-            match site_value(site, position) {
-                Ok(value) => *self.window.value_mut(i) = value,
-                Err(e @ PatchError::Binding { .. }) => return Err(e.into()),
-                Err(e) => return Err(self.poison(position, e.into())),
+            match site_value(&window.patch_sites[i], position) {
+                Ok(value) => *window.value_mut(i) = value,
+                Err(e) => return Err(self.refuse_value(position, e)),
             }
         }
-        for i in 0..self.grid_sites.len() {
-            let site = self.grid_sites[i];
-            let work_items = grid_work_items(&site, position)?;
-            if let Ok(packet) = KernelDispatchPacket::mut_from_bytes(&mut self.packets[site.packet].0) {
-                match site.axis {
-                    0 => packet.grid_size_x.set(work_items),
-                    1 => packet.grid_size_y.set(work_items),
-                    _ => packet.grid_size_z.set(work_items),
-                }
-            }
+        if grids {
+            self.patch_grids(position)?;
         }
         let window = &mut self.window;
         window.mailbox.signal = 1;
@@ -581,15 +570,10 @@ impl PreparedPlan {
         // INVARIANT: the ring has a power-of-two number of slots (a RingSize): a slot is the
         // write index masked, no division per packet.
         debug_assert!(slots.is_power_of_two());
-        for packet in &self.packets {
+        for packet in &window.packets {
             let private = &mut window.private;
             if private.write_index - private.acked >= slots {
-                let source = QueueError::Full {
-                    write_index: private.write_index,
-                    read_index: private.acked,
-                    slots: u32::try_from(window.ring.len()).unwrap_or(u32::MAX),
-                };
-                return Err(self.poison(position, ReplayError::Queue { position, source }));
+                return Err(self.refuse_full_ring(position));
             }
             // CAST: the masked index is below the ring's length.
             let slot = usize::try_from(private.write_index & (slots - 1)).unwrap_or(0);
@@ -632,7 +616,7 @@ impl PreparedPlan {
         for (i, &va) in self.window.vas.iter().enumerate() {
             let word = self.window.value(i);
             if let Err(source) = device.write(va, &word.to_le_bytes()) {
-                let binding = self.patch_sites[i].binding;
+                let binding = self.window.patch_sites[i].binding;
                 return Err(self.poison_pending(PatchError::Transfer { binding, source }.into()));
             }
         }

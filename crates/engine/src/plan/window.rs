@@ -3,7 +3,9 @@
 
 use aql_packets::PACKET_SIZE;
 
+use super::AqlGridSite;
 use crate::device::{QueueHandle, SignalHandle};
+use crate::lower::PatchSite;
 
 /// State only the device side of a token ([`super::PreparedPlan::process_token`]) writes, with the
 /// handles it needs, on its own cache line: the device side reads nothing else of the plan but
@@ -35,8 +37,10 @@ pub(super) struct DeviceSide {
 /// sits on a line the device side never reads, as a GPU never reads the host's private data.
 ///
 /// In C order, with boxed slices (two words each), so that what the host half reads of the
-/// window is three adjacent lines: its bookkeeping, the mailbox, and the ring's and the overflow
-/// values' pointers (the sites' addresses, which only the device side reads, last).
+/// window is three adjacent lines: its bookkeeping, the mailbox, and one line of the four
+/// pointers it follows (ring, patch sites, grid sites, packets); the overflow values' pointer
+/// (read only past [`MAILBOX_VALUES`] sites) and the sites' addresses (read only by the device
+/// side) come last.
 #[derive(Debug)]
 #[repr(C)]
 pub(super) struct HostWindow {
@@ -44,6 +48,13 @@ pub(super) struct HostWindow {
     pub(super) mailbox: Mailbox,
     /// Ring slots, as many as the queue has. Header constant after preparation.
     pub(super) ring: Box<[Slot]>,
+    /// Where the bindings are written, one site per binding.
+    pub(super) patch_sites: Box<[PatchSite]>,
+    /// Grid bindings of the AQL transport.
+    pub(super) grid_sites: Box<[AqlGridSite]>,
+    /// The packets published every token, each on a line of its own: the PM4-IB packet, or one
+    /// dispatch per launch.
+    pub(super) packets: Box<[Slot]>,
     /// Values of the sites after the first [`MAILBOX_VALUES`], 16 per line.
     pub(super) overflow: Box<[ValueLine]>,
     /// Byte address per patch site. Constant after preparation.
@@ -98,15 +109,26 @@ pub(super) struct HostPrivate {
 #[repr(align(64))]
 pub(super) struct Slot(pub(super) [u8; PACKET_SIZE]);
 
+/// What a plan publishes every token: its patch sites, grid sites and packets.
+#[derive(Debug, Default)]
+pub(super) struct Sites {
+    pub(super) patch_sites: Vec<PatchSite>,
+    pub(super) grid_sites: Vec<AqlGridSite>,
+    pub(super) packets: Vec<[u8; PACKET_SIZE]>,
+}
+
 impl HostWindow {
-    /// A window for sites at `vas` and a ring of `slots`, for a plan prepared at the device's
-    /// `epoch` and `free_generation`.
-    pub(super) fn new(vas: Vec<u64>, slots: u32, epoch: u64, free_generation: u64) -> Self {
+    /// A window for `sites` written at `vas`, publishing `packets` into a ring of `slots`, for a
+    /// plan prepared at the device's `epoch` and `free_generation`.
+    pub(super) fn new(sites: Sites, vas: Vec<u64>, slots: u32, epoch: u64, free_generation: u64) -> Self {
         let overflow = vas.len().saturating_sub(MAILBOX_VALUES).div_ceil(16);
         Self {
             private: HostPrivate { epoch, free_generation, ..HostPrivate::default() },
             mailbox: Mailbox::default(),
             ring: vec![Slot([0; PACKET_SIZE]); usize::try_from(slots).unwrap_or(0)].into_boxed_slice(),
+            patch_sites: sites.patch_sites.into_boxed_slice(),
+            grid_sites: sites.grid_sites.into_boxed_slice(),
+            packets: sites.packets.into_iter().map(Slot).collect(),
             overflow: vec![ValueLine::default(); overflow].into_boxed_slice(),
             vas: vas.into_boxed_slice(),
         }
@@ -135,7 +157,7 @@ mod tests {
     fn host_window_values_go_to_the_mailbox_then_to_whole_overflow_lines() {
         for sites in [0, 1, MAILBOX_VALUES, MAILBOX_VALUES + 1, MAILBOX_VALUES + 16, MAILBOX_VALUES + 17, 100] {
             let vas: Vec<u64> = (0..sites).map(|i| 0x1000 + 4 * u64::try_from(i).unwrap()).collect();
-            let mut window = HostWindow::new(vas, 4, 0, 0);
+            let mut window = HostWindow::new(Sites::default(), vas, 4, 0, 0);
             assert_eq!(window.overflow.len(), sites.saturating_sub(MAILBOX_VALUES).div_ceil(16), "{sites} sites");
             for i in 0..sites {
                 *window.value_mut(i) = u32::try_from(i).unwrap() * 7 + 1;
@@ -152,26 +174,29 @@ mod tests {
         assert_eq!(std::mem::size_of::<HostPrivate>(), 64, "the host's bookkeeping is one cache line");
         assert_eq!(std::mem::align_of::<Slot>(), 64, "ring slots are line-aligned");
         assert_eq!(std::mem::align_of::<DeviceSide>(), 64);
-        assert_eq!(std::mem::size_of::<HostWindow>(), 192, "host window: three lines");
+        assert_eq!(std::mem::size_of::<HostWindow>(), 256, "host window: four lines");
     }
 
     #[test]
-    fn what_the_host_half_reads_of_a_plan_is_its_first_four_lines() {
+    fn what_the_host_half_reads_of_a_plan_is_its_first_three_lines() {
         use std::mem::{offset_of, size_of};
 
         use super::super::PreparedPlan;
+        let window = offset_of!(PreparedPlan, window);
+        assert_eq!(window, 0, "the window is the plan's first field");
         let ends = [
-            offset_of!(PreparedPlan, window) + offset_of!(HostWindow, private) + size_of::<HostPrivate>(),
-            offset_of!(PreparedPlan, window) + offset_of!(HostWindow, mailbox) + size_of::<Mailbox>(),
-            offset_of!(PreparedPlan, window) + offset_of!(HostWindow, ring) + size_of::<Box<[Slot]>>(),
-            offset_of!(PreparedPlan, window) + offset_of!(HostWindow, overflow) + size_of::<Box<[ValueLine]>>(),
-            offset_of!(PreparedPlan, patch_sites) + size_of::<Box<[crate::lower::PatchSite]>>(),
-            offset_of!(PreparedPlan, grid_sites) + size_of::<Box<[super::super::AqlGridSite]>>(),
-            offset_of!(PreparedPlan, packets) + size_of::<Box<[Slot]>>(),
+            offset_of!(HostWindow, private) + size_of::<HostPrivate>(),
+            offset_of!(HostWindow, mailbox) + size_of::<Mailbox>(),
+            offset_of!(HostWindow, ring) + size_of::<Box<[Slot]>>(),
+            offset_of!(HostWindow, patch_sites) + size_of::<Box<[PatchSite]>>(),
+            offset_of!(HostWindow, grid_sites) + size_of::<Box<[AqlGridSite]>>(),
+            offset_of!(HostWindow, packets) + size_of::<Box<[Slot]>>(),
         ];
         for (field, end) in ends.into_iter().enumerate() {
-            assert!(end <= 4 * 64, "field {field} of the host half ends at byte {end}");
+            assert!(end <= 3 * 64, "field {field} of the host half ends at byte {end}");
         }
+        // Past MAILBOX_VALUES sites the half reads the overflow pointer too: a fourth line.
+        assert!(offset_of!(HostWindow, overflow) + size_of::<Box<[ValueLine]>>() <= 4 * 64);
         assert_eq!(std::mem::align_of::<PreparedPlan>(), 64, "the plan starts on a line");
     }
 }
