@@ -101,15 +101,6 @@ struct ModelReport {
     sha256: String,
 }
 
-/// The SHA-256 of the model file (part of every report).
-///
-/// # Errors
-/// Reading the file.
-pub fn model_digest(path: &std::path::Path) -> Result<String> {
-    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(crate::pull::sha256_reader(std::io::BufReader::new(file))?.0)
-}
-
 /// An interactive conversation: each line of standard input is a user message.
 fn converse(session: &mut Session, template: &ChatTemplate, options: &GenerateOptions) -> Result<ExitCode> {
     let mut messages = Vec::new();

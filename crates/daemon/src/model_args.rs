@@ -122,18 +122,28 @@ impl ModelArgs {
 }
 
 impl OpenedModel {
-    /// The model file's SHA-256: an alias's file was just verified against its pinned digest;
-    /// a path is hashed here.
+    /// The model file's SHA-256 ([`model_sha256`]).
     ///
     /// # Errors
     /// Reading the file.
     pub fn sha256(&self) -> Result<String> {
-        match self.resolved.entry {
-            Some(entry) => Ok(entry.gguf_sha256.to_owned()),
-            None => {
-                eprintln!("hashing {} ...", self.resolved.path.display());
-                crate::generate::model_digest(&self.resolved.path)
-            }
+        model_sha256(&self.resolved)
+    }
+}
+
+/// A resolved model file's SHA-256: an alias's file was just verified against its pinned
+/// digest; a path is hashed here.
+///
+/// # Errors
+/// Reading the file.
+pub fn model_sha256(resolved: &ResolvedModel) -> Result<String> {
+    match resolved.entry {
+        Some(entry) => Ok(entry.gguf_sha256.to_owned()),
+        None => {
+            eprintln!("hashing {} ...", resolved.path.display());
+            let file =
+                std::fs::File::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
+            Ok(crate::pull::sha256_reader(std::io::BufReader::new(file))?.0)
         }
     }
 }

@@ -181,22 +181,9 @@ fn the_admission_registry_decides_the_default_route() {
     assert_eq!(explicit["route"]["state"], "ready");
     assert_eq!(explicit["tokens"], default["tokens"]);
 
-    let Ok(path) = std::env::var("REDLINE_SMOLLM2_GGUF") else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_SMOLLM2_GGUF is not set under CI=true");
-        return;
-    };
-    let admitted = json(&redline(&[
-        "generate",
-        "--model",
-        &path,
-        "--device",
-        "sim",
-        "--prompt",
-        "Hi",
-        "--max-tokens",
-        "4",
-        "--json",
-    ]));
+    let Some(path) = reference_model() else { return };
+    let reference = ["generate", "--model", &path, "--device", "sim", "--prompt", "Hi", "--max-tokens", "4", "--json"];
+    let admitted = json(&redline(&reference));
     assert_eq!(admitted["admission"]["admitted"], true, "{}", admitted["admission"]);
     assert_eq!(admitted["admission"]["row"]["fixture"], "smollm2-135m-gfx1100-sim");
     assert_eq!(admitted["route"]["state"], "ready");
@@ -208,20 +195,7 @@ fn the_admission_registry_decides_the_default_route() {
         serde_json::from_str(include_str!("../../../registry/admissions.json")).unwrap();
     registry["admissions"].as_array_mut().unwrap().retain(|row| row["arch"] == "gfx1201");
     std::fs::write(&only_gfx1201, registry.to_string()).unwrap();
-    let refused = json(&redline(&[
-        "generate",
-        "--model",
-        &path,
-        "--device",
-        "sim",
-        "--prompt",
-        "Hi",
-        "--max-tokens",
-        "4",
-        "--json",
-        "--admissions",
-        only_gfx1201.to_str().unwrap(),
-    ]));
+    let refused = json(&redline(&[&reference[..], &["--admissions", only_gfx1201.to_str().unwrap()]].concat()));
     assert_eq!(refused["admission"]["admitted"], false);
     assert!(refused["admission"]["reason"].as_str().unwrap().contains("gfx1100 has no admission row"));
     assert_eq!(refused["route"]["state"], "hip");

@@ -155,10 +155,7 @@ fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
     let target = params.model.target()?;
     let resolved = params.model.resolve()?;
     let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
-    let model_sha256 = match resolved.entry {
-        Some(entry) => entry.gguf_sha256.to_owned(),
-        None => crate::generate::model_digest(&resolved.path)?,
-    };
+    let model_sha256 = crate::model_args::model_sha256(&resolved)?;
     let tokenizer = tokenizer_from_gguf(&file)?;
     let prompt = tokenizer.encode(params.prompt_text(), false);
     if prompt.is_empty() {
