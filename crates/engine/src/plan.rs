@@ -545,11 +545,10 @@ impl PreparedPlan {
         if !settled {
             self.check_start(device)?;
         }
-        // Grid values are checked before anything is stored; the kernarg values follow. Grid
-        // sites are the AQL transport's: out of line, off the PM4 half's path.
-        let grids = !self.window.grid_sites.is_empty();
-        if grids {
-            self.check_grids(position)?;
+        // Grid sites are the AQL transport's: out of line, off the PM4 half's path. Like the
+        // kernarg values below, a failing one leaves earlier values in the host window only.
+        if !self.window.grid_sites.is_empty() {
+            self.patch_grids(position)?;
         }
         let window = &mut self.window;
         for i in 0..window.patch_sites.len() {
@@ -559,9 +558,6 @@ impl PreparedPlan {
                 Ok(value) => *window.value_mut(i) = value,
                 Err(e) => return Err(self.refuse_value(position, e)),
             }
-        }
-        if grids {
-            self.patch_grids(position)?;
         }
         let window = &mut self.window;
         window.mailbox.signal = 1;

@@ -51,15 +51,6 @@ impl PreparedPlan {
         self.poison(position, ReplayError::Queue { position, source })
     }
 
-    /// Checks that every grid binding has a value at `position` that fits its packet.
-    #[inline(never)]
-    pub(super) fn check_grids(&self, position: u32) -> Result<(), ReplayError> {
-        for site in &self.window.grid_sites {
-            grid_work_items(site, position)?;
-        }
-        Ok(())
-    }
-
     /// Writes the grid bindings' values at `position` into the AQL transport's packets
     /// (nothing for PM4, whose grid bindings are patch sites).
     #[inline(never)]
