@@ -4,8 +4,8 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::select::{DeviceKind, select};
 use anyhow::Result;
-use engine::select::{DeviceKind, select};
 use pm4_encoding::Target;
 use serde_json::{Value, json};
 
@@ -69,7 +69,7 @@ pub fn report() -> Value {
 fn hsa_report() -> (Value, Vec<Value>) {
     match hsa_sys::Hsa::load() {
         Ok(hsa) => {
-            let probe = engine::hsa::probe(&hsa);
+            let probe = hsa_device::probe(&hsa);
             let agents = probe
                 .agents
                 .iter()

@@ -5,9 +5,10 @@ use std::io::Write as _;
 use std::ops::ControlFlow;
 use std::process::ExitCode;
 
+use crate::select::AnyDevice;
+use crate::select::{DeviceKind, select_for_model};
 use anyhow::{Context as _, Result, bail};
 use engine::model::{GenerateOptions, Session};
-use engine::select::{DeviceKind, select_for_model};
 use tokenizer::{ChatTemplate, Message, SamplerConfig};
 
 use crate::model_args::ModelArgs;
@@ -69,7 +70,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let admission =
         crate::admit::decide(&opened.admissions, &opened.file, &sha256, opened.target, DeviceKind::Sim.name());
     eprintln!("admission: {}", admission.reason);
-    let mut session = match Session::with_admission(*device, &opened.file, opened.context, opened.config, admission) {
+    let mut session = match Session::with_admission(device, &opened.file, opened.context, opened.config, admission) {
         Ok(session) => session,
         Err(error) => {
             eprintln!("redline: {error}");
@@ -102,7 +103,7 @@ struct ModelReport {
 }
 
 /// An interactive conversation: each line of standard input is a user message.
-fn converse(session: &mut Session, template: &ChatTemplate, options: &GenerateOptions) -> Result<ExitCode> {
+fn converse(session: &mut Session<AnyDevice>, template: &ChatTemplate, options: &GenerateOptions) -> Result<ExitCode> {
     let mut messages = Vec::new();
     let stdin = std::io::stdin();
     let mut line = String::new();
@@ -135,7 +136,7 @@ fn converse(session: &mut Session, template: &ChatTemplate, options: &GenerateOp
 
 /// One generation from `ids`, streamed (or as JSON).
 fn one(
-    session: &mut Session,
+    session: &mut Session<AnyDevice>,
     ids: &[u32],
     options: &GenerateOptions,
     json: bool,

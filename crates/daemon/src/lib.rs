@@ -3,6 +3,7 @@
 
 pub mod admit;
 pub mod bench;
+pub mod bundle_export;
 pub mod disasm;
 pub mod doctor;
 pub mod generate;
@@ -12,6 +13,7 @@ pub mod lower;
 pub mod model_args;
 pub mod models;
 pub mod pull;
+pub mod select;
 pub mod serve;
 pub mod sim;
 pub mod tape;

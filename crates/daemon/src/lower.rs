@@ -5,14 +5,14 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::bundle_export::{self, DEFAULT_VA_BASE, ExportOptions, Exported};
 use anyhow::{Context, Result, bail};
-use engine::bundle::export::{self, DEFAULT_VA_BASE, ExportOptions, Exported};
 use engine::examples::{self, EXAMPLES};
 use engine::funnel::Funnel;
 use engine::replay::capture_tape;
-use engine::sim::SimDevice;
 use pm4_encoding::Target;
 use serde_json::json;
+use soft_device::SimDevice;
 use tape_core::tape::Tape;
 
 /// Lower a tape into an IB bundle for the soft device and for tools.
@@ -137,7 +137,7 @@ fn lower_example(name: &str, target: Target, va_base: u64, position: Option<u32>
     let exported = export::export(&tape, options, &mut |region| {
         let mut bytes = vec![0u8; usize::try_from(region.size).unwrap_or(0)];
         // A region is an allocation of the example's device; its bytes are the primed state.
-        match engine::device::Device::read(&mut device, region.va, &mut bytes) {
+        match hal::Device::read(&mut device, region.va, &mut bytes) {
             Ok(()) => bytes,
             Err(_) => Vec::new(),
         }

@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use crate::select::DeviceKind;
 use anyhow::{Context as _, Result};
 use engine::admission::AdmissionRegistry;
 use engine::replay::{ConfigFlags, ReplayConfig};
-use engine::select::DeviceKind;
 use pm4_encoding::Target;
 
 use crate::models::{self, ResolvedModel};

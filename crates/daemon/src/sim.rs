@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use engine::bundle::{Bundle, RunError};
 use serde_json::json;
+use soft_device::bundle::{Bundle, RunError};
 
 /// Work with the soft device.
 #[derive(Debug, clap::Subcommand)]

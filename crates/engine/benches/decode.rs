@@ -20,9 +20,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use engine::funnel::Funnel;
 use engine::model::Llama;
 use engine::replay::{Backend, ReplayConfig, ReplayController, State};
-use engine::sim::SimDevice;
 use gguf::Gguf;
 use pm4_encoding::Target;
+use soft_device::SimDevice;
 
 const CONTEXT: u32 = 512;
 /// Decode positions cycle through `FIRST..CONTEXT`: a step's cost depends on its position only

@@ -83,14 +83,14 @@ use std::time::{Duration, Instant};
 
 use aql_packets::{Dimensions, FenceScope, KernelDispatch, PACKET_SIZE, PacketControl, RingSize};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use engine::device::Device;
 use engine::examples::Wide;
 use engine::funnel::Funnel;
 use engine::lower::{lower_pm4, slot_by_artifact, verify};
 use engine::plan::{PreparedPlan, prepare};
 use engine::replay::capture_tape;
-use engine::sim::SimDevice;
+use hal::Device;
 use pm4_encoding::Target;
+use soft_device::SimDevice;
 use tape_core::tape::Tape;
 
 const TIMEOUT: Duration = Duration::from_millis(100);
@@ -349,7 +349,8 @@ fn retained(c: &mut Criterion, rows: &mut Vec<Row>, dispatches: u32) {
                     black_box(plan.publish_token(device, black_box(*position)).unwrap());
                     start.elapsed()
                 },
-                |(device, plan, _)| plan.process_token(device).unwrap(),
+                // The device side: the soft device's packet processor runs when asked.
+                |(device, _, _)| device.process(),
                 |(device, plan, _)| {
                     plan.complete_token(device, TIMEOUT).unwrap();
                 },
@@ -366,7 +367,8 @@ fn retained(c: &mut Criterion, rows: &mut Vec<Row>, dispatches: u32) {
                 *position = (*position + 1) % 1024;
                 plan.publish_token(device, *position).unwrap();
                 let start = Instant::now();
-                black_box(plan.finish_token(device, TIMEOUT).unwrap());
+                device.process();
+                black_box(plan.complete_token(device, TIMEOUT).unwrap());
                 timed += start.elapsed();
             }
             row.record(iters, timed, iters, timed)
@@ -384,14 +386,14 @@ struct Ordinary {
     launches: Vec<OrdinaryLaunch>,
     pool: u64,
     slot_bytes: u64,
-    queue: engine::device::QueueHandle,
+    queue: hal::QueueHandle,
 }
 
 impl Ordinary {
     fn new(dispatches: u32) -> Self {
         let (mut device, tape) = setup(dispatches);
         let launches: Vec<_> = {
-            let lookup = slot_by_artifact(device.code_objects());
+            let lookup = slot_by_artifact(device.kernels());
             tape.launches()
                 .iter()
                 .map(|l| {
@@ -426,7 +428,7 @@ impl Ordinary {
                 completion_signal: 0,
             }
             .emit();
-            self.device.publish(self.queue, packet.as_array()).unwrap();
+            self.device.write_packet(self.queue, packet.as_array()).unwrap();
         }
     }
 }
@@ -446,7 +448,7 @@ fn ordinary(c: &mut Criterion, rows: &mut Vec<Row>, dispatches: u32) {
                     o.host_half();
                     start.elapsed()
                 },
-                |o| assert_eq!(o.device.submit(o.queue).unwrap(), u64::try_from(o.launches.len()).unwrap()),
+                |o| assert_eq!(o.device.run_queue(o.queue).unwrap(), u64::try_from(o.launches.len()).unwrap()),
                 |_| {},
             )
         });
@@ -459,7 +461,7 @@ fn lowering(c: &mut Criterion, rows: &mut Vec<Row>) {
     let (device, tape) = setup(1000);
     let kernarg_vas: Vec<u64> = (0..1000u64).map(|i| 0x7e00_0000_0000 + 64 * i).collect();
     let family = device.target().family();
-    let lookup = slot_by_artifact(device.code_objects());
+    let lookup = slot_by_artifact(device.kernels());
     let mut row = Row::new("lower_and_verify_1000");
     let mut group = group(c, "lowering");
     group.throughput(criterion::Throughput::Elements(1000));

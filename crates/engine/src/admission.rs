@@ -1,5 +1,5 @@
 //! Admission: which (architecture, device kind, model) combinations arm the retained route by
-//! default (`DESIGN.md` §4, §6).
+//! default (`docs/ARCHITECTURE.md`, "The replay controller").
 //!
 //! The admissions registry (`registry/admissions.json`) holds evidence-bound rows. Each row names
 //! one exact architecture, one device kind, one model format (container, model architecture and

@@ -20,9 +20,9 @@ use kernarg_abi::layout::ArgValue;
 use pm4_encoding::Target;
 use tape_core::calibrate::GridRule;
 
-use crate::device::Device;
 use crate::funnel::{Funnel, Kernel, Launch, Use};
 use crate::workload::{GUARD_BYTES, Surface, Workload, WorkloadError, check_position};
+use hal::Device;
 
 /// The names [`example`] knows, with a line each.
 pub const EXAMPLES: [(&str, &str); 3] = [

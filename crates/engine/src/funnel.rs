@@ -1,6 +1,6 @@
 //! The typed launch funnel: every ordinary launch of a workload goes through [`Funnel::launch`],
 //! which builds the exact kernarg blob from the kernel's layout, launches it on the device and,
-//! while a capture is open, records it into the [`Recorder`] (`DESIGN.md` §3).
+//! while a capture is open, records it into the [`Recorder`] (`docs/ARCHITECTURE.md`, "Data flow of one token").
 //!
 //! A recorded launch carries the blob's own bytes (never a pointer to caller memory), the
 //! artifact identity, the geometry and LDS, every pointer argument resolved to the allocation it
@@ -18,7 +18,7 @@ use tape_core::recorder::{RecordError, Recorder};
 use tape_core::tape::Tape;
 use tape_core::{Access, ArtifactId, Effect, Effects, Geometry, LaunchRecord, Lds, PointerArg};
 
-use crate::device::{Device, LaunchError, LaunchRequest, LoadError, LoadedCodeObject};
+use hal::{Device, LaunchError, LaunchRequest, LoadError, LoadedCodeObject};
 
 /// A kernel ready to launch: its descriptor on the device, its identity and its kernarg layout.
 #[derive(Clone, Debug)]

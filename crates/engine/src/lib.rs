@@ -1,35 +1,29 @@
-//! Redline's engine: the [`device::Device`] trait and its backends.
+//! Redline's route above the device HAL, generic over [`hal::Device`]: nothing here names a
+//! backend (`docs/ARCHITECTURE.md`, "Layers and crates").
 //!
-//! - [`device`]: the trait the routes use, its request and result types and errors.
-//! - [`lower`]: a recorded tape lowered into a PM4 IB per family or into AQL packets, verified
-//!   against the tape, and its binding patch sites.
-//! - [`plan`]: a tape prepared once on a device (retained kernargs, verified IB, queue, signal)
-//!   and replayed per token with one AQL PM4-IB packet; stale plans are refused.
-//! - [`bundle`]: IB bundles, directories that describe one submission completely.
-//! - [`sim`]: the soft device, which executes everything on the CPU through the kernels' CPU
-//!   references.
+//! - [`funnel`]: the typed launch funnel (kernarg blob from the kernel's layout, one ordinary
+//!   launch, recorded into the tape while a capture is open, with declared effects).
+//! - [`workload`], [`examples`]: decode-like steps as launches, with the state surfaces the
+//!   shadow oracle compares.
+//! - [`replay`]: the replay controller and its route proof.
+//! - [`shadow`]: the three-arm shadow oracle.
+//! - [`admission`]: the admissions registry and the default predicate.
+//! - [`stationarity`]: the bench's stationarity gate.
+//! - [`model`]: the llama model adapter and the session that runs it.
 //!
-//! `unsafe` is denied crate-wide and allowed only in the hardware backends ([`hsa`], [`hip`]),
-//! where every block carries a `SAFETY:` proof.
+//! The lowering and prepared plans are the `lowering` crate, re-exported as [`lower`] and
+//! [`plan`].
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod admission;
-pub mod bundle;
-pub mod device;
 pub mod examples;
 pub mod funnel;
-#[allow(unsafe_code)]
-pub mod hip;
-#[allow(unsafe_code)]
-pub mod hsa;
-pub mod lower;
 pub mod model;
-pub mod plan;
 pub mod replay;
-pub mod select;
 pub mod shadow;
-pub mod sim;
 pub mod stationarity;
 pub mod workload;
+
+pub use lowering::{lower, plan};

@@ -1,5 +1,5 @@
 //! The shadow oracle: from one primed state, run a position three ways and compare every declared
-//! state surface bit for bit (`DESIGN.md` §1, "execution-preserving").
+//! state surface bit for bit (`docs/ARCHITECTURE.md`, "What the system does": execution-preserving).
 //!
 //! The arms, each from the same primed state (the surfaces are restored before each):
 //! 1. **ordinary** — the workload's step through the [`Funnel`] (one AQL dispatch per launch);
@@ -17,12 +17,11 @@
 use serde::Serialize;
 use tape_core::tape::Tape;
 
-use crate::device::{Device, LaunchRequest};
 use crate::funnel::Funnel;
-use crate::lower::slot_by_artifact;
-use crate::plan::{PreparedPlan, ReplayError};
-use crate::sim::SimDevice;
 use crate::workload::{Surface, Workload, WorkloadError};
+use hal::{Device, LaunchRequest};
+use lowering::lower::slot_by_artifact;
+use lowering::plan::{PreparedPlan, ReplayError};
 
 /// The three arms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -118,8 +117,8 @@ pub enum ShadowError {
 /// # Errors
 /// [`ShadowError`] when an arm cannot run at all; a run whose arms differ is a report with
 /// divergences, not an error.
-pub fn run(
-    device: &mut SimDevice,
+pub fn run<D: Device>(
+    device: &mut D,
     funnel: &mut Funnel,
     workload: &mut dyn Workload,
     tape: &Tape,
@@ -171,7 +170,7 @@ fn divergence(position: u32, surface: &Surface, arm: Arm, offset: u64) -> Diverg
     Divergence { position, surface: surface.name.clone(), arm, offset, in_guard }
 }
 
-fn snapshot(device: &mut SimDevice, surfaces: &[Surface], position: u32) -> Result<Vec<Vec<u8>>, ShadowError> {
+fn snapshot<D: Device>(device: &mut D, surfaces: &[Surface], position: u32) -> Result<Vec<Vec<u8>>, ShadowError> {
     surfaces
         .iter()
         .map(|s| {
@@ -184,7 +183,12 @@ fn snapshot(device: &mut SimDevice, surfaces: &[Surface], position: u32) -> Resu
         .collect()
 }
 
-fn restore(device: &mut SimDevice, surfaces: &[Surface], primed: &[Vec<u8>], position: u32) -> Result<(), ShadowError> {
+fn restore<D: Device>(
+    device: &mut D,
+    surfaces: &[Surface],
+    primed: &[Vec<u8>],
+    position: u32,
+) -> Result<(), ShadowError> {
     for (s, bytes) in surfaces.iter().zip(primed) {
         device.write(s.allocation.va, bytes).map_err(|e| ShadowError::Surface {
             position,
@@ -197,10 +201,10 @@ fn restore(device: &mut SimDevice, surfaces: &[Surface], primed: &[Vec<u8>], pos
 
 /// The relaunch arm: every recorded blob, with the bound words and grids for `position`,
 /// through the device's ordinary launch path.
-pub(crate) fn relaunch(device: &mut SimDevice, tape: &Tape, position: u32) -> Result<(), ShadowError> {
+pub(crate) fn relaunch<D: Device>(device: &mut D, tape: &Tape, position: u32) -> Result<(), ShadowError> {
     let fail = |launch: usize, message: String| ShadowError::Relaunch { position, launch, message };
     let kds: Vec<u64> = {
-        let lookup = slot_by_artifact(device.code_objects());
+        let lookup = slot_by_artifact(device.kernels());
         tape.launches()
             .iter()
             .enumerate()

@@ -10,8 +10,8 @@
 
 use tape_core::calibrate::GridRule;
 
-use crate::device::{AllocateError, Device, DeviceAllocation, TransferError};
 use crate::funnel::{Funnel, FunnelError};
+use hal::{AllocateError, Device, DeviceAllocation, TransferError};
 
 /// The byte the guard regions of a [`Surface`] hold.
 pub const GUARD_BYTE: u8 = 0xA5;

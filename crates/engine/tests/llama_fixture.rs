@@ -7,11 +7,11 @@
 use engine::funnel::Funnel;
 use engine::model::Llama;
 use engine::replay::{Backend, ReplayConfig, ReplayController, State};
-use engine::sim::SimDevice;
 use engine::workload::Workload;
 use gguf::Gguf;
 use pm4_encoding::Target;
 use serde_json::Value;
+use soft_device::SimDevice;
 
 const GGUF_ENV: &str = "REDLINE_SMOLLM2_GGUF";
 /// Absolute logit tolerance against the f64 reference: the engine computes in f32 with the

@@ -6,10 +6,10 @@ use engine::funnel::Funnel;
 use engine::model::Llama;
 use engine::plan::Transport;
 use engine::replay::{Backend, ReplayConfig, ReplayController, State};
-use engine::sim::SimDevice;
 use engine::workload::Workload;
 use gguf::{Gguf, TinyLlamaConfig, tiny_llama};
 use pm4_encoding::Target;
+use soft_device::SimDevice;
 
 const CONTEXT: u32 = 64;
 

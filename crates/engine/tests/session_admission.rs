@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use engine::admission::{AdmissionDecision, AdmissionQuery, AdmissionRegistry, ModelFormat};
 use engine::model::{GenerateOptions, Session};
 use engine::replay::{Backend, ReplayConfig};
-use engine::sim::SimDevice;
 use gguf::{Gguf, TinyLlamaConfig, tiny_llama};
 use pm4_encoding::Target;
+use soft_device::SimDevice;
 use tokenizer::SamplerConfig;
 
 const TINY_SHA: &str = "1111111111111111111111111111111111111111111111111111111111111111";
@@ -36,7 +36,7 @@ fn decide(file: &Gguf, registry_arch: &str) -> AdmissionDecision {
     })
 }
 
-fn generate(session: &mut Session) -> engine::replay::RouteProof {
+fn generate(session: &mut Session<SimDevice>) -> engine::replay::RouteProof {
     let options = GenerateOptions { max_tokens: 8, sampler: SamplerConfig::default(), stop: Vec::new() };
     session.generate(&[1, 2, 3], &options, |_| std::ops::ControlFlow::Continue(())).unwrap();
     session.route_proof()

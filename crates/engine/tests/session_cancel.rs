@@ -6,12 +6,12 @@ use std::ops::ControlFlow;
 
 use engine::model::{GenerateOptions, Session};
 use engine::replay::ReplayConfig;
-use engine::sim::SimDevice;
 use gguf::{Gguf, TinyLlamaConfig, tiny_llama};
 use pm4_encoding::Target;
+use soft_device::SimDevice;
 use tokenizer::SamplerConfig;
 
-fn session() -> Session {
+fn session() -> Session<SimDevice> {
     let file = Gguf::parse(tiny_llama(&TinyLlamaConfig::default())).unwrap();
     Session::new(SimDevice::new(Target::Gfx1100), &file, 64, ReplayConfig::default()).unwrap()
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use dynload::{LoadError, fn_table};
 
+use crate::ext::HsaExtFns;
 use crate::{
     Agent, AgentInfo, AmdMemoryPool, AmdMemoryPoolInfo, CodeObjectReader, DefaultFloatRoundingMode, Executable,
     ExecutableSymbol, ExecutableSymbolInfo, HsaStatus, Isa, IsaInfo, LoadedCodeObject, Profile, Queue, Signal,
@@ -167,6 +168,11 @@ fn_table! {
             unsafe extern "C" fn(signal: Signal, value: SignalValue);
         /// Stores a signal value, relaxed.
         hsa_signal_store_relaxed = "hsa_signal_store_relaxed": unsafe extern "C" fn(signal: Signal, value: SignalValue);
+        /// Adds `value` to a signal value, relaxed.
+        hsa_signal_add_relaxed = "hsa_signal_add_relaxed": unsafe extern "C" fn(signal: Signal, value: SignalValue);
+        /// Subtracts `value` from a signal value, relaxed.
+        hsa_signal_subtract_relaxed = "hsa_signal_subtract_relaxed":
+            unsafe extern "C" fn(signal: Signal, value: SignalValue);
         /// Loads a signal value with acquire ordering.
         hsa_signal_load_scacquire = "hsa_signal_load_scacquire": unsafe extern "C" fn(signal: Signal) -> SignalValue;
         /// Waits until the signal meets `condition` against `compare_value` or `timeout_hint` (in
@@ -191,10 +197,14 @@ fn_table! {
     }
 }
 
-/// A loaded HSA runtime: the library, kept open for as long as this value lives, and its function
-/// table.
+/// A loaded HSA runtime: the library, kept open for as long as this value lives, its function
+/// table and the optional extension symbols it exports ([`HsaExtFns`]).
 #[derive(Debug)]
 pub struct Hsa {
+    ext: HsaExtFns,
+    // INVARIANT: declared after `ext`, so it is dropped after it: the optional pointers stay valid
+    // for the life of `self`. A second handle of the library `runtime` opened (same object).
+    _ext_library: Option<dynload::Library>,
     runtime: dynload::Runtime<HsaFns>,
 }
 
@@ -231,8 +241,26 @@ impl Hsa {
         // SAFETY: the candidates name the HSA runtime (or a library the caller chose in its
         // place); the prototypes of `HsaFns` are transcribed from the ROCm 5.2.3 headers, which
         // are ABI-stable across the 1.x sonames.
-        let runtime = unsafe { dynload::Runtime::load_from(candidates) }?;
-        Ok(Self { runtime })
+        let runtime = unsafe { dynload::Runtime::<HsaFns>::load_from(candidates) }?;
+        let (ext, ext_library) = match dynload::open_first(&[runtime.opened_as().to_path_buf()]) {
+            Ok((library, _)) => {
+                // SAFETY: the library is the runtime just loaded (opened again by the name that
+                // opened it); a runtime that exports the extension symbol is the soft HSA
+                // runtime, which defines it with the prototype of `RedlineInjectFn`.
+                let ext = unsafe { HsaExtFns::resolve(&library) };
+                (ext, Some(library))
+            }
+            // The runtime is loaded; a second handle that fails only loses the extensions.
+            Err(_) => (HsaExtFns::default(), None),
+        };
+        Ok(Self { ext, _ext_library: ext_library, runtime })
+    }
+
+    /// The optional extension symbols the runtime exports (none for a real ROCr). Their pointers
+    /// are valid only while `self` is alive.
+    #[must_use]
+    pub fn extensions(&self) -> &HsaExtFns {
+        &self.ext
     }
 
     /// The raw function table. Its pointers are valid only while `self` is alive.

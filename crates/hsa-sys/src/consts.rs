@@ -127,12 +127,34 @@ c_enums! {
              Agent by declaration of accessibility with hsa_amd_svm_set_attributes. The type of this attribute is \
              bool.";
     }
+    /// Endianness (`hsa_endianness_t`), the value of [`SystemInfo::ENDIANNESS`].
+    pub struct Endianness(u32) = "hsa_endianness_t" {
+        LITTLE = 0, "HSA_ENDIANNESS_LITTLE",
+            "The least significant byte is stored in the smallest address.";
+        BIG = 1, "HSA_ENDIANNESS_BIG",
+            "The most significant byte is stored in the smallest address.";
+    }
+    /// Machine model (`hsa_machine_model_t`), the value of [`SystemInfo::MACHINE_MODEL`].
+    pub struct MachineModel(u32) = "hsa_machine_model_t" {
+        SMALL = 0, "HSA_MACHINE_MODEL_SMALL",
+            "Small machine model. Addresses use 32 bits.";
+        LARGE = 1, "HSA_MACHINE_MODEL_LARGE",
+            "Large machine model. Addresses use 64 bits.";
+    }
     /// Profile (`hsa_profile_t`).
     pub struct Profile(u32) = "hsa_profile_t" {
         BASE = 0, "HSA_PROFILE_BASE",
             "Base profile.";
         FULL = 1, "HSA_PROFILE_FULL",
             "Full profile.";
+    }
+    /// Agent features (`hsa_agent_feature_t`), bits of [`AgentInfo::FEATURE`].
+    pub struct AgentFeature(u32) = "hsa_agent_feature_t" {
+        KERNEL_DISPATCH = 1, "HSA_AGENT_FEATURE_KERNEL_DISPATCH",
+            "The agent supports AQL packets of kernel dispatch type. If this feature is enabled, the agent is also a \
+             kernel agent.";
+        AGENT_DISPATCH = 2, "HSA_AGENT_FEATURE_AGENT_DISPATCH",
+            "The agent supports AQL packets of agent dispatch type.";
     }
     /// Hardware device type (`hsa_device_type_t`).
     pub struct DeviceType(u32) = "hsa_device_type_t" {
@@ -368,6 +390,13 @@ c_enums! {
             "Kernel.";
         INDIRECT_FUNCTION = 2, "HSA_SYMBOL_KIND_INDIRECT_FUNCTION",
             "Indirect function.";
+    }
+    /// Linkage type of a symbol (`hsa_symbol_linkage_t`).
+    pub struct SymbolLinkage(u32) = "hsa_symbol_linkage_t" {
+        MODULE = 0, "HSA_SYMBOL_LINKAGE_MODULE",
+            "Module linkage.";
+        PROGRAM = 1, "HSA_SYMBOL_LINKAGE_PROGRAM",
+            "Program linkage.";
     }
     /// Executable symbol attributes (`hsa_executable_symbol_info_t`).
     pub struct ExecutableSymbolInfo(u32) = "hsa_executable_symbol_info_t" {

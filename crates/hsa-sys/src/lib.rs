@@ -22,7 +22,8 @@
 //! override or the candidates as arguments, for callers that must not read the environment.
 //! [`Hsa::library_path`] reports the file that was mapped. The runtime version needs an
 //! initialised runtime (`hsa_system_get_info` with [`SystemInfo::VERSION_MAJOR`]), so it is not
-//! queried at load.
+//! queried at load. Optional extension symbols (the soft HSA runtime's fault injection,
+//! [`HsaExtFns`]) are looked up too; their absence is not an error.
 //!
 //! # Types
 //!
@@ -45,6 +46,7 @@
 
 mod api;
 mod consts;
+mod ext;
 #[doc(hidden)]
 pub mod layout;
 mod status;
@@ -55,4 +57,5 @@ pub use api::{
 };
 pub use consts::*;
 pub use dynload::{LoadError, OpenAttempt};
+pub use ext::{HsaExtFns, REDLINE_SOFT_HSA_INJECT, RedlineInjectFn, RedlineInjection};
 pub use types::*;

@@ -34,7 +34,8 @@ fn loads_with_every_symbol() {
     let Some(hsa) = runtime() else { return };
     println!("opened {} as {}", hsa.opened_as().display(), hsa.library_path().display());
     assert!(hsa.library_path().is_absolute(), "dladdr names the mapped file: {}", hsa.library_path().display());
-    assert_eq!(HsaFns::SYMBOLS.len(), 35);
+    assert_eq!(HsaFns::SYMBOLS.len(), 37);
+    assert!(hsa.extensions().redline_soft_hsa_inject.is_none(), "ROCr has no Redline extension");
 }
 
 #[test]

@@ -24,6 +24,9 @@ pub enum FaultReason {
     /// The last byte of the access would lie beyond the end of the 64-bit address space.
     #[error("the access wraps around the end of the address space")]
     AddressWraps,
+    /// A direct host store into memory the host reaches only through copies (device memory).
+    #[error("the allocation is not host-visible")]
+    NotHostVisible,
 }
 
 /// A read or write the address space refused; nothing was transferred.

@@ -45,6 +45,7 @@ pub mod family;
 pub mod header;
 pub mod opcode;
 pub mod packet;
+pub mod policy;
 pub mod regs;
 pub mod writer;
 

@@ -9,9 +9,10 @@
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
+use crate::select::AnyDevice;
 use anyhow::{Context as _, Result, anyhow, bail};
 use engine::model::{GenerateOptions, Session};
-use engine::sim::Injection;
+use hal::Injection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -41,7 +42,7 @@ pub struct RowRecord {
 }
 
 /// Runs one row on `session` and measures it against the route proof before and after.
-pub fn run_row(session: &mut Session, prompt: &[u32], options: &GenerateOptions) -> RowRecord {
+pub fn run_row(session: &mut Session<AnyDevice>, prompt: &[u32], options: &GenerateOptions) -> RowRecord {
     let before = session.route_proof().observations;
     let result = session.generate(prompt, options, |_| std::ops::ControlFlow::Continue(()));
     let after = session.route_proof();
@@ -100,7 +101,7 @@ pub fn parse_fault(s: &str) -> Result<Injection, String> {
 #[derive(Debug)]
 pub enum Arm {
     /// A session in this process.
-    Resident(Box<Session>),
+    Resident(Box<Session<AnyDevice>>),
     /// A worker process.
     Fresh(Worker),
 }

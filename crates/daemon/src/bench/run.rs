@@ -2,11 +2,12 @@
 
 use std::str::FromStr;
 
+use crate::select::AnyDevice;
+use crate::select::{DeviceKind, select_for_model};
 use anyhow::{Context as _, Result, bail};
 use engine::admission::AdmissionDecision;
 use engine::model::{GenerateOptions, Session, tokenizer_from_gguf};
 use engine::replay::{ConfigFlags, ReplayConfig};
-use engine::select::{DeviceKind, select_for_model};
 use engine::stationarity::{Gate, GateStatus};
 use pm4_encoding::Target;
 use serde_json::Value;
@@ -196,7 +197,7 @@ fn start_arm(params: &Params, setup: &Setup, file: &gguf::Gguf, config: &ReplayC
         Process::Resident => {
             let (device, _) = select_for_model(DeviceKind::from_str(&setup.device.0)?, Some(setup.target))?;
             let session =
-                Session::with_admission(*device, file, params.context, config.clone(), setup.admission.clone())?;
+                Session::with_admission(device, file, params.context, config.clone(), setup.admission.clone())?;
             Ok(Arm::Resident(Box::new(session)))
         }
         Process::Fresh => Ok(Arm::Fresh(Worker::spawn(&super::worker::command_line(params, setup, config))?)),

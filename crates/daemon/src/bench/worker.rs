@@ -5,10 +5,11 @@ use std::io::{BufRead as _, Write as _};
 use std::process::ExitCode;
 use std::str::FromStr;
 
+use crate::select::AnyDevice;
+use crate::select::{DeviceKind, select_for_model};
 use anyhow::{Context as _, Result, anyhow};
 use engine::model::{GenerateOptions, Session};
 use engine::replay::{ConfigFlags, ReplayConfig};
-use engine::select::{DeviceKind, select_for_model};
 use pm4_encoding::Target;
 use tokenizer::SamplerConfig;
 
@@ -119,10 +120,10 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             ("row", "") => serde_json::to_value(run_row(&mut session, &args.prompt_ids, &options))?,
             ("proof", "") => serde_json::to_value(session.route_proof())?,
             ("inject", fault) => match parse_fault(fault) {
-                Ok(fault) => {
-                    session.inject(fault);
-                    serde_json::json!({"ok": true})
-                }
+                Ok(fault) => match session.device_mut().inject(fault) {
+                    Ok(()) => serde_json::json!({"ok": true}),
+                    Err(error) => serde_json::json!({"worker_error": true, "error": error.to_string()}),
+                },
                 Err(error) => serde_json::json!({"worker_error": true, "error": error}),
             },
             _ => serde_json::json!({"worker_error": true, "error": format!("unknown command {line:?}")}),
@@ -132,7 +133,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn start(args: &Args) -> Result<Session> {
+fn start(args: &Args) -> Result<Session<AnyDevice>> {
     let kind = DeviceKind::from_str(&args.device).map_err(|e| anyhow!("--device: {e}"))?;
     let target = Target::from_str(&args.arch).map_err(|e| anyhow!("--arch: {e}"))?;
     let flags = ConfigFlags {
@@ -145,5 +146,5 @@ fn start(args: &Args) -> Result<Session> {
     let registry = crate::admit::load(None)?;
     let admission = crate::admit::decide(&registry, &file, &args.model_sha256, target, DeviceKind::Sim.name());
     let (device, _) = select_for_model(kind, Some(target))?;
-    Ok(Session::with_admission(*device, &file, args.context, config, admission)?)
+    Ok(Session::with_admission(device, &file, args.context, config, admission)?)
 }

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::select::AnyDevice;
+use crate::select::{DeviceKind, select_for_model};
 use engine::admission::{AdmissionDecision, AdmissionRegistry};
 use engine::model::{GenerateOptions, Session};
 use engine::replay::ReplayConfig;
-use engine::select::{DeviceKind, select_for_model};
 use pm4_encoding::Target;
 use tokio::sync::mpsc;
 
@@ -112,7 +113,7 @@ pub(crate) fn spawn(
 }
 
 /// Selects the device and loads the model.
-fn load(spec: &LoadSpec) -> Result<(Session, DeviceInfo), String> {
+fn load(spec: &LoadSpec) -> Result<(Session<AnyDevice>, DeviceInfo), String> {
     let (device, reason) = select_for_model(spec.kind, Some(spec.target)).map_err(|e| e.to_string())?;
     eprintln!("device: {reason}");
     let file = gguf::Gguf::open(&spec.path).map_err(|e| format!("reading {}: {e}", spec.path.display()))?;
@@ -120,14 +121,14 @@ fn load(spec: &LoadSpec) -> Result<(Session, DeviceInfo), String> {
     let start = std::time::Instant::now();
     let admission = crate::admit::decide(&spec.admissions, &file, &spec.sha256, spec.target, "sim");
     eprintln!("admission: {}", admission.reason);
-    let session = Session::with_admission(*device, &file, spec.context, spec.config.clone(), admission.clone())
+    let session = Session::with_admission(device, &file, spec.context, spec.config.clone(), admission.clone())
         .map_err(|e| e.to_string())?;
     eprintln!("model loaded in {:.1} s", start.elapsed().as_secs_f64());
     Ok((session, DeviceInfo { kind: "sim", arch: spec.target.to_string(), reason, admission }))
 }
 
 /// Runs jobs in arrival order until the queue closes.
-fn serve_jobs(mut session: Session, mut jobs: mpsc::Receiver<Job>, metrics: &Metrics) {
+fn serve_jobs(mut session: Session<AnyDevice>, mut jobs: mpsc::Receiver<Job>, metrics: &Metrics) {
     while let Some(job) = jobs.blocking_recv() {
         if job.events.is_closed() {
             metrics.generation_cancelled(0);
@@ -145,7 +146,7 @@ fn serve_jobs(mut session: Session, mut jobs: mpsc::Receiver<Job>, metrics: &Met
 }
 
 /// One generation, its text sent as it comes; the result to send, unless the client has gone.
-fn run_job(session: &mut Session, job: &Job, metrics: &Metrics) -> Option<Result<Finished, String>> {
+fn run_job(session: &mut Session<AnyDevice>, job: &Job, metrics: &Metrics) -> Option<Result<Finished, String>> {
     let generation = session.generate(&job.prompt, &job.options, |piece| {
         if piece.is_empty() {
             // Nothing to show yet; still notice a client that has gone.

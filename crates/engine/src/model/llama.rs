@@ -10,7 +10,7 @@
 use gguf::Gguf;
 
 use super::params::LlamaParams;
-use crate::device::Device;
+use hal::Device;
 use kernarg_abi::layout::ArgValue;
 
 use crate::funnel::{Funnel, Kernel, Launch, Use};

@@ -11,8 +11,8 @@ use super::Llama;
 use crate::admission::AdmissionDecision;
 use crate::funnel::Funnel;
 use crate::replay::{ForwardError, ReplayConfig, ReplayController, RouteProof};
-use crate::sim::{Injection, SimDevice};
 use crate::workload::WorkloadError;
+use hal::Device;
 
 /// Launches a step may record: a decode step of a 30-layer model is about 450.
 const FUNNEL_CAPACITY: usize = 8192;
@@ -112,10 +112,10 @@ impl Generation {
     }
 }
 
-/// A model on the soft device with its tokenizer and replay controller.
+/// A model on a device with its tokenizer and replay controller.
 #[derive(Debug)]
-pub struct Session {
-    device: SimDevice,
+pub struct Session<D: Device> {
+    device: D,
     model: Llama,
     funnel: Funnel,
     controller: ReplayController,
@@ -123,14 +123,14 @@ pub struct Session {
     admission: AdmissionDecision,
 }
 
-impl Session {
+impl<D: Device> Session<D> {
     /// Loads `file` onto `device` with a KV cache of `context` positions; the controller is
     /// configured from `config` with no admission decision, so it is armed only when the backend
     /// was asked for explicitly ([`Session::with_admission`] takes the registry's decision).
     ///
     /// # Errors
     /// [`SessionError`].
-    pub fn new(device: SimDevice, file: &Gguf, context: u32, config: ReplayConfig) -> Result<Self, SessionError> {
+    pub fn new(device: D, file: &Gguf, context: u32, config: ReplayConfig) -> Result<Self, SessionError> {
         Self::with_admission(device, file, context, config, AdmissionDecision::not_evaluated())
     }
 
@@ -142,7 +142,7 @@ impl Session {
     /// # Errors
     /// [`SessionError`].
     pub fn with_admission(
-        mut device: SimDevice,
+        mut device: D,
         file: &Gguf,
         context: u32,
         config: ReplayConfig,
@@ -161,10 +161,15 @@ impl Session {
         &self.admission
     }
 
-    /// Arms a soft-device fault ([`SimDevice::inject`]) so that a failure path of the routes can
-    /// be exercised end to end (the bench's fault injection).
-    pub fn inject(&mut self, fault: Injection) {
-        self.device.inject(fault);
+    /// The device the session runs on (to arm a [`hal::FaultInjection`], for example).
+    pub fn device_mut(&mut self) -> &mut D {
+        &mut self.device
+    }
+
+    /// The device the session runs on.
+    #[must_use]
+    pub const fn device(&self) -> &D {
+        &self.device
     }
 
     /// The tokenizer.
@@ -276,14 +281,14 @@ impl Session {
 }
 
 /// The parts of a [`Session`] a forward mutates, borrowed apart from its tokenizer.
-struct Parts<'a> {
-    device: &'a mut SimDevice,
+struct Parts<'a, D: Device> {
+    device: &'a mut D,
     model: &'a mut Llama,
     funnel: &'a mut Funnel,
     controller: &'a mut ReplayController,
 }
 
-impl Parts<'_> {
+impl<D: Device> Parts<'_, D> {
     fn forward(&mut self, token: u32, position: u32, eligible: bool) -> Result<(), SessionError> {
         self.model.set_token(token)?;
         self.controller.forward(self.device, self.funnel, self.model, position, eligible)?;

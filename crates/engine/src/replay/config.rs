@@ -1,12 +1,12 @@
 //! Route configuration: command-line flags first, then `REDLINE_REPLAY_*` environment variables,
 //! then defaults. An unknown value is an error that lists the accepted ones, never a silent
-//! default (`DESIGN.md` §4).
+//! default (`docs/ARCHITECTURE.md`, "The replay controller").
 
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::plan::Transport;
+use lowering::plan::Transport;
 
 /// `REDLINE_REPLAY_BACKEND`.
 pub const ENV_BACKEND: &str = "REDLINE_REPLAY_BACKEND";

@@ -1,5 +1,5 @@
 //! The replay controller: which route each forward takes, and every way the retained route
-//! fails closed (`DESIGN.md` §4).
+//! fails closed (`docs/ARCHITECTURE.md`, "The replay controller").
 //!
 //! # States
 //! `Hip` (retained route disabled), `Armed`, `RecordingWarmup`, `Captured`, `ShadowValidated`,
@@ -37,17 +37,17 @@
 
 use std::fmt;
 
+use hal::Device;
 use serde::Serialize;
 use tape_core::calibrate::{Sample, calibrate};
 use tape_core::stability;
 use tape_core::tape::{Tape, TapeIdentity};
 
 use crate::funnel::Funnel;
-use crate::lower::{slot_by_artifact, with_hidden_grid_bindings};
-use crate::plan::{PreparedPlan, ReplayError, SubmissionIdentity, Transport, prepare_with};
 use crate::shadow::{self, ShadowReport};
-use crate::sim::SimDevice;
 use crate::workload::{Workload, WorkloadError};
+use lowering::lower::{slot_by_artifact, with_hidden_grid_bindings};
+use lowering::plan::{PreparedPlan, ReplayError, SubmissionIdentity, Transport, prepare_with};
 
 pub mod config;
 
@@ -378,7 +378,7 @@ impl ReplayController {
     /// fallback reason are dropped, and the controller is re-armed as `configure_model_default`
     /// last decided. The device's allocation identities restart with its own reset; a plan
     /// from before is stale there by epoch.
-    pub fn reset_for_model(&mut self, device: &mut SimDevice) {
+    pub fn reset_for_model<D: Device>(&mut self, device: &mut D) {
         if let Some(plan) = self.plan.take() {
             // Best effort: a plan of an earlier epoch owns nothing any more.
             let _ = plan.release(device);
@@ -403,9 +403,9 @@ impl ReplayController {
     /// # Errors
     /// [`ForwardError`]: the ordinary step failed, or the retained token failed (the controller
     /// is then in `Fallback`; the token is not retried).
-    pub fn forward(
+    pub fn forward<D: Device>(
         &mut self,
-        device: &mut SimDevice,
+        device: &mut D,
         funnel: &mut Funnel,
         workload: &mut dyn Workload,
         position: u32,
@@ -470,7 +470,7 @@ impl ReplayController {
         Ok(ForwardReport { position, eligible, route, ordinary_launches, retained_submissions })
     }
 
-    fn retained(&mut self, device: &mut SimDevice, position: u32) -> Result<(), ForwardError> {
+    fn retained<D: Device>(&mut self, device: &mut D, position: u32) -> Result<(), ForwardError> {
         // PANIC: the caller matched `Ready` with a plan.
         let plan = self.plan.as_mut().expect("a Ready controller has a plan");
         match plan.replay(device, position, self.config.timeout) {
@@ -483,9 +483,9 @@ impl ReplayController {
     }
 
     /// A recorded ordinary forward; after the last warm-up sample, calibration and preparation.
-    fn recorded(
+    fn recorded<D: Device>(
         &mut self,
-        device: &mut SimDevice,
+        device: &mut D,
         funnel: &mut Funnel,
         workload: &mut dyn Workload,
         position: u32,
@@ -506,9 +506,9 @@ impl ReplayController {
     /// Runs the step at `position` while recording it; returns whether a sample was added. A
     /// capture that cannot start or finish is aborted (sticky fallback, samples dropped; the step
     /// still runs ordinarily); a failing step is the forward's error.
-    fn record_sample(
+    fn record_sample<D: Device>(
         &mut self,
-        device: &mut SimDevice,
+        device: &mut D,
         funnel: &mut Funnel,
         workload: &mut dyn Workload,
         position: u32,
@@ -541,7 +541,7 @@ impl ReplayController {
     }
 
     /// Calibrates the samples into the tape (`Captured`), or says why not.
-    fn finish_warmup(&mut self, device: &SimDevice, workload: &dyn Workload) -> Result<(), String> {
+    fn finish_warmup<D: Device>(&mut self, device: &D, workload: &dyn Workload) -> Result<(), String> {
         let samples = std::mem::take(&mut self.samples);
         self.tape = Some(calibrate_samples(device, workload, samples)?);
         self.state = State::Captured;
@@ -550,7 +550,7 @@ impl ReplayController {
 
     /// Prepares the captured tape: `Ready` (auto), or stays `Captured` awaiting shadow
     /// validation (shadow); a failure is a sticky fallback.
-    fn install(&mut self, device: &mut SimDevice) {
+    fn install<D: Device>(&mut self, device: &mut D) {
         // PANIC: called right after `finish_warmup` succeeded.
         let tape = self.tape.as_ref().expect("a captured tape");
         match prepare_with(device, tape, self.config.transport) {
@@ -565,9 +565,9 @@ impl ReplayController {
     }
 
     /// A `shadow` backend forward: the oracle at `position`; enough passes make the route Ready.
-    fn shadow_forward(
+    fn shadow_forward<D: Device>(
         &mut self,
-        device: &mut SimDevice,
+        device: &mut D,
         funnel: &mut Funnel,
         workload: &mut dyn Workload,
         position: u32,
@@ -586,9 +586,9 @@ impl ReplayController {
         Ok(())
     }
 
-    fn run_shadow(
+    fn run_shadow<D: Device>(
         &mut self,
-        device: &mut SimDevice,
+        device: &mut D,
         funnel: &mut Funnel,
         workload: &mut dyn Workload,
         positions: &[u32],
@@ -618,9 +618,9 @@ impl ReplayController {
     ///
     /// # Errors
     /// [`ManualError`]: wrong state, or the recorded step failed.
-    pub fn observe_shadow(
+    pub fn observe_shadow<D: Device>(
         &mut self,
-        device: &mut SimDevice,
+        device: &mut D,
         funnel: &mut Funnel,
         workload: &mut dyn Workload,
         position: u32,
@@ -696,7 +696,7 @@ impl ReplayController {
 ///
 /// # Errors
 /// A message naming the positions and what failed.
-pub fn calibrate_samples(device: &SimDevice, workload: &dyn Workload, samples: Vec<Tape>) -> Result<Tape, String> {
+pub fn calibrate_samples<D: Device>(device: &D, workload: &dyn Workload, samples: Vec<Tape>) -> Result<Tape, String> {
     if samples.len() < 2 {
         return Err(format!("{} recording(s): calibration needs at least two", samples.len()));
     }
@@ -723,7 +723,7 @@ pub fn calibrate_samples(device: &SimDevice, workload: &dyn Workload, samples: V
         let position = last.position();
         let calibrated =
             last.clone().with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?;
-        let lookup = slot_by_artifact(device.code_objects());
+        let lookup = slot_by_artifact(device.kernels());
         bindings = with_hidden_grid_bindings(&calibrated, &lookup).map_err(|e| e.to_string())?;
     }
     let mut tapes = Vec::with_capacity(samples.len());
@@ -751,8 +751,8 @@ pub fn calibrate_samples(device: &SimDevice, workload: &dyn Workload, samples: V
 ///
 /// # Errors
 /// A message naming what failed: a step, a recording, or calibration.
-pub fn capture_tape(
-    device: &mut SimDevice,
+pub fn capture_tape<D: Device>(
+    device: &mut D,
     funnel: &mut Funnel,
     workload: &mut dyn Workload,
     positions: &[u32],

@@ -10,6 +10,26 @@ pub use super::common::{
     ExceptionMask, FloatMode,
 };
 
+/// `GCR_CNTL` of a system-scope acquire (the entry of an IB, and with the write-back the terminal
+/// one): `GL2_INV | GL2_WB | GLM_INV | GLM_WB | GL1_INV | GLV_INV | GLK_INV | GLI_INV(ALL)` =
+/// 0x0000C3B1, Linux's `emit_mem_sync` full flush on gfx10/11/12 (reference §4 "ACQUIRE_MEM"
+/// `example_linux_full_flush_gcr_cntl_derived`).
+pub const SYSTEM_ACQUIRE_GCR: crate::packet::GcrCntl = crate::packet::GcrCntl::from_raw(0x0000_C3B1);
+
+/// `GCR_CNTL` a consumer's acquire needs (reference §4 "GCR_CNTL (ACQUIRE_MEM dw6)"): `GLV_INV`
+/// (vector L0, bit 8) and `GLK_INV` (scalar cache, bit 7), since a kernel reads buffers through
+/// both, and `GL1_INV` (bit 9), because GL1 is a per-shader-array cache between L0 and GL2 on this
+/// family. GL2 is the device's coherence point for a single device, so neither `GL2_INV` nor
+/// `GL2_WB` is required between dispatches.
+pub const CONSUMER_ACQUIRE_GCR: crate::packet::GcrCntl =
+    crate::packet::GcrCntl::from_raw(0).with_glv_inv(1).with_glk_inv(1).with_gl1_inv(1);
+
+/// Whether `DISPATCH_DIRECT`'s `DIM_*` count work-items (`USE_THREAD_DIMENSIONS` = 1) in this
+/// project's recipe: no, work-groups (reference §4 "DISPATCH_DIRECT": `DIM_*` are thread groups
+/// unless `DISPATCH_INITIATOR.USE_THREAD_DIMENSIONS` = 1). A project policy, not a hardware limit;
+/// see [`crate::policy`].
+pub const DISPATCH_DIMS_IN_WORK_ITEMS: bool = false;
+
 /// Bytes per unit of `COMPUTE_PGM_RSRC2.LDS_SIZE` (reference §3 "Other register semantics", §9
 /// "LDS_SIZE granularity": Mesa `lds_encode_granularity` = 512 bytes on GFX7+).
 pub const LDS_ENCODE_GRANULE_BYTES: u32 = 512;

@@ -9,6 +9,24 @@ pub use super::common::{
     ComputeStaticThreadMgmtSe4, ComputeVmid, ExceptionMask, FloatMode,
 };
 
+/// `GCR_CNTL` of a system-scope acquire (the entry of an IB, and with the write-back the terminal
+/// one): `GL2_INV | GL2_WB | GLM_INV | GLM_WB | GL1_INV | GLV_INV | GLK_INV | GLI_INV(ALL)` =
+/// 0x0000C3B1, Linux's `emit_mem_sync` full flush on gfx10/11/12 (reference §4 "ACQUIRE_MEM"
+/// `example_linux_full_flush_gcr_cntl_derived`).
+pub const SYSTEM_ACQUIRE_GCR: crate::packet::GcrCntl = crate::packet::GcrCntl::from_raw(0x0000_C3B1);
+
+/// `GCR_CNTL` a consumer's acquire needs (reference §4 "GCR_CNTL"): `GLV_INV` and `GLK_INV`, as on
+/// gfx10.3/gfx11. `GL1_INV` is not required: Mesa stops setting GLM/GL1 bits on GFX12 and the
+/// reference treats them as ignored-or-harmless there (§4, §10); GL2 is coherent for a single
+/// device.
+pub const CONSUMER_ACQUIRE_GCR: crate::packet::GcrCntl =
+    crate::packet::GcrCntl::from_raw(0).with_glv_inv(1).with_glk_inv(1);
+
+/// Whether `DISPATCH_DIRECT`'s `DIM_*` count work-items (`USE_THREAD_DIMENSIONS` = 1) in this
+/// project's recipe: yes on gfx12 (reference §4 "DISPATCH_DIRECT", §9 `COMPUTE_PRESCALED_DIM`). A
+/// project policy, not a hardware limit; see [`crate::policy`].
+pub const DISPATCH_DIMS_IN_WORK_ITEMS: bool = true;
+
 /// Bytes per unit of `COMPUTE_PGM_RSRC2.LDS_SIZE` (reference §3 "Other register semantics", §9
 /// "LDS_SIZE granularity": Mesa `lds_encode_granularity` = 512 bytes on GFX7+; the LLVM 19 doc
 /// says nothing for GFX12, Mesa's value is used).

@@ -1,0 +1,268 @@
+//! AQL queues of the HSA backend: creation with a fault-recording error callback, packet
+//! publication into the runtime's ring, the doorbell, and bounded signal waits.
+
+use core::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use aql_packets::ring::BODY_SIZE;
+use aql_packets::{PACKET_SIZE, PacketSlot};
+use hsa_sys::{Agent, Hsa, HsaStatus, Queue, QueueType, Signal, SignalCondition, WaitState};
+
+use super::discover::check;
+use hal::{BackendError, QueueError, QueueFault};
+
+/// Records the first status the runtime reports for a queue. ROCr calls this on one of its own
+/// threads, so the slot is an atomic that lives (boxed, at a fixed address) until the queue is
+/// destroyed.
+unsafe extern "C" fn on_queue_error(status: HsaStatus, _source: *mut Queue, data: *mut c_void) {
+    // SAFETY: `data` is the `AtomicU32` boxed in the `HsaQueue` that owns the queue; the box is
+    // dropped only after `hsa_queue_destroy` returned, after which the runtime no longer calls.
+    let slot = unsafe { &*data.cast::<AtomicU32>() };
+    // Keep the first fault; later ones are consequences.
+    let _ = slot.compare_exchange(0, status.0, Ordering::AcqRel, Ordering::Acquire);
+}
+
+/// A runtime queue and its recorded fault.
+#[derive(Debug)]
+pub(super) struct HsaQueue {
+    // INVARIANT: a queue `hsa_queue_create` returned and that is not destroyed yet.
+    raw: *mut Queue,
+    // INVARIANT: outlives `raw` (see `on_queue_error`); 0 means no fault.
+    fault: Box<AtomicU32>,
+    inactive: bool,
+}
+
+impl HsaQueue {
+    /// `hsa_queue_create` of `slots` packets, single producer, with the fault callback.
+    pub(super) fn create(hsa: &Hsa, agent: Agent, slots: u32) -> Result<Self, BackendError> {
+        let fault = Box::new(AtomicU32::new(0));
+        let mut raw: *mut Queue = core::ptr::null_mut();
+        let data: *const AtomicU32 = &raw const *fault;
+        // SAFETY: `raw` is a valid out-pointer; `data` points at the boxed slot, which the
+        // returned `HsaQueue` keeps until after `hsa_queue_destroy`; `u32::MAX` means "unknown"
+        // for both segment sizes (hsa.h).
+        let status = unsafe {
+            (hsa.fns().hsa_queue_create)(
+                agent,
+                slots,
+                QueueType::SINGLE.0,
+                Some(on_queue_error),
+                data.cast_mut().cast(),
+                u32::MAX,
+                u32::MAX,
+                &raw mut raw,
+            )
+        };
+        check("hsa_queue_create", status)?;
+        if raw.is_null() {
+            return Err(BackendError::Hsa { call: "hsa_queue_create", status: HsaStatus::ERROR });
+        }
+        Ok(Self { raw, fault, inactive: false })
+    }
+
+    fn header(&self) -> &Queue {
+        // SAFETY: INVARIANT of `raw`: the runtime keeps the `hsa_queue_t` alive until destroy;
+        // its fields read here (`base_address`, `size`, `doorbell_signal`, `id`) never change.
+        unsafe { &*self.raw }
+    }
+
+    /// The runtime's queue id.
+    pub(super) fn id(&self) -> u64 {
+        self.header().id
+    }
+
+    /// The fault the callback recorded; the queue is inactivated the first time it is seen.
+    pub(super) fn check_fault(&mut self, hsa: &Hsa) -> Result<(), QueueFault> {
+        let status = self.fault.load(Ordering::Acquire);
+        if status == 0 {
+            return Ok(());
+        }
+        self.inactivate(hsa);
+        Err(QueueFault::Runtime { queue_id: self.id(), status: HsaStatus(status) })
+    }
+
+    /// `hsa_queue_inactivate`, once; a failure is ignored because the queue is unusable either way.
+    pub(super) fn inactivate(&mut self, hsa: &Hsa) {
+        if !self.inactive {
+            // SAFETY: INVARIANT of `raw`.
+            let _ = unsafe { (hsa.fns().hsa_queue_inactivate)(self.raw) };
+            self.inactive = true;
+        }
+    }
+
+    /// Reserves the next slot and publishes `packet` into it: body first, then the header word
+    /// in one release store (`aql_packets::publish`). Returns the packet id.
+    pub(super) fn publish(&mut self, hsa: &Hsa, packet: &[u8; PACKET_SIZE]) -> Result<u64, QueueError> {
+        self.check_fault(hsa)?;
+        let slots = self.header().size;
+        // SAFETY: INVARIANT of `raw`; the index loads have no other precondition.
+        let (write_index, read_index) = unsafe {
+            (
+                (hsa.fns().hsa_queue_load_write_index_relaxed)(self.raw),
+                (hsa.fns().hsa_queue_load_read_index_scacquire)(self.raw),
+            )
+        };
+        if write_index.wrapping_sub(read_index) >= u64::from(slots) {
+            return Err(QueueError::Full { write_index, read_index, slots });
+        }
+        // SAFETY: INVARIANT of `raw`. Single producer: this device is the only writer, so the
+        // index reserved is the one checked above.
+        let id = unsafe { (hsa.fns().hsa_queue_add_write_index_scacq_screl)(self.raw, 1) };
+        let slot_index = id % u64::from(slots);
+        // CAST: slot_index < slots <= u32::MAX, and the ring is slots * 64 bytes in memory.
+        let offset = usize::try_from(slot_index).unwrap_or(usize::MAX) * PACKET_SIZE;
+        // SAFETY: `base_address` is the 64-byte aligned ring of `size` packets (hsa.h), so the slot
+        // at `offset` lies inside it; the reservation above makes it this producer's alone.
+        let mut slot = unsafe { RingSlot::new(self.header().base_address.cast::<u8>().add(offset)) };
+        aql_packets::publish(&mut slot, packet);
+        Ok(id)
+    }
+
+    /// Rings the doorbell with the last published packet id.
+    pub(super) fn ring_doorbell(&mut self, hsa: &Hsa) -> Result<u64, QueueError> {
+        self.check_fault(hsa)?;
+        // SAFETY: INVARIANT of `raw`.
+        let write_index = unsafe { (hsa.fns().hsa_queue_load_write_index_relaxed)(self.raw) };
+        let Some(last) = write_index.checked_sub(1) else { return Ok(0) };
+        // ORDERING: every header word was stored with release before this; the doorbell store
+        // is itself a release, so the packet processor woken by it sees the published packets.
+        // CAST: packet ids stay far below i64::MAX (2^63 packets).
+        let value = i64::try_from(last).unwrap_or(i64::MAX);
+        // SAFETY: the doorbell signal belongs to the live queue.
+        unsafe { (hsa.fns().hsa_signal_store_screlease)(self.header().doorbell_signal, value) };
+        Ok(write_index)
+    }
+
+    /// Waits (bounded by `timeout` of wall clock) until the packet processor has read every
+    /// published packet; returns the read index.
+    pub(super) fn drain(&mut self, hsa: &Hsa, timeout: Duration) -> Result<u64, QueueError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.check_fault(hsa)?;
+            // SAFETY: INVARIANT of `raw`.
+            let (write_index, read_index) = unsafe {
+                (
+                    (hsa.fns().hsa_queue_load_write_index_relaxed)(self.raw),
+                    (hsa.fns().hsa_queue_load_read_index_scacquire)(self.raw),
+                )
+            };
+            if read_index >= write_index {
+                return Ok(read_index);
+            }
+            // TIMEOUT: a packet processor that stops reading (a hung barrier, a wedged GPU) must
+            // not hang the host: give up at the deadline and inactivate the queue.
+            if Instant::now() >= deadline {
+                self.inactivate(hsa);
+                return Err(QueueError::Backend(BackendError::Timeout { call: "AQL queue drain", timeout }));
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
+    /// `hsa_queue_destroy`; never waits for packets.
+    pub(super) fn destroy(self, hsa: &Hsa) {
+        // SAFETY: INVARIANT of `raw`; `self` is consumed, so the queue is destroyed once, and the
+        // fault slot is dropped only after the call returns.
+        let _ = unsafe { (hsa.fns().hsa_queue_destroy)(self.raw) };
+        drop(self.fault);
+    }
+}
+
+/// One 64-byte slot of a runtime ring, written as [`aql_packets::publish`] orders it.
+struct RingSlot {
+    // INVARIANT: 64-byte aligned, 64 writable bytes, not read by the packet processor until its
+    // header word is valid.
+    ptr: *mut u8,
+}
+
+impl RingSlot {
+    /// # Safety
+    /// `ptr` must be a 64-byte aligned ring slot this producer has reserved.
+    unsafe fn new(ptr: *mut u8) -> Self {
+        Self { ptr }
+    }
+}
+
+impl PacketSlot for RingSlot {
+    fn write_body(&mut self, body: &[u8; BODY_SIZE]) {
+        // SAFETY: INVARIANT of `ptr`: bytes 4..64 of the slot are writable and nobody reads them
+        // before the header word below is stored.
+        unsafe { core::ptr::copy_nonoverlapping(body.as_ptr(), self.ptr.add(PACKET_SIZE - BODY_SIZE), BODY_SIZE) };
+    }
+
+    fn store_header_word_release(&mut self, word: u32) {
+        // SAFETY: the slot is 64-byte aligned, so its first 4 bytes are an aligned u32 that only
+        // atomics touch from here on (the packet processor reads it atomically too).
+        let header = unsafe { AtomicU32::from_ptr(self.ptr.cast::<u32>()) };
+        // ORDERING: release, after the body: a processor that sees the valid TYPE sees the body.
+        header.store(word, Ordering::Release);
+    }
+}
+
+/// The HSA condition for an AQL one.
+pub(super) fn hsa_condition(condition: aql_packets::SignalCondition) -> SignalCondition {
+    SignalCondition(u32::from(condition as u8))
+}
+
+/// The slice of one runtime wait: short enough to check the wall clock often.
+pub const WAIT_SLICE: Duration = Duration::from_millis(1);
+
+/// Waits until `value condition compare` holds, at most `timeout` of wall clock; returns the
+/// value that satisfied it, or the last value seen.
+pub(super) fn wait(
+    hsa: &Hsa,
+    signal: Signal,
+    condition: aql_packets::SignalCondition,
+    compare: i64,
+    timeout: Duration,
+    timestamp_hz: u64,
+) -> Result<i64, i64> {
+    let slice_us = u64::try_from(WAIT_SLICE.as_micros()).unwrap_or(u64::MAX);
+    let slice_ticks = timestamp_hz.saturating_mul(slice_us) / 1_000_000;
+    let deadline = Instant::now() + timeout;
+    loop {
+        // SAFETY: `signal` is a live signal of this device; the wait has no other precondition.
+        let value = unsafe {
+            (hsa.fns().hsa_signal_wait_scacquire)(
+                signal,
+                hsa_condition(condition),
+                compare,
+                slice_ticks.max(1),
+                WaitState::BLOCKED,
+            )
+        };
+        if hal::signal_condition_holds(value, condition, compare) {
+            return Ok(value);
+        }
+        // TIMEOUT: `hsa_signal_wait_scacquire` treats its timeout as a hint and may return early
+        // or late, so the bound is the wall clock, checked after every slice.
+        if Instant::now() >= deadline {
+            return Err(value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[repr(C, align(64))]
+    struct Aligned([u8; PACKET_SIZE]);
+
+    #[test]
+    fn ring_slots_receive_the_packet_body_and_header_word() {
+        let mut ring = Aligned([0; PACKET_SIZE]);
+        let packet: [u8; PACKET_SIZE] = core::array::from_fn(|i| u8::try_from(i).unwrap_or(0) + 1);
+        // SAFETY: a 64-byte aligned, exclusively borrowed slot that no packet processor reads.
+        let mut slot = unsafe { RingSlot::new(ring.0.as_mut_ptr()) };
+        aql_packets::publish(&mut slot, &packet);
+        assert_eq!(ring.0, packet);
+    }
+
+    #[test]
+    fn conditions_keep_their_values() {
+        assert_eq!(hsa_condition(aql_packets::SignalCondition::Eq), SignalCondition::EQ);
+        assert_eq!(hsa_condition(aql_packets::SignalCondition::Gte), SignalCondition::GTE);
+    }
+}

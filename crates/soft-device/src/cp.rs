@@ -1,0 +1,416 @@
+//! The PM4 command processor of the soft device (`docs/ARCHITECTURE.md`, "The soft device"): executes one indirect buffer
+//! (IB) of one GPU family on the CPU, strictly enough that a wrong lowering fails here rather
+//! than on hardware.
+//!
+//! The IB is read from sim memory and decoded with `pm4-encoding`'s [`Decoder`]. Modelled:
+//! - `SET_SH_REG` into a register file: the dispatch registers (`COMPUTE_PGM_*`,
+//!   `COMPUTE_NUM_THREAD_*`, `COMPUTE_USER_DATA_*`). A register absent on the family, a
+//!   queue-owned register (`COMPUTE_TMPRING_SIZE`, `COMPUTE_STATIC_THREAD_MGMT_SE*`,
+//!   `docs/ARCHITECTURE.md` "Per-dispatch PM4 shape") or any other SH register is a fault.
+//! - `DISPATCH_DIRECT`: resolved and checked against the kernel (see the `cp::dispatch` source module
+//!   docs for the dimension policy), queued in the current wait group ([`crate::hazard`]).
+//! - `EVENT_WRITE CS_PARTIAL_FLUSH` and end-of-pipe `RELEASE_MEM` (`CACHE_FLUSH_AND_INV_TS_EVENT`,
+//!   `BOTTOM_OF_PIPE_TS`, `CS_DONE`): waits; the group runs (in reverse order) and is checked.
+//!   `RELEASE_MEM` then writes its data (`DATA_SEL` 1/2 immediate, 3 the GPU clock) to memory
+//!   (`DST_SEL` 0/1). Its cache actions are not counted as a consumer acquire.
+//! - `ACQUIRE_MEM` (whole range): recorded; its `GCR_CNTL` decides visibility.
+//! - `WAIT_REG_MEM` on memory: evaluated once; false is [`CpFaultKind::WaitNeverSatisfied`]
+//!   (pending dispatches have not run at that point: the poll does not wait for them).
+//! - `WRITE_DATA` to memory (`DST_SEL` 5 or 2), `COPY_DATA` GPU-clock timestamp to memory, `NOP`.
+//!
+//! Everything else (other opcodes, `INDIRECT_BUFFER` chaining or nesting, `SET_UCONFIG_REG`,
+//! type-0/type-2 packets, predication) is a fault. Not checked: a `WRITE_DATA`/`COPY_DATA` store
+//! racing a dispatch of the still-pending group.
+
+mod dispatch;
+mod fault;
+
+use kernels::cpu::KernelError;
+use kernels::memory::DeviceMemory;
+use pm4_encoding::header::Header;
+use pm4_encoding::packet::copy_data::{DstSel as CopyDst, SrcSel};
+use pm4_encoding::packet::event_write::EventType;
+use pm4_encoding::packet::release_mem::{DataSel, DstSel as ReleaseDst, IntSel};
+use pm4_encoding::packet::wait_reg_mem::{Function, MemSpace, Operation};
+use pm4_encoding::packet::write_data::DstSel as WriteDst;
+use pm4_encoding::packet::{AcquireMem, CopyData, GcrCntl, ReleaseMem, WaitRegMem, WriteData};
+use pm4_encoding::{Decoded, Decoder, Family, Opcode, Packet};
+
+use crate::exec::{self, ExecError, ExecutedDispatch};
+use crate::hazard::{self, Visibility};
+use crate::memory::SimMemory;
+use hal::KernelTable;
+use hal::LaunchError;
+
+pub use dispatch::dims_in_work_items;
+use dispatch::{DecodedDispatch, ShRegisters};
+pub use fault::{CpFault, CpFaultKind};
+
+/// One `ACQUIRE_MEM` the IB executed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Acquire {
+    /// IB dword offset of the packet.
+    pub offset_dwords: usize,
+    /// Its cache actions.
+    pub gcr_cntl: GcrCntl,
+    /// Whether it sets every bit of [`hazard::consumer_acquire_gcr`].
+    pub invalidates_consumer_caches: bool,
+}
+
+/// What one IB did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IbReport {
+    /// Every dispatch, in IB order.
+    pub dispatches: Vec<ExecutedDispatch>,
+    /// IB dword offset of each dispatch's `DISPATCH_DIRECT`, parallel to `dispatches`.
+    pub dispatch_offsets: Vec<usize>,
+    /// IB dword offsets of the dispatches in the order they were executed.
+    pub execution_order: Vec<usize>,
+    /// Packets decoded and executed.
+    pub packets: usize,
+    /// Waits (`CS_PARTIAL_FLUSH`, end-of-pipe `RELEASE_MEM`).
+    pub waits: usize,
+    /// Every `ACQUIRE_MEM`, in IB order.
+    pub acquires: Vec<Acquire>,
+}
+
+/// A dispatch decoded but not yet executed: it waits for its group's wait.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    offset: usize,
+    decoded: DecodedDispatch,
+}
+
+/// The PM4 command processor of one family: its SH register file persists across IBs, as the
+/// hardware's does within a queue.
+#[derive(Clone, Debug)]
+pub struct CommandProcessor {
+    family: Family,
+    regs: ShRegisters,
+}
+
+impl CommandProcessor {
+    /// Largest IB: `IB_SIZE` is 20 bits of dwords (reference §4 "INDIRECT_BUFFER").
+    pub const IB_DWORDS_MAX: u32 = (1 << 20) - 1;
+    /// Dispatches one IB may hold, at most.
+    pub const DISPATCHES_MAX: usize = 4096;
+
+    /// A command processor of `family` with an empty register file.
+    #[must_use]
+    pub fn new(family: Family) -> Self {
+        Self { family, regs: ShRegisters::new(family) }
+    }
+
+    /// The family.
+    #[must_use]
+    pub fn family(&self) -> Family {
+        self.family
+    }
+
+    /// Executes the `size_dwords` dwords at `ib_va`.
+    ///
+    /// # Errors
+    /// [`CpFault`] at the first packet (or dispatch) that faults; earlier dispatches' stores stay
+    /// in memory.
+    pub fn execute_ib(
+        &mut self,
+        memory: &mut SimMemory,
+        objects: &KernelTable,
+        ib_va: u64,
+        size_dwords: u32,
+        clock: &mut u64,
+    ) -> Result<IbReport, CpFault> {
+        let words = read_ib(memory, ib_va, size_dwords).map_err(|kind| kind.at(0))?;
+        let mut run = Run {
+            family: self.family,
+            regs: &mut self.regs,
+            memory,
+            objects,
+            clock,
+            pending: Vec::new(),
+            visibility: Visibility::new(self.family),
+            report: IbReport::default(),
+        };
+        for item in Decoder::new(&words) {
+            let decoded = item.map_err(|e| CpFaultKind::Decode(e).at(e.offset()))?;
+            run.packet(&decoded)?;
+            run.report.packets += 1;
+        }
+        // The enclosing AQL packet completes only when every dispatch has finished.
+        run.flush()?;
+        Ok(run.report)
+    }
+}
+
+/// The IB's dwords, checked for alignment, size and mapping.
+fn read_ib(memory: &SimMemory, ib_va: u64, size_dwords: u32) -> Result<Vec<u32>, CpFaultKind> {
+    if !ib_va.is_multiple_of(4) {
+        return Err(CpFaultKind::IbMisaligned { va: ib_va });
+    }
+    if size_dwords == 0 || size_dwords > CommandProcessor::IB_DWORDS_MAX {
+        return Err(CpFaultKind::IbSize { size_dwords, limit: CommandProcessor::IB_DWORDS_MAX });
+    }
+    // CAST: at most 2^20 dwords, lossless.
+    let mut bytes = vec![0u8; usize::try_from(size_dwords).unwrap_or(0) * 4];
+    memory.read(ib_va, &mut bytes).map_err(CpFaultKind::IbUnmapped)?;
+    Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+/// The state of one IB execution.
+struct Run<'a> {
+    family: Family,
+    regs: &'a mut ShRegisters,
+    memory: &'a mut SimMemory,
+    objects: &'a KernelTable,
+    clock: &'a mut u64,
+    pending: Vec<Pending>,
+    visibility: Visibility,
+    report: IbReport,
+}
+
+impl Run<'_> {
+    fn packet(&mut self, decoded: &Decoded<'_>) -> Result<(), CpFault> {
+        let offset = decoded.offset;
+        let at = |kind: CpFaultKind| kind.at(offset);
+        if let Ok(Header::Type3(h)) = Header::decode(decoded.words[0])
+            && h.flags().predicate
+        {
+            return Err(at(CpFaultKind::Predicated { opcode: h.opcode }));
+        }
+        match decoded.packet {
+            Packet::Nop(_) => Ok(()),
+            Packet::SetShReg(p) => {
+                if p.control.index() != 0 || p.control.vmid_shift() != 0 {
+                    return Err(at(CpFaultKind::unmodelled("SET_SH_REG with INDEX or VMID_SHIFT")));
+                }
+                p.registers().try_for_each(|(dword, value)| self.regs.write(dword, value)).map_err(at)
+            }
+            Packet::DispatchDirect(p) => {
+                if self.report.dispatch_offsets.len() + self.pending.len() >= CommandProcessor::DISPATCHES_MAX {
+                    return Err(at(CpFaultKind::TooManyDispatches { limit: CommandProcessor::DISPATCHES_MAX }));
+                }
+                let decoded = dispatch::decode(self.regs, self.memory, self.objects, &p).map_err(at)?;
+                self.pending.push(Pending { offset, decoded });
+                Ok(())
+            }
+            Packet::EventWrite(p) => {
+                let (event, index) = (p.control.event_type(), p.control.event_index());
+                // Reference §4 "EVENT_WRITE": CS_PARTIAL_FLUSH is event 7 with EVENT_INDEX 4.
+                if event != EventType::CsPartialFlush || index != 4 || p.address.is_some() {
+                    return Err(at(CpFaultKind::UnmodelledEvent {
+                        opcode: Opcode::EventWrite,
+                        event_type: event.raw(),
+                        event_index: index,
+                    }));
+                }
+                self.report.waits += 1;
+                self.flush()
+            }
+            Packet::AcquireMem(p) => self.acquire(offset, &p).map_err(at),
+            Packet::ReleaseMem(p) => self.release(offset, &p),
+            Packet::WaitRegMem(p) => self.wait_reg_mem(&p).map_err(at),
+            Packet::WriteData(p) => self.write_data(&p).map_err(at),
+            Packet::CopyData(p) => self.copy_data(&p).map_err(at),
+            Packet::IndirectBuffer(_) => Err(at(CpFaultKind::unmodelled("INDIRECT_BUFFER (nested or chained IBs)"))),
+            Packet::SetUconfigReg(_) => Err(at(CpFaultKind::unmodelled("SET_UCONFIG_REG"))),
+            Packet::DispatchIndirect(_) => Err(at(CpFaultKind::unmodelled("DISPATCH_INDIRECT"))),
+            Packet::Other { header, .. } => Err(at(CpFaultKind::unmodelled(format!("opcode {}", header.opcode)))),
+            Packet::Type0 { base_reg, .. } => {
+                Err(at(CpFaultKind::unmodelled(format!("type-0 packet to register {base_reg:#x}"))))
+            }
+            Packet::Type2 => Err(at(CpFaultKind::unmodelled("type-2 filler packet"))),
+            _ => Err(at(CpFaultKind::unmodelled("this packet"))),
+        }
+    }
+
+    /// Runs the pending group in reverse order, then checks it for conflicts and stale reads.
+    fn flush(&mut self) -> Result<(), CpFault> {
+        let group = std::mem::take(&mut self.pending);
+        let mut executed: Vec<Option<ExecutedDispatch>> = vec![None; group.len()];
+        for (slot, p) in executed.iter_mut().zip(&group).rev() {
+            self.report.execution_order.push(p.offset);
+            let done = exec::execute_checked(self.memory, self.objects, &p.decoded.dispatch)
+                .map_err(|e| self.exec_fault(p, e).at(p.offset))?;
+            *slot = Some(done);
+        }
+        let done: Vec<(usize, ExecutedDispatch)> =
+            group.iter().zip(executed).filter_map(|(p, e)| Some((p.offset, e?))).collect();
+        let refs: Vec<(usize, &ExecutedDispatch)> = done.iter().map(|(o, e)| (*o, e)).collect();
+        if let Some(conflict) = hazard::conflict_in_group(&refs) {
+            let offset = conflict.second_offset;
+            return Err(CpFaultKind::Hazard(conflict).at(offset));
+        }
+        for &(offset, e) in &refs {
+            self.visibility.check_reads(offset, e).map_err(|s| CpFaultKind::Visibility(s).at(offset))?;
+        }
+        for (offset, e) in done {
+            self.visibility.record_writes(offset, &e);
+            self.report.dispatch_offsets.push(offset);
+            self.report.dispatches.push(e);
+        }
+        Ok(())
+    }
+
+    /// The fault for an executor error of pending dispatch `p`.
+    fn exec_fault(&self, p: &Pending, e: ExecError) -> CpFaultKind {
+        match e {
+            ExecError::HiddenArg(m) => CpFaultKind::HiddenArg(m),
+            ExecError::Launch(e) if dynamic_lds_too_small(&e).is_some() => {
+                // PANIC: the guard just matched.
+                let (kernel, required) = dynamic_lds_too_small(&e).expect("matched above");
+                let static_bytes = self
+                    .objects
+                    .by_kd(p.decoded.dispatch.kernel_object)
+                    .map_or(0, |s| s.loaded.group_segment_fixed_size);
+                CpFaultKind::LdsTooSmall {
+                    kernel,
+                    lds_size: p.decoded.lds_size,
+                    granule_bytes: pm4_encoding::regs::lds_encode_granule_bytes(self.family),
+                    static_bytes,
+                    dynamic_bytes: required,
+                }
+            }
+            ExecError::Launch(e) => CpFaultKind::Launch(e),
+        }
+    }
+
+    fn acquire(&mut self, offset: usize, p: &AcquireMem) -> Result<(), CpFaultKind> {
+        // Reference §4 "ACQUIRE_MEM": whole range = size 0xFFFFFFFF, base 0; POLL_INTERVAL bit 31
+        // is the GFX11+ PWS form (graphics queues only).
+        let whole = p.coher_size == u32::MAX && p.coher_size_hi != 0 && p.coher_base_lo == 0 && p.coher_base_hi == 0;
+        if !whole || p.coher_cntl & 0x7FFF_FFFF != 0 || p.poll_interval >> 31 != 0 {
+            return Err(CpFaultKind::unmodelled("ACQUIRE_MEM on a range, with COHER_CNTL, or in PWS form"));
+        }
+        let invalidates = self.visibility.acquire(p.gcr_cntl);
+        self.report.acquires.push(Acquire {
+            offset_dwords: offset,
+            gcr_cntl: p.gcr_cntl,
+            invalidates_consumer_caches: invalidates,
+        });
+        Ok(())
+    }
+
+    fn release(&mut self, offset: usize, p: &ReleaseMem) -> Result<(), CpFault> {
+        let at = |kind: CpFaultKind| kind.at(offset);
+        let event = p.event_cntl.event_type();
+        let end_of_pipe =
+            matches!(event, EventType::CacheFlushAndInvTsEvent | EventType::BottomOfPipeTs | EventType::CsDone);
+        if !end_of_pipe {
+            return Err(at(CpFaultKind::UnmodelledEvent {
+                opcode: Opcode::ReleaseMem,
+                event_type: event.raw(),
+                event_index: p.event_cntl.event_index(),
+            }));
+        }
+        let int_sel = p.data_cntl.int_sel();
+        if !matches!(int_sel, IntSel::NoInterrupt | IntSel::SendDataAfterWriteConfirm) {
+            return Err(at(CpFaultKind::Interrupt { int_sel: int_sel.raw() }));
+        }
+        let dst = p.data_cntl.dst_sel();
+        if !matches!(dst, ReleaseDst::MemoryController | ReleaseDst::TcL2) {
+            return Err(at(CpFaultKind::unmodelled(format!("RELEASE_MEM DST_SEL {}", dst.raw()))));
+        }
+        // End of pipe: every earlier dispatch has finished before the data is written.
+        self.report.waits += 1;
+        self.flush()?;
+        let data: Option<Vec<u8>> = match p.data_cntl.data_sel() {
+            DataSel::NoneDiscard => None,
+            // CAST: DATA_SEL 1 writes the low 32 bits of DATA.
+            #[allow(clippy::cast_possible_truncation)]
+            DataSel::Data32Low => Some((p.data as u32).to_le_bytes().to_vec()),
+            DataSel::Data64 => Some(p.data.to_le_bytes().to_vec()),
+            DataSel::GpuClockCounter64 => Some(self.tick().to_le_bytes().to_vec()),
+            other => return Err(at(CpFaultKind::unmodelled(format!("RELEASE_MEM DATA_SEL {}", other.raw())))),
+        };
+        if let Some(bytes) = data {
+            self.store(Opcode::ReleaseMem, p.address, &bytes).map_err(at)?;
+        }
+        Ok(())
+    }
+
+    fn wait_reg_mem(&mut self, p: &WaitRegMem) -> Result<(), CpFaultKind> {
+        let c = p.control;
+        if c.mem_space() != MemSpace::Memory || c.operation() != Operation::WaitRegMem || c.engine() != 0 {
+            return Err(CpFaultKind::unmodelled("WAIT_REG_MEM other than a memory poll on the ME"));
+        }
+        let address = p.poll_address();
+        let mut bytes = [0u8; 4];
+        self.memory
+            .read(address, &mut bytes)
+            .map_err(|fault| CpFaultKind::Memory { opcode: Opcode::WaitRegMem, fault })?;
+        let value = u32::from_le_bytes(bytes);
+        let (v, r) = (value & p.mask, p.reference);
+        let function = c.function();
+        let holds = match function {
+            Function::Always => true,
+            Function::Less => v < r,
+            Function::LessEqual => v <= r,
+            Function::Equal => v == r,
+            Function::NotEqual => v != r,
+            Function::GreaterEqual => v >= r,
+            Function::Greater => v > r,
+            Function::Unknown(raw) => {
+                return Err(CpFaultKind::unmodelled(format!("WAIT_REG_MEM FUNCTION {raw}")));
+            }
+        };
+        if holds {
+            return Ok(());
+        }
+        let function = function.name().unwrap_or("?");
+        Err(CpFaultKind::WaitNeverSatisfied { address, value, mask: p.mask, function, reference: r })
+    }
+
+    fn write_data(&mut self, p: &WriteData<'_>) -> Result<(), CpFaultKind> {
+        let c = p.control;
+        if !matches!(c.dst_sel(), WriteDst::Memory | WriteDst::TcL2) || c.engine_sel() != 0 {
+            return Err(CpFaultKind::unmodelled(format!(
+                "WRITE_DATA with DST_SEL {} / ENGINE_SEL {}",
+                c.dst_sel().raw(),
+                c.engine_sel()
+            )));
+        }
+        if c.wr_one_addr() != 0 {
+            // Every dword goes to the same address: the last one stays.
+            let last = p.data.last().copied().unwrap_or(0);
+            return self.store(Opcode::WriteData, p.dst_addr, &last.to_le_bytes());
+        }
+        let bytes: Vec<u8> = p.data.iter().flat_map(|d| d.to_le_bytes()).collect();
+        self.store(Opcode::WriteData, p.dst_addr, &bytes)
+    }
+
+    fn copy_data(&mut self, p: &CopyData) -> Result<(), CpFaultKind> {
+        let c = p.control;
+        if c.src_sel() != SrcSel::GpuClockCount || c.dst_sel() != CopyDst::Memory || c.engine_sel() != 0 {
+            return Err(CpFaultKind::unmodelled(format!(
+                "COPY_DATA with SRC_SEL {} / DST_SEL {} / ENGINE_SEL {} (only GPU-clock timestamps to memory)",
+                c.src_sel().raw(),
+                c.dst_sel().raw(),
+                c.engine_sel()
+            )));
+        }
+        let now = self.tick().to_le_bytes();
+        let bytes = if c.count_sel() != 0 { &now[..] } else { &now[..4] };
+        self.store(Opcode::CopyData, p.dst, bytes)
+    }
+
+    /// The GPU clock: strictly increasing, one tick per read.
+    fn tick(&mut self) -> u64 {
+        *self.clock = self.clock.saturating_add(1);
+        *self.clock
+    }
+
+    fn store(&mut self, opcode: Opcode, address: u64, bytes: &[u8]) -> Result<(), CpFaultKind> {
+        self.memory.write(address, bytes).map_err(|fault| CpFaultKind::Memory { opcode, fault })
+    }
+}
+
+/// The kernel and the LDS bytes it needed, when `e` is a CPU reference's dynamic-LDS refusal.
+fn dynamic_lds_too_small(e: &LaunchError) -> Option<(String, u32)> {
+    match (e, e.device_fault::<crate::SoftFault>()) {
+        (
+            LaunchError::Device { kernel, .. },
+            Some(crate::SoftFault::Kernel(KernelError::DynamicLdsTooSmall { required, .. })),
+        ) => Some((kernel.clone(), *required)),
+        _ => None,
+    }
+}

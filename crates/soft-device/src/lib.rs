@@ -1,0 +1,32 @@
+//! Redline's soft device: a CPU model of the parts of an AMD GPU that Redline drives, behind the
+//! HAL's [`hal::Device`] trait, so that every route can be exercised and checked without a GPU.
+//! See `docs/ARCHITECTURE.md` ("The soft device") for what it models and what it refuses.
+//!
+//! - [`SimDevice`]: the [`hal::Device`] implementation (and [`hal::FaultInjection`]).
+//! - [`memory`]: the GPU virtual address space.
+//! - [`loader`]: code objects placed at VAs, entered into the HAL's kernel table.
+//! - [`exec`]: one dispatch through a CPU reference, with its declared effects enforced.
+//! - [`cp`]: the PM4 command processor that executes one indirect buffer per family.
+//! - [`hazard`]: ordering and visibility between the dispatches of one IB.
+//! - [`aql`]: AQL queues and their packet processor.
+//! - [`signal`]: signals, as AQL packets name them.
+//! - [`bundle`]: IB bundles, directories that describe one submission completely, and their
+//!   runner.
+//! - [`SoftFault`]: the failures only the soft device knows, inside the HAL's errors.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod aql;
+pub mod bundle;
+pub mod cp;
+mod device;
+pub mod exec;
+mod fault;
+pub mod hazard;
+pub mod loader;
+pub mod memory;
+pub mod signal;
+
+pub use device::SimDevice;
+pub use fault::{EffectViolation, SoftFault};

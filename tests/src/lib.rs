@@ -1,0 +1,290 @@
+//! The backend conformance suite: one set of test bodies, generic over the HAL's
+//! [`hal::Device`], that every backend passes. [`suite!`] instantiates them as `#[test]`s for a
+//! device factory; `tests/soft_device.rs` runs them on the soft device and `tests/hsa_backend.rs`
+//! on the HSA backend over the soft HSA runtime. Each body states one clause of the trait's
+//! documented meaning (`crates/hal/src/lib.rs`) and fails when a backend gives it another.
+
+#![forbid(unsafe_code)]
+
+use std::time::Duration;
+
+use aql_packets::{AqlPacket, Barrier, PACKET_SIZE, PacketControl, RingSize, SignalCondition};
+use engine::examples::Chain;
+use engine::funnel::Funnel;
+use engine::workload::Workload;
+use hal::{Device, FaultInjection, FaultReason, FreeError, Injection, Lifetime, Submission, TransferError, WaitError};
+use lowering::plan::{ReplayError, prepare};
+use pm4_encoding::Target;
+
+/// Targets every body runs on: one per family.
+pub const TARGETS: [Target; 3] = [Target::Gfx1030, Target::Gfx1100, Target::Gfx1201];
+
+/// The bound of every wait in the suite (a soft runtime's thread, on a loaded machine).
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A barrier-AND packet with no dependencies that decrements `completion_signal`.
+#[must_use]
+pub fn barrier(completion_signal: u64) -> [u8; PACKET_SIZE] {
+    AqlPacket::BarrierAnd(Barrier { control: PacketControl::NONE, dep_signal: [0; 5], completion_signal }).to_bytes()
+}
+
+/// Allocation identities are distinct, resolve to their allocation, and a free makes the range
+/// unmapped, advances the lifetime's free count and cannot be repeated.
+pub fn allocation_identity<D: Device>(device: &mut D) {
+    let before = device.lifetime();
+    let a = device.allocate(4096).unwrap();
+    let b = device.allocate(100).unwrap();
+    assert_ne!(a.id, b.id);
+    assert!(b.size >= 100);
+    assert_eq!(device.resolve(a.va + 17), Some((a.id, 17)));
+    assert_eq!(device.resolve(b.va), Some((b.id, 0)));
+    device.free(a).unwrap();
+    assert_eq!(device.resolve(a.va + 17), None);
+    assert_eq!(device.lifetime(), Lifetime { frees: before.frees + 1, ..before });
+    assert_eq!(device.free(a), Err(FreeError::NotLive { id: a.id, va: a.va }));
+    device.reset();
+    assert_eq!(device.lifetime().epoch, before.epoch + 1);
+    assert_eq!(device.resolve(b.va), None, "a reset frees everything");
+}
+
+/// Copies round-trip through every kind of memory, start zeroed, and refuse ranges that leave
+/// their allocation without writing anything.
+pub fn copies<D: Device>(device: &mut D) {
+    let sizes = [1u64, 4096, 5 << 20];
+    for (kind, allocation) in sizes
+        .iter()
+        .flat_map(|&size| {
+            [("device", device.allocate(size).unwrap()), ("kernarg", device.allocate_kernarg(size).unwrap())]
+        })
+        .collect::<Vec<_>>()
+    {
+        let len = usize::try_from(allocation.size.min(5 << 20)).unwrap();
+        let mut zeroed = vec![0xFFu8; len];
+        device.read(allocation.va, &mut zeroed).unwrap();
+        assert!(zeroed.iter().all(|&b| b == 0), "{kind} memory of {len} bytes starts zeroed");
+        let data: Vec<u8> = (0..len).map(|i| u8::try_from(i % 251).unwrap()).collect();
+        device.write(allocation.va, &data).unwrap();
+        let mut back = vec![0u8; len];
+        device.read(allocation.va, &mut back).unwrap();
+        assert_eq!(back, data, "{kind} memory of {len} bytes");
+        let past = vec![0u8; len + 1];
+        let error = device.write(allocation.va, &past).unwrap_err();
+        assert!(matches!(error, TransferError::Fault(f) if f.address == allocation.va), "{kind}: {error}");
+        device.read(allocation.va, &mut back).unwrap();
+        assert_eq!(back, data, "{kind}: a refused copy wrote nothing");
+    }
+}
+
+/// A host store reaches kernarg and IB memory, and is refused on device memory.
+pub fn host_stores<D: Device>(device: &mut D) {
+    let kernarg = device.allocate_kernarg(64).unwrap();
+    let ib = device.allocate_ib(16).unwrap();
+    let memory = device.allocate(64).unwrap();
+    device.store_u32(kernarg.va + 8, 0xDEAD_BEEF).unwrap();
+    device.store_u32(ib.va + 60, 7).unwrap();
+    let mut word = [0u8; 4];
+    device.read(kernarg.va + 8, &mut word).unwrap();
+    assert_eq!(u32::from_le_bytes(word), 0xDEAD_BEEF);
+    device.read(ib.va + 60, &mut word).unwrap();
+    assert_eq!(u32::from_le_bytes(word), 7);
+    let error = device.store_u32(memory.va, 1).unwrap_err();
+    assert!(matches!(error, TransferError::Fault(f) if f.reason == FaultReason::NotHostVisible), "{error}");
+    let error = device.store_u32(kernarg.va + 62, 1).unwrap_err();
+    assert!(matches!(error, TransferError::Fault(f) if f.address == kernarg.va + 62), "{error}");
+    for allocation in [kernarg, ib, memory] {
+        device.free(allocation).unwrap();
+    }
+}
+
+/// Loading a code object fills the kernel table with its kernels, descriptors and metadata.
+pub fn code_objects_and_the_kernel_table<D: Device>(device: &mut D) {
+    let target = device.target();
+    let artifact = kernels::artifact(&format!("{target}/fill.co")).unwrap();
+    let loaded = device.load_code_object(artifact.bytes).unwrap();
+    let fill = loaded.kernel("fill").unwrap();
+    assert_eq!(fill.entry_va % 256, 0, "entry 256-byte aligned");
+    let table = device.kernels();
+    assert_eq!(table.objects().len(), 1);
+    let slot = table.by_kd(fill.kd_va).unwrap();
+    assert_eq!(slot.loaded.name, "fill");
+    assert_eq!(slot.kernel.metadata.name, "fill");
+    assert_eq!(table.by_entry(fill.entry_va).map(|s| s.loaded.kd_va), Some(fill.kd_va));
+    assert!(slot.registry.is_some(), "the built kernel has its registry entry");
+    assert_eq!(device.resolve(fill.kd_va).map(|(id, _)| id), Some(loaded.allocation.id));
+}
+
+/// Ordinary launches are asynchronous and in order: a forward's dependent launches publish
+/// without waiting between them, and the one wait is where the host reads the result; the
+/// results equal a second, independent run's.
+pub fn ordinary_launches<D: Device>(device: &mut D, reference: &mut D) {
+    let mut funnel = Funnel::new(64);
+    let mut chain = Chain::new(device).unwrap();
+    let before = device.stats();
+    chain.step(device, &mut funnel, 7).unwrap();
+    let after_step = device.stats();
+    assert_eq!(after_step.launches - before.launches, 5, "the chain's five launches");
+    assert_eq!(after_step.waits, before.waits, "no wait between launches");
+    let outputs: Vec<Vec<u8>> = chain.surfaces().iter().map(|s| s.snapshot(device).unwrap()).collect();
+    assert_eq!(device.stats().waits, before.waits + 1, "one wait, where the host reads");
+    let mut funnel = Funnel::new(64);
+    let mut again = Chain::new(reference).unwrap();
+    again.step(reference, &mut funnel, 7).unwrap();
+    reference.finish().unwrap();
+    let expected: Vec<Vec<u8>> = again.surfaces().iter().map(|s| s.snapshot(reference).unwrap()).collect();
+    assert!(outputs == expected, "the ordinary path's outputs differ between two runs");
+    assert!(outputs[4].iter().any(|&b| b != 0), "the last launch wrote its output");
+}
+
+/// A doorbell's [`Submission`] names exactly the packets it released, counted from the previous
+/// doorbell, the same on every backend (not a read index, not a count of completions).
+pub fn submissions_name_the_packets_of_each_doorbell<D: Device>(device: &mut D) {
+    let queue = device.create_queue(RingSize::new(8).unwrap()).unwrap();
+    let signal = device.create_signal(2).unwrap();
+    for token in 0..3u64 {
+        device.store_signal(signal, 2).unwrap();
+        assert_eq!(device.write_packet(queue, &barrier(signal.get())).unwrap(), 2 * token);
+        assert_eq!(device.write_packet(queue, &barrier(signal.get())).unwrap(), 2 * token + 1);
+        let submission = device.ring_doorbell(queue).unwrap();
+        assert_eq!(submission, Submission { first: 2 * token, end: 2 * token + 2 }, "token {token}");
+        assert_eq!(submission.packets(), 2);
+        assert_eq!(device.wait_signal(signal, SignalCondition::Eq, 0, TIMEOUT), Ok(0), "token {token}");
+    }
+    let progress = device.queue_progress(queue).unwrap();
+    assert_eq!((progress.read_index, progress.write_index), (6, 6));
+    assert_eq!(device.ring_doorbell(queue).unwrap(), Submission { first: 6, end: 6 }, "nothing new");
+    device.destroy_queue(queue).unwrap();
+}
+
+/// Signals keep their values, and a wait that cannot be satisfied ends at its bound.
+pub fn signals_and_bounded_waits<D: Device>(device: &mut D) {
+    let signal = device.create_signal(5).unwrap();
+    assert_eq!(device.signal_value(signal), Ok(5));
+    device.store_signal(signal, -3).unwrap();
+    assert_eq!(device.signal_value(signal), Ok(-3));
+    assert_eq!(device.wait_signal(signal, SignalCondition::Lt, 0, TIMEOUT), Ok(-3));
+    let bound = Duration::from_millis(20);
+    let error = device.wait_signal(signal, SignalCondition::Eq, 0, bound).unwrap_err();
+    assert!(matches!(error, WaitError::Timeout { value: -3, timeout, .. } if timeout == bound), "{error}");
+    device.destroy_signal(signal).unwrap();
+    assert!(matches!(device.signal_value(signal), Err(hal::SignalError::Unknown { .. })));
+}
+
+/// The chain recorded at three positions and prepared as a plan: every replay equals the
+/// ordinary path, one packet per token; a reset or a freed buffer makes the plan stale by name.
+pub fn plans_replay_and_go_stale<D: Device>(device: &mut D, reference: &mut D) {
+    let mut funnel = Funnel::new(64);
+    let mut chain = Chain::new(device).unwrap();
+    let tape = engine::replay::capture_tape(device, &mut funnel, &mut chain, &[3, 4, 5]).unwrap();
+    let mut plan = prepare(device, &tape).unwrap();
+    assert_eq!(plan.submission_identity().packets_per_token, 1);
+    // The reference takes the same history: the recorded steps, then the replayed positions.
+    let mut ordinary = Chain::new(reference).unwrap();
+    let mut ordinary_funnel = Funnel::new(64);
+    for position in [3, 4, 5] {
+        ordinary.step(reference, &mut ordinary_funnel, position).unwrap();
+    }
+    for (token, position) in [9u32, 10, 30].into_iter().enumerate() {
+        let outcome = plan.replay(device, position, TIMEOUT).unwrap();
+        let token = u64::try_from(token).unwrap();
+        assert_eq!(outcome.submission, Submission { first: token, end: token + 1 });
+        ordinary.step(reference, &mut ordinary_funnel, position).unwrap();
+        for (replayed, expected) in chain.surfaces().iter().zip(ordinary.surfaces()) {
+            let (a, b) = (replayed.snapshot(device).unwrap(), expected.snapshot(reference).unwrap());
+            let first = a.iter().zip(&b).position(|(x, y)| x != y);
+            assert!(a == b, "position {position}, surface {}: first difference at byte {first:?}", replayed.name);
+        }
+    }
+    let x = chain.surfaces()[1].allocation;
+    device.free(x).unwrap();
+    let result = plan.replay(device, 11, TIMEOUT);
+    assert!(matches!(result, Err(ReplayError::AllocationGone { allocation, .. }) if allocation == x.id), "{result:?}");
+    device.reset();
+    let result = plan.replay(device, 12, TIMEOUT);
+    assert!(matches!(result, Err(ReplayError::StalePlan { .. })), "{result:?}");
+}
+
+/// A fault injected into the plan's queue during a retained token makes that replay an error,
+/// poisons the plan (no retry), and later replays are refused.
+pub fn a_fault_fails_closed<D: Device + FaultInjection>(device: &mut D) {
+    let mut funnel = Funnel::new(64);
+    let mut chain = Chain::new(device).unwrap();
+    let tape = engine::replay::capture_tape(device, &mut funnel, &mut chain, &[3, 4, 5]).unwrap();
+    let mut plan = prepare(device, &tape).unwrap();
+    plan.replay(device, 6, TIMEOUT).unwrap();
+    device.inject(Injection::QueueFault).unwrap();
+    let result = plan.replay(device, 7, TIMEOUT);
+    assert!(matches!(result, Err(ReplayError::Wait { position: 7, source: WaitError::Fault { .. } })), "{result:?}");
+    assert_eq!(plan.poisoned(), Some(7));
+    let result = plan.replay(device, 8, TIMEOUT);
+    assert!(matches!(result, Err(ReplayError::Poisoned { failed_position: 7 })), "{result:?}");
+}
+
+/// Instantiates every body of the suite as a `#[test]` for each of [`TARGETS`], with `$make`
+/// an expression of type `fn(Target) -> D` that opens a fresh device.
+#[macro_export]
+macro_rules! suite {
+    ($make:expr) => {
+        #[test]
+        fn allocation_identity() {
+            for target in $crate::TARGETS {
+                $crate::allocation_identity(&mut ($make)(target));
+            }
+        }
+
+        #[test]
+        fn copies() {
+            for target in $crate::TARGETS {
+                $crate::copies(&mut ($make)(target));
+            }
+        }
+
+        #[test]
+        fn host_stores() {
+            for target in $crate::TARGETS {
+                $crate::host_stores(&mut ($make)(target));
+            }
+        }
+
+        #[test]
+        fn code_objects_and_the_kernel_table() {
+            for target in $crate::TARGETS {
+                $crate::code_objects_and_the_kernel_table(&mut ($make)(target));
+            }
+        }
+
+        #[test]
+        fn ordinary_launches() {
+            for target in $crate::TARGETS {
+                $crate::ordinary_launches(&mut ($make)(target), &mut ($make)(target));
+            }
+        }
+
+        #[test]
+        fn submissions_name_the_packets_of_each_doorbell() {
+            for target in $crate::TARGETS {
+                $crate::submissions_name_the_packets_of_each_doorbell(&mut ($make)(target));
+            }
+        }
+
+        #[test]
+        fn signals_and_bounded_waits() {
+            for target in $crate::TARGETS {
+                $crate::signals_and_bounded_waits(&mut ($make)(target));
+            }
+        }
+
+        #[test]
+        fn plans_replay_and_go_stale() {
+            for target in $crate::TARGETS {
+                $crate::plans_replay_and_go_stale(&mut ($make)(target), &mut ($make)(target));
+            }
+        }
+
+        #[test]
+        fn a_fault_fails_closed() {
+            for target in $crate::TARGETS {
+                $crate::a_fault_fails_closed(&mut ($make)(target));
+            }
+        }
+    };
+}
