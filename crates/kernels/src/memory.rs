@@ -231,23 +231,41 @@ impl HostMemory {
 
     /// The allocation holding all of `[address, address + len)` and the offset of `address` in it.
     fn locate(&self, address: u64, len: usize) -> Result<(u64, usize), MemoryFault> {
-        let len_bytes = u64::try_from(len).unwrap_or(u64::MAX);
-        let fault = |reason| MemoryFault { address, len: len_bytes, reason };
-        let end = address.checked_add(len_bytes).ok_or(fault(FaultReason::AddressWraps))?;
-        let (&base, bytes) = self.allocations.range(..=address).next_back().ok_or(fault(FaultReason::Unmapped))?;
-        let size = len_u64(bytes);
-        // INVARIANT: base <= address, and base + size does not wrap (checked at allocation).
-        let offset = address - base;
-        if offset >= size {
-            return Err(fault(FaultReason::Unmapped));
-        }
-        if end > base + size {
-            return Err(fault(FaultReason::OutOfBounds { base, size }));
-        }
-        // INVARIANT: offset < size, and size came from a usize length.
-        let offset = usize::try_from(offset).map_err(|_| fault(FaultReason::Unmapped))?;
-        Ok((base, offset))
+        locate(&self.allocations, |bytes| len_u64(bytes), address, len)
     }
+}
+
+/// The allocation of `allocations` (keyed by first address, sized by `size`, not overlapping)
+/// holding all of `[address, address + len)`: its first address and the offset of `address` in
+/// it. The one range check of every address space in the workspace (this crate's
+/// [`HostMemory`], the soft device's, the HSA backend's allocation table).
+///
+/// # Errors
+/// [`MemoryFault`]: [`FaultReason::AddressWraps`], [`FaultReason::Unmapped`] when no allocation
+/// holds `address`, [`FaultReason::OutOfBounds`] when the range runs past its end.
+pub fn locate<V>(
+    allocations: &BTreeMap<u64, V>,
+    size: impl Fn(&V) -> u64,
+    address: u64,
+    len: usize,
+) -> Result<(u64, usize), MemoryFault> {
+    let len_bytes = u64::try_from(len).unwrap_or(u64::MAX);
+    let fault = |reason| MemoryFault { address, len: len_bytes, reason };
+    let end = address.checked_add(len_bytes).ok_or(fault(FaultReason::AddressWraps))?;
+    let (&base, allocation) = allocations.range(..=address).next_back().ok_or(fault(FaultReason::Unmapped))?;
+    let size = size(allocation);
+    // INVARIANT: base <= address; base + size does not wrap (every address space checks that when
+    // it allocates).
+    let offset = address - base;
+    if offset >= size {
+        return Err(fault(FaultReason::Unmapped));
+    }
+    if end > base.saturating_add(size) {
+        return Err(fault(FaultReason::OutOfBounds { base, size }));
+    }
+    // INVARIANT: offset < size, which is a host allocation's length or fits the host's memory.
+    let offset = usize::try_from(offset).map_err(|_| fault(FaultReason::Unmapped))?;
+    Ok((base, offset))
 }
 
 /// A byte length as `u64` (lossless on every supported host).

@@ -456,21 +456,7 @@ impl SimMemory {
 
     /// The allocation holding all of `[va, va + len)`: its first VA and the offset of `va`.
     fn locate(&self, va: u64, len: usize) -> Result<(u64, usize), MemoryFault> {
-        let len_bytes = u64::try_from(len).unwrap_or(u64::MAX);
-        let fault = |reason| MemoryFault { address: va, len: len_bytes, reason };
-        let end = va.checked_add(len_bytes).ok_or(fault(FaultReason::AddressWraps))?;
-        let (&base, region) = self.regions.range(..=va).next_back().ok_or(fault(FaultReason::Unmapped))?;
-        let size = region.size();
-        let offset = va - base;
-        if offset >= size {
-            return Err(fault(FaultReason::Unmapped));
-        }
-        if end > base + size {
-            return Err(fault(FaultReason::OutOfBounds { base, size }));
-        }
-        // INVARIANT: offset < size, which came from a usize length.
-        let offset = usize::try_from(offset).map_err(|_| fault(FaultReason::Unmapped))?;
-        Ok((base, offset))
+        kernels::memory::locate(&self.regions, Region::size, va, len)
     }
 }
 
