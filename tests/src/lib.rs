@@ -219,6 +219,47 @@ pub fn a_fault_fails_closed<D: Device + FaultInjection>(device: &mut D) {
     assert!(matches!(result, Err(ReplayError::Poisoned { failed_position: 7 })), "{result:?}");
 }
 
+/// A model forward on the ordinary path publishes its launches without waiting between them and
+/// waits once, where the host reads the logits; the retained route then takes over (one packet
+/// per token, no ordinary launch in a retained forward) with bit-identical logits.
+pub fn a_model_forward_waits_once<D: Device>(device: &mut D, reference: &mut D) {
+    use engine::model::Llama;
+    use engine::replay::{Backend, ReplayConfig, ReplayController, Route};
+    let file = gguf::Gguf::parse(gguf::tiny_llama(&gguf::TinyLlamaConfig::default())).unwrap();
+    let decode = |device: &mut D, backend: Backend| {
+        let mut model = Llama::load(device, &file, 32).unwrap();
+        let mut funnel = Funnel::new(4096);
+        let config = ReplayConfig { backend, explicit: true, ..ReplayConfig::default() };
+        let mut controller = ReplayController::new(config);
+        controller.configure_model_default(true);
+        let mut logits = Vec::new();
+        let mut routes = Vec::new();
+        for position in 0..12u32 {
+            model.set_token(40 + position).unwrap();
+            let before = device.stats();
+            let report = controller.forward(device, &mut funnel, &mut model, position, true).unwrap();
+            logits.push(model.logits(device).unwrap());
+            let after = device.stats();
+            if report.route == Route::Retained {
+                assert_eq!(after.launches, before.launches, "no ordinary launch in a retained forward");
+            } else {
+                assert!(report.ordinary_launches > 20, "a forward is tens of launches");
+                assert_eq!(after.launches - before.launches, report.ordinary_launches, "every launch published");
+                assert_eq!(after.waits - before.waits, 1, "position {position}: one wait per forward");
+            }
+            routes.push(report.route);
+        }
+        (logits, routes)
+    };
+    let (ordinary, routes) = decode(reference, Backend::Hip);
+    assert!(routes.iter().all(|&r| r == Route::Ordinary), "{routes:?}");
+    let (retained, routes) = decode(device, Backend::Auto);
+    assert!(routes[routes.len() - 4..].iter().all(|&r| r == Route::Retained), "{routes:?}");
+    for (position, (a, b)) in ordinary.iter().zip(&retained).enumerate() {
+        assert!(a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()), "position {position}: logits differ");
+    }
+}
+
 /// Instantiates every body of the suite as a `#[test]` for each of [`TARGETS`], with `$make`
 /// an expression of type `fn(Target) -> D` that opens a fresh device.
 #[macro_export]
@@ -277,6 +318,13 @@ macro_rules! suite {
         fn plans_replay_and_go_stale() {
             for target in $crate::TARGETS {
                 $crate::plans_replay_and_go_stale(&mut ($make)(target), &mut ($make)(target));
+            }
+        }
+
+        #[test]
+        fn a_model_forward_waits_once() {
+            for target in $crate::TARGETS {
+                $crate::a_model_forward_waits_once(&mut ($make)(target), &mut ($make)(target));
             }
         }
 
