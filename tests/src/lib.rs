@@ -22,6 +22,11 @@ pub const TARGETS: [Target; 3] = [Target::Gfx1030, Target::Gfx1100, Target::Gfx1
 /// The bound of every wait in the suite (a soft runtime's thread, on a loaded machine).
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Runs a test's body in this process.
+pub fn run_here(_name: &str, body: &dyn Fn()) {
+    body();
+}
+
 /// A barrier-AND packet with no dependencies that decrements `completion_signal`.
 #[must_use]
 pub fn barrier(completion_signal: u64) -> [u8; PACKET_SIZE] {
@@ -261,78 +266,103 @@ pub fn a_model_forward_waits_once<D: Device>(device: &mut D, reference: &mut D) 
 }
 
 /// Instantiates every body of the suite as a `#[test]` for each of [`TARGETS`], with `$make`
-/// an expression of type `fn(Target) -> D` that opens a fresh device.
+/// an expression of type `fn(Target) -> D` that opens a fresh device, and `$run` a function
+/// `fn(&str, &dyn Fn())` that runs one test's body (see [`run_here`]; a backend whose devices
+/// need a prepared process runs each body in one).
 #[macro_export]
 macro_rules! suite {
     ($make:expr) => {
+        $crate::suite!($make, $crate::run_here);
+    };
+    ($make:expr, $run:path) => {
         #[test]
         fn allocation_identity() {
-            for target in $crate::TARGETS {
-                $crate::allocation_identity(&mut ($make)(target));
-            }
+            $run(stringify!(allocation_identity), &|| {
+                for target in $crate::TARGETS {
+                    $crate::allocation_identity(&mut ($make)(target));
+                }
+            });
         }
 
         #[test]
         fn copies() {
-            for target in $crate::TARGETS {
-                $crate::copies(&mut ($make)(target));
-            }
+            $run(stringify!(copies), &|| {
+                for target in $crate::TARGETS {
+                    $crate::copies(&mut ($make)(target));
+                }
+            });
         }
 
         #[test]
         fn host_stores() {
-            for target in $crate::TARGETS {
-                $crate::host_stores(&mut ($make)(target));
-            }
+            $run(stringify!(host_stores), &|| {
+                for target in $crate::TARGETS {
+                    $crate::host_stores(&mut ($make)(target));
+                }
+            });
         }
 
         #[test]
         fn code_objects_and_the_kernel_table() {
-            for target in $crate::TARGETS {
-                $crate::code_objects_and_the_kernel_table(&mut ($make)(target));
-            }
+            $run(stringify!(code_objects_and_the_kernel_table), &|| {
+                for target in $crate::TARGETS {
+                    $crate::code_objects_and_the_kernel_table(&mut ($make)(target));
+                }
+            });
         }
 
         #[test]
         fn ordinary_launches() {
-            for target in $crate::TARGETS {
-                $crate::ordinary_launches(&mut ($make)(target), &mut ($make)(target));
-            }
+            $run(stringify!(ordinary_launches), &|| {
+                for target in $crate::TARGETS {
+                    $crate::ordinary_launches(&mut ($make)(target), &mut ($make)(target));
+                }
+            });
         }
 
         #[test]
         fn submissions_name_the_packets_of_each_doorbell() {
-            for target in $crate::TARGETS {
-                $crate::submissions_name_the_packets_of_each_doorbell(&mut ($make)(target));
-            }
+            $run(stringify!(submissions_name_the_packets_of_each_doorbell), &|| {
+                for target in $crate::TARGETS {
+                    $crate::submissions_name_the_packets_of_each_doorbell(&mut ($make)(target));
+                }
+            });
         }
 
         #[test]
         fn signals_and_bounded_waits() {
-            for target in $crate::TARGETS {
-                $crate::signals_and_bounded_waits(&mut ($make)(target));
-            }
+            $run(stringify!(signals_and_bounded_waits), &|| {
+                for target in $crate::TARGETS {
+                    $crate::signals_and_bounded_waits(&mut ($make)(target));
+                }
+            });
         }
 
         #[test]
         fn plans_replay_and_go_stale() {
-            for target in $crate::TARGETS {
-                $crate::plans_replay_and_go_stale(&mut ($make)(target), &mut ($make)(target));
-            }
+            $run(stringify!(plans_replay_and_go_stale), &|| {
+                for target in $crate::TARGETS {
+                    $crate::plans_replay_and_go_stale(&mut ($make)(target), &mut ($make)(target));
+                }
+            });
         }
 
         #[test]
         fn a_model_forward_waits_once() {
-            for target in $crate::TARGETS {
-                $crate::a_model_forward_waits_once(&mut ($make)(target), &mut ($make)(target));
-            }
+            $run(stringify!(a_model_forward_waits_once), &|| {
+                for target in $crate::TARGETS {
+                    $crate::a_model_forward_waits_once(&mut ($make)(target), &mut ($make)(target));
+                }
+            });
         }
 
         #[test]
         fn a_fault_fails_closed() {
-            for target in $crate::TARGETS {
-                $crate::a_fault_fails_closed(&mut ($make)(target));
-            }
+            $run(stringify!(a_fault_fails_closed), &|| {
+                for target in $crate::TARGETS {
+                    $crate::a_fault_fails_closed(&mut ($make)(target));
+                }
+            });
         }
     };
 }

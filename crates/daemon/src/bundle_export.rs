@@ -245,7 +245,7 @@ pub fn export(
 
     // The ordinary path: expected results.
     let mut ordinary = layout(target, &objects, &regions, &contents)?;
-    crate::shadow::relaunch(&mut ordinary, tape, options.position).map_err(|e| dev("ordinary path")(&e))?;
+    engine::shadow::relaunch(&mut ordinary, tape, options.position).map_err(|e| dev("ordinary path")(&e))?;
 
     // The retained kernargs and the IB.
     let mut lowered_device = layout(target, &objects, &regions, &contents)?;
@@ -255,7 +255,7 @@ pub fn export(
     let kernarg_size = total.next_multiple_of(SimMemory::ALLOCATE_AT_ALIGN);
     let kernarg_image = kernarg_image(tape, &offsets, kernarg_size);
     let lowered = {
-        let lookup = slot_by_artifact(lowered_device.code_objects());
+        let lookup = slot_by_artifact(lowered_device.kernels());
         let lowered =
             lower_pm4(tape, target.family(), &lookup, &kernarg_vas).map_err(|e| ExportError::Tape(e.to_string()))?;
         verify(&lowered, tape, target.family(), &lookup, &kernarg_vas).map_err(|e| ExportError::Tape(e.to_string()))?;
@@ -282,7 +282,7 @@ pub fn export(
     for (artifact, va) in &objects {
         let file = format!("code/{}", artifact.path.replace('/', "-"));
         let loaded = lowered_device
-            .code_objects()
+            .kernels()
             .objects()
             .iter()
             .find(|o| o.load_va == *va)
@@ -419,5 +419,5 @@ pub fn write(dir: &Path, exported: &Exported) -> Result<(), ExportError> {
 /// kernels' results are exact and not all zero.
 #[must_use]
 pub fn pattern(region: &TapeRegion) -> Vec<u8> {
-    crate::examples::pattern(usize::try_from(region.size / 4).unwrap_or(0), region.allocation.0)
+    engine::examples::pattern(usize::try_from(region.size / 4).unwrap_or(0), region.allocation.0)
 }

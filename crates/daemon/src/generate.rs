@@ -6,9 +6,10 @@ use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 use crate::select::AnyDevice;
-use crate::select::{DeviceKind, select_for_model};
+use crate::select::select_for_model;
 use anyhow::{Context as _, Result, bail};
 use engine::model::{GenerateOptions, Session};
+use hal::Device;
 use tokenizer::{ChatTemplate, Message, SamplerConfig};
 
 use crate::model_args::ModelArgs;
@@ -68,7 +69,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     eprintln!("device: {reason}");
     let sha256 = opened.sha256()?;
     let admission =
-        crate::admit::decide(&opened.admissions, &opened.file, &sha256, opened.target, DeviceKind::Sim.name());
+        crate::admit::decide(&opened.admissions, &opened.file, &sha256, device.target(), device.kind().name());
     eprintln!("admission: {}", admission.reason);
     let mut session = match Session::with_admission(device, &opened.file, opened.context, opened.config, admission) {
         Ok(session) => session,

@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::bundle_export::{self, DEFAULT_VA_BASE, ExportOptions, Exported};
+use crate::bundle_export::{self as export, DEFAULT_VA_BASE, ExportOptions, Exported};
 use anyhow::{Context, Result, bail};
 use engine::examples::{self, EXAMPLES};
 use engine::funnel::Funnel;

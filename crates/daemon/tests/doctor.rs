@@ -104,3 +104,21 @@ fn doctor_help_explains_what_it_checks() {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
 }
+
+#[test]
+fn doctor_reports_the_soft_runtimes_gpu_agent_and_isa() {
+    let library = soft_hsa::built_library().unwrap_or_else(|error| panic!("{error}"));
+    for target in ["gfx1030", "gfx1100", "gfx1201"] {
+        let report = doctor_json(
+            redline().env("REDLINE_HSA_LIBRARY", &library).env("REDLINE_SOFT_HSA_ISA", target).env("CI", "false"),
+        );
+        let hsa = &report["hsa"];
+        assert_eq!(hsa["loaded"], true, "{target}: {hsa}");
+        assert_eq!(hsa["init_status"]["value"], 0, "{target}: {hsa}");
+        let agents = report["agents"].as_array().unwrap_or_else(|| panic!("{target}: {report}"));
+        assert_eq!(agents.len(), 1, "{target}: {report}");
+        assert_eq!(agents[0]["isa"], format!("amdgcn-amd-amdhsa--{target}"), "{target}");
+        assert_eq!(agents[0]["target"], target, "{target}");
+        assert_eq!(report["device_auto"]["kind"], "hsa", "{target}: {report}");
+    }
+}

@@ -66,7 +66,7 @@ fn one(device: &mut dyn Device, module: &str) -> Result<Kernel, WorkloadError> {
 }
 
 /// Deterministic inputs: small exact binary fractions, so every kernel's result is exact in f32.
-pub(crate) fn pattern(len: usize, seed: u32) -> Vec<u8> {
+pub fn pattern(len: usize, seed: u32) -> Vec<u8> {
     let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
     let mut out = Vec::with_capacity(len * 4);
     for _ in 0..len {

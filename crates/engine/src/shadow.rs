@@ -201,7 +201,7 @@ fn restore<D: Device>(
 
 /// The relaunch arm: every recorded blob, with the bound words and grids for `position`,
 /// through the device's ordinary launch path.
-pub(crate) fn relaunch<D: Device>(device: &mut D, tape: &Tape, position: u32) -> Result<(), ShadowError> {
+pub fn relaunch<D: Device>(device: &mut D, tape: &Tape, position: u32) -> Result<(), ShadowError> {
     let fail = |launch: usize, message: String| ShadowError::Relaunch { position, launch, message };
     let kds: Vec<u64> = {
         let lookup = slot_by_artifact(device.kernels());

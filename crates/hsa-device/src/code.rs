@@ -1,6 +1,6 @@
-//! Code objects on the HSA backend: readers, executables, `.kd` symbols, the kernel table.
+//! Code objects on the HSA backend: readers, executables, `.kd` symbols. The device enters what
+//! [`Executables::load`] placed into its kernel table.
 
-use std::collections::BTreeMap;
 use std::ffi::CString;
 
 use hsa_sys::{
@@ -14,12 +14,14 @@ use pm4_encoding::Target;
 use sha2::{Digest, Sha256};
 
 use super::discover::check;
-use hal::{BackendError, DeviceAllocation, LaunchError, LaunchRequest, LoadError, LoadedCodeObject, LoadedKernel};
+use hal::{BackendError, KernelTable, LaunchError, LaunchRequest, LoadError, LoadedKernel};
 
-/// Code objects loaded at most.
-pub const CODE_OBJECTS_MAX: usize = 64;
-/// Largest code object accepted, in bytes.
-pub const CODE_OBJECT_BYTES_MAX: usize = 64 << 20;
+/// Code objects loaded at most (the kernel table's limit).
+pub const CODE_OBJECTS_MAX: usize = KernelTable::CODE_OBJECTS_MAX;
+/// Largest code object accepted, in bytes (the kernel table's limit).
+pub const CODE_OBJECT_BYTES_MAX: usize = KernelTable::CODE_OBJECT_BYTES_MAX;
+/// LDS bytes one work-group can use (static plus dynamic) on every supported family.
+pub const LDS_BYTES_MAX: u32 = 64 * 1024;
 
 /// One loaded executable and the reader it was loaded from.
 #[derive(Debug)]
@@ -31,34 +33,40 @@ struct Loaded {
     _elf: Box<[u8]>,
 }
 
-/// The executables of a device and the kernels by descriptor VA.
+/// The executables of a device.
 #[derive(Debug, Default)]
 pub(super) struct Executables {
     loaded: Vec<Loaded>,
-    by_kd: BTreeMap<u64, LoadedKernel>,
 }
 
-/// A code object placed by the runtime, before its range is entered into the allocation table.
+/// A code object placed by the runtime, before its range and kernels are entered into the
+/// device's tables.
 pub(super) struct Placed {
-    pub load_va: u64,
-    pub span: u64,
-    sha256: [u8; 32],
-    kernels: Vec<LoadedKernel>,
-}
-
-impl Placed {
-    pub(super) fn finish(self, allocation: DeviceAllocation) -> LoadedCodeObject {
-        LoadedCodeObject { allocation, load_va: self.load_va, sha256: self.sha256, kernels: self.kernels }
-    }
+    /// What `kernarg-abi` read of the bytes.
+    pub(super) code_object: kernarg_abi::CodeObject,
+    /// The VA that ELF address 0 maps to.
+    pub(super) load_va: u64,
+    /// Bytes the loaded image spans from `load_va`.
+    pub(super) span: u64,
+    /// SHA-256 of the bytes given.
+    pub(super) sha256: [u8; 32],
 }
 
 impl Executables {
     /// Reads, loads and freezes a code object for `agent`; looks every kernel's `name.kd` up.
-    pub(super) fn load(&mut self, hsa: &Hsa, agent: Agent, target: Target, bytes: &[u8]) -> Result<Placed, LoadError> {
+    /// `table` is the device's kernel table (for its limit).
+    pub(super) fn load(
+        &mut self,
+        hsa: &Hsa,
+        agent: Agent,
+        target: Target,
+        bytes: &[u8],
+        table: &KernelTable,
+    ) -> Result<Placed, LoadError> {
         if bytes.len() > CODE_OBJECT_BYTES_MAX {
             return Err(LoadError::TooLarge { len: bytes.len(), limit: CODE_OBJECT_BYTES_MAX });
         }
-        if self.loaded.len() >= CODE_OBJECTS_MAX {
+        if self.loaded.len() >= CODE_OBJECTS_MAX || table.is_full() {
             return Err(LoadError::TooMany { limit: CODE_OBJECTS_MAX });
         }
         let code_object = kernarg_abi::read_any(bytes, Some(target))?;
@@ -69,13 +77,10 @@ impl Executables {
         };
         let span = image_span(&elf_bytes)?;
         let loaded = load_executable(hsa, agent, elf_bytes)?;
-        match placed_kernels(hsa, agent, loaded.executable, &code_object) {
-            Ok((load_va, kernels)) => {
+        match load_base(hsa, agent, loaded.executable, &code_object) {
+            Ok(load_va) => {
                 self.loaded.push(loaded);
-                for kernel in &kernels {
-                    self.by_kd.insert(kernel.kd_va, kernel.clone());
-                }
-                Ok(Placed { load_va, span, sha256: Sha256::digest(bytes).into(), kernels })
+                Ok(Placed { code_object, load_va, span, sha256: Sha256::digest(bytes).into() })
             }
             Err(error) => {
                 destroy(hsa, loaded);
@@ -84,45 +89,33 @@ impl Executables {
         }
     }
 
-    /// The kernel whose descriptor is at `kernel_object`.
-    pub(super) fn kernel(&self, kernel_object: u64) -> Result<&LoadedKernel, LaunchError> {
-        self.by_kd.get(&kernel_object).ok_or(LaunchError::UnknownKernel { kernel_object })
-    }
-
     /// Destroys every executable and reader.
     pub(super) fn destroy_all(&mut self, hsa: &Hsa) {
         for loaded in self.loaded.drain(..) {
             destroy(hsa, loaded);
         }
-        self.by_kd.clear();
     }
 }
 
-/// Every kernel's `.kd` symbol in the frozen executable, and the load base they imply.
-fn placed_kernels(
+/// The load base every kernel's `.kd` symbol in the frozen executable implies: its
+/// `KERNEL_OBJECT` minus the descriptor's ELF address, the same for all of them.
+fn load_base(
     hsa: &Hsa,
     agent: Agent,
     executable: Executable,
     code_object: &kernarg_abi::CodeObject,
-) -> Result<(u64, Vec<LoadedKernel>), LoadError> {
-    let mut kernels = Vec::with_capacity(code_object.kernels.len());
+) -> Result<u64, LoadError> {
     let mut load_va = None;
     for kernel in &code_object.kernels {
         let kd_va = kernel_object(hsa, executable, agent, &kernel.metadata.name)?;
         let base = kd_va.wrapping_sub(kernel.descriptor_address);
         if *load_va.get_or_insert(base) != base {
-            return Err(BackendError::Unsupported {
-                backend: "HSA",
-                operation: "a code object loaded non-contiguously",
-            }
-            .into());
+            let operation = "a code object loaded non-contiguously";
+            return Err(BackendError::Unsupported { backend: "HSA", operation }.into());
         }
-        kernels.push(LoadedKernel::placed(kernel, base));
     }
-    let Some(load_va) = load_va else {
-        return Err(BackendError::Unsupported { backend: "HSA", operation: "a code object without kernels" }.into());
-    };
-    Ok((load_va, kernels))
+    let operation = "a code object without kernels";
+    load_va.ok_or_else(|| BackendError::Unsupported { backend: "HSA", operation }.into())
 }
 
 /// Destroys one executable and its reader.
@@ -236,7 +229,17 @@ pub(super) fn check_launch(
         return Err(LaunchError::KernargTooLarge {
             kernel: kernel.name.clone(),
             size: kernel.kernarg_segment_size,
+            // CAST: a usize limit is at most 64 bits on every supported host.
             limit: kernarg_bytes_max as u64,
+        });
+    }
+    let (static_bytes, dynamic_bytes) = (kernel.group_segment_fixed_size, request.dynamic_lds_bytes);
+    if static_bytes.checked_add(dynamic_bytes).is_none_or(|total| total > LDS_BYTES_MAX) {
+        return Err(LaunchError::LdsTooLarge {
+            kernel: kernel.name.clone(),
+            static_bytes,
+            dynamic_bytes,
+            limit: LDS_BYTES_MAX,
         });
     }
     if request.grid_work_items.contains(&0) || request.workgroup_work_items.contains(&0) {

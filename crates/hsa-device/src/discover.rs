@@ -11,7 +11,7 @@ use hsa_sys::{
 };
 use pm4_encoding::Target;
 
-use hal::BackendError;
+use hal::{BackendError, RuntimeStatus};
 
 /// Agents collected at most; iteration stops (`HSA_STATUS_INFO_BREAK`) at this many.
 pub const AGENTS_MAX: usize = 64;
@@ -24,9 +24,16 @@ pub const ISA_NAME_BYTES_MAX: u32 = 256;
 /// The prefix of an AMD GPU ISA name before the processor (`amdgcn-amd-amdhsa--gfx1100`).
 pub const ISA_PREFIX: &str = "amdgcn-amd-amdhsa--";
 
+/// An HSA status as the HAL's backend-neutral [`RuntimeStatus`] (named from `hsa-sys`'s
+/// transcription of the headers, written in hexadecimal as HSA's documentation does).
+#[must_use]
+pub fn runtime_status(status: HsaStatus) -> RuntimeStatus {
+    RuntimeStatus { value: i64::from(status.0), name: status.name(), hex: true }
+}
+
 /// The status of a runtime call as a [`BackendError`] naming the call.
 pub(super) fn check(call: &'static str, status: HsaStatus) -> Result<(), BackendError> {
-    if status.is_success() { Ok(()) } else { Err(BackendError::Hsa { call, status }) }
+    if status.is_success() { Ok(()) } else { Err(BackendError::Call { call, status: runtime_status(status) }) }
 }
 
 /// An iteration's status: `HSA_STATUS_INFO_BREAK` means the callback stopped at its bound.
@@ -77,6 +84,14 @@ fn info<H: Copy, A: Copy, T: Default>(
     let status = unsafe { get(handle, attribute, (&raw mut value).cast()) };
     check(call, status)?;
     Ok(value)
+}
+
+/// The GPU agent's smallest and largest queue, in packets.
+pub(super) fn queue_sizes(hsa: &Hsa, agent: Agent) -> Result<(u32, u32), BackendError> {
+    let get = hsa.fns().hsa_agent_get_info;
+    let min: u32 = info("hsa_agent_get_info", get, agent, AgentInfo::QUEUE_MIN_SIZE)?;
+    let max: u32 = info("hsa_agent_get_info", get, agent, AgentInfo::QUEUE_MAX_SIZE)?;
+    Ok((min, max))
 }
 
 /// Every agent, with its device type. The runtime must be initialised.
@@ -145,9 +160,9 @@ pub fn target_of_isa(isa: &str) -> Option<Target> {
 pub(super) struct Pools {
     /// System memory the packet processor reads kernargs from (`KERNARG_INIT`).
     pub kernarg: AmdMemoryPool,
-    /// Fine-grained system memory: the host-visible staging buffer.
+    /// Fine-grained system memory: the host staging buffer and IBs.
     pub fine: AmdMemoryPool,
-    /// Coarse-grained device-local memory: allocations, IBs.
+    /// Coarse-grained device-local memory: allocations.
     pub coarse: AmdMemoryPool,
 }
 
@@ -195,7 +210,13 @@ pub(super) fn pools(hsa: &Hsa, gpu: Agent) -> Result<(Pools, Agent), PoolError> 
     for (cpu, _) in cpus.into_iter().filter(|(_, device)| *device == DeviceType::CPU) {
         let system = global_pools(hsa, cpu).map_err(PoolError::Call)?;
         let kernarg = find(&system, AmdMemoryPoolGlobalFlag::KERNARG_INIT);
-        let fine = find(&system, AmdMemoryPoolGlobalFlag::FINE_GRAINED);
+        // Fine-grained but not the kernarg pool when the agent has both (ROCr and the soft HSA
+        // runtime do): staging and IB memory then never compete with kernargs.
+        let fine = system
+            .iter()
+            .find(|(pool, flags)| flags & AmdMemoryPoolGlobalFlag::FINE_GRAINED.0 != 0 && Some(*pool) != kernarg)
+            .map(|(pool, _)| *pool)
+            .or_else(|| find(&system, AmdMemoryPoolGlobalFlag::FINE_GRAINED));
         if let (Some(kernarg), Some(fine)) = (kernarg, fine) {
             return Ok((Pools { kernarg, fine, coarse }, cpu));
         }

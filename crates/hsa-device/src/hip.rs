@@ -5,7 +5,7 @@
 //! `extra` array), memory (`hipMalloc`, `hipFree`, `hipMemcpyHtoD`, `hipMemcpyDtoH`) and code
 //! objects (`hipModuleLoadData`, `hipModuleGetFunction`). It has no interface to AQL queues,
 //! signals or executable IB memory, so it does not implement [`Device`](hal::Device):
-//! those operations belong to the HSA backend ([`crate::hsa::HsaDevice`]).
+//! those operations belong to the HSA backend ([`crate::HsaDevice`]).
 //!
 //! # The hand-off on hardware
 //!
@@ -25,11 +25,18 @@ use hip_sys::{
     HipModule, HipStream,
 };
 
-use hal::BackendError;
+use hal::{BackendError, RuntimeStatus};
+
+/// A HIP error as the HAL's backend-neutral [`RuntimeStatus`] (named from `hip-sys`'s
+/// transcription of the headers, written in decimal as HIP's documentation does).
+#[must_use]
+pub fn runtime_status(error: HipError) -> RuntimeStatus {
+    RuntimeStatus { value: i64::from(error.0), name: error.name(), hex: false }
+}
 
 /// The status of a HIP call as a [`BackendError`] naming the call.
 fn check(call: &'static str, error: HipError) -> Result<(), BackendError> {
-    if error.is_success() { Ok(()) } else { Err(BackendError::Hip { call, error }) }
+    if error.is_success() { Ok(()) } else { Err(BackendError::Call { call, status: runtime_status(error) }) }
 }
 
 /// The operation as "not supported by the HIP backend".
@@ -62,7 +69,7 @@ impl HipDevice {
     /// `hipInit(0)`, `hipSetDevice(device)`, `hipStreamCreate`.
     ///
     /// # Errors
-    /// [`BackendError::Hip`] naming the call that failed (`hipInit` returns
+    /// [`BackendError::Call`] naming the call that failed (`hipInit` returns
     /// `hipErrorInvalidDevice (101)` on a machine without a GPU).
     pub fn open(hip: Arc<Hip>, device: i32) -> Result<Self, BackendError> {
         check("hipInit", hip.init())?;
@@ -83,7 +90,7 @@ impl HipDevice {
     /// `hipMalloc`: returns the device address.
     ///
     /// # Errors
-    /// [`BackendError::Hip`] naming `hipMalloc`.
+    /// [`BackendError::Call`] naming `hipMalloc`.
     pub fn malloc(&mut self, size: usize) -> Result<u64, BackendError> {
         let mut ptr: *mut core::ffi::c_void = core::ptr::null_mut();
         // SAFETY: `ptr` is a valid out-pointer.
@@ -94,7 +101,7 @@ impl HipDevice {
     /// `hipFree` of an address [`HipDevice::malloc`] returned.
     ///
     /// # Errors
-    /// [`BackendError::Hip`] naming `hipFree` (for an address HIP does not know).
+    /// [`BackendError::Call`] naming `hipFree` (for an address HIP does not know).
     pub fn free(&mut self, va: u64) -> Result<(), BackendError> {
         let ptr = device_ptr(va);
         // SAFETY: HIP validates the pointer and reports an unknown one as an error.
@@ -104,7 +111,7 @@ impl HipDevice {
     /// `hipMemcpyHtoD` of `data` to `va`.
     ///
     /// # Errors
-    /// [`BackendError::Hip`] naming `hipMemcpyHtoD`.
+    /// [`BackendError::Call`] naming `hipMemcpyHtoD`.
     pub fn write(&mut self, va: u64, data: &[u8]) -> Result<(), BackendError> {
         // SAFETY: `data` is readable for its length; HIP validates the device range.
         let error =
@@ -115,7 +122,7 @@ impl HipDevice {
     /// `hipMemcpyDtoH` from `va` into `out`.
     ///
     /// # Errors
-    /// [`BackendError::Hip`] naming `hipMemcpyDtoH`.
+    /// [`BackendError::Call`] naming `hipMemcpyDtoH`.
     pub fn read(&mut self, va: u64, out: &mut [u8]) -> Result<(), BackendError> {
         // SAFETY: `out` is writable for its length; HIP validates the device range.
         let error = unsafe { (self.hip.fns().hip_memcpy_dtoh)(out.as_mut_ptr().cast(), device_ptr(va), out.len()) };
@@ -125,7 +132,7 @@ impl HipDevice {
     /// `hipModuleLoadData` of a code object, then `hipModuleGetFunction` of each name.
     ///
     /// # Errors
-    /// [`BackendError::Hip`] naming the call that failed.
+    /// [`BackendError::Call`] naming the call that failed.
     pub fn load_module(&mut self, image: &[u8], names: &[&str]) -> Result<Vec<HipKernel>, BackendError> {
         let mut module: HipModule = core::ptr::null_mut();
         // SAFETY: `image` stays valid until the call returns (HIP copies it).
@@ -153,7 +160,7 @@ impl HipDevice {
     ///
     /// # Errors
     /// [`BackendError::Unsupported`] for a partial work-group or an oversized kernarg segment,
-    /// [`BackendError::Hip`] naming `hipModuleLaunchKernel`.
+    /// [`BackendError::Call`] naming `hipModuleLaunchKernel`.
     pub fn launch(
         &mut self,
         kernel: HipKernel,
@@ -203,7 +210,7 @@ impl HipDevice {
     /// `hipStreamSynchronize` of the launch stream.
     ///
     /// # Errors
-    /// [`BackendError::Hip`] naming `hipStreamSynchronize`.
+    /// [`BackendError::Call`] naming `hipStreamSynchronize`.
     pub fn synchronize(&mut self) -> Result<(), BackendError> {
         // SAFETY: INVARIANT of `stream`.
         check("hipStreamSynchronize", unsafe { (self.hip.fns().hip_stream_synchronize)(self.stream) })
@@ -242,7 +249,7 @@ impl Handoff<'_> {
     /// may publish the plan's packet.
     ///
     /// # Errors
-    /// [`BackendError::Hip`] naming the call that failed; the plan must not run then.
+    /// [`BackendError::Call`] naming the call that failed; the plan must not run then.
     pub fn to_hsa(self) -> Result<(), BackendError> {
         self.device.synchronize()?;
         // SAFETY: no arguments; waits for the current device's work.

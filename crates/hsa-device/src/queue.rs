@@ -1,5 +1,5 @@
 //! AQL queues of the HSA backend: creation with a fault-recording error callback, packet
-//! publication into the runtime's ring, the doorbell, and bounded signal waits.
+//! publication into the runtime's ring, the doorbell, progress, and bounded signal waits.
 
 use core::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -9,8 +9,8 @@ use aql_packets::ring::BODY_SIZE;
 use aql_packets::{PACKET_SIZE, PacketSlot};
 use hsa_sys::{Agent, Hsa, HsaStatus, Queue, QueueType, Signal, SignalCondition, WaitState};
 
-use super::discover::check;
-use hal::{BackendError, QueueError, QueueFault};
+use super::discover::{check, runtime_status};
+use hal::{BackendError, QueueError, QueueFault, QueueProgress};
 
 /// Records the first status the runtime reports for a queue. ROCr calls this on one of its own
 /// threads, so the slot is an atomic that lives (boxed, at a fixed address) until the queue is
@@ -19,8 +19,11 @@ unsafe extern "C" fn on_queue_error(status: HsaStatus, _source: *mut Queue, data
     // SAFETY: `data` is the `AtomicU32` boxed in the `HsaQueue` that owns the queue; the box is
     // dropped only after `hsa_queue_destroy` returned, after which the runtime no longer calls.
     let slot = unsafe { &*data.cast::<AtomicU32>() };
-    // Keep the first fault; later ones are consequences.
-    let _ = slot.compare_exchange(0, status.0, Ordering::AcqRel, Ordering::Acquire);
+    // Keep the first fault; later ones are consequences. A status of 0 (success) would read as
+    // "no fault", so it is recorded as the generic error.
+    let status = if status.is_success() { HsaStatus::ERROR.0 } else { status.0 };
+    // ORDERING: release, paired with the device's acquire load of the slot in `HsaQueue::fault`.
+    let _ = slot.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire);
 }
 
 /// A runtime queue and its recorded fault.
@@ -56,7 +59,7 @@ impl HsaQueue {
         };
         check("hsa_queue_create", status)?;
         if raw.is_null() {
-            return Err(BackendError::Hsa { call: "hsa_queue_create", status: HsaStatus::ERROR });
+            return Err(BackendError::Call { call: "hsa_queue_create", status: runtime_status(HsaStatus::ERROR) });
         }
         Ok(Self { raw, fault, inactive: false })
     }
@@ -72,14 +75,31 @@ impl HsaQueue {
         self.header().id
     }
 
-    /// The fault the callback recorded; the queue is inactivated the first time it is seen.
-    pub(super) fn check_fault(&mut self, hsa: &Hsa) -> Result<(), QueueFault> {
+    /// The `hsa_queue_t` address (the object of a queue injection).
+    pub(super) fn address(&self) -> u64 {
+        // CAST: a usize address is at most 64 bits on every supported host.
+        self.raw.expose_provenance() as u64
+    }
+
+    /// Slots of the runtime's ring.
+    pub(super) fn ring_slots(&self) -> u32 {
+        self.header().size
+    }
+
+    /// The fault the callback recorded, if any; the queue is inactivated the first time it is
+    /// seen.
+    pub(super) fn fault(&mut self, hsa: &Hsa) -> Option<QueueFault> {
         let status = self.fault.load(Ordering::Acquire);
         if status == 0 {
-            return Ok(());
+            return None;
         }
         self.inactivate(hsa);
-        Err(QueueFault::Runtime { queue_id: self.id(), status: HsaStatus(status) })
+        Some(QueueFault::Runtime { queue_id: self.id(), status: runtime_status(HsaStatus(status)) })
+    }
+
+    /// The recorded fault as an error.
+    pub(super) fn check_fault(&mut self, hsa: &Hsa) -> Result<(), QueueFault> {
+        self.fault(hsa).map_or(Ok(()), Err)
     }
 
     /// `hsa_queue_inactivate`, once; a failure is ignored because the queue is unusable either way.
@@ -91,73 +111,59 @@ impl HsaQueue {
         }
     }
 
-    /// Reserves the next slot and publishes `packet` into it: body first, then the header word
-    /// in one release store (`aql_packets::publish`). Returns the packet id.
-    pub(super) fn publish(&mut self, hsa: &Hsa, packet: &[u8; PACKET_SIZE]) -> Result<u64, QueueError> {
-        self.check_fault(hsa)?;
-        let slots = self.header().size;
+    /// The write index (relaxed: this device is the only producer) and the read index (acquire).
+    pub(super) fn progress(&self, hsa: &Hsa) -> QueueProgress {
         // SAFETY: INVARIANT of `raw`; the index loads have no other precondition.
-        let (write_index, read_index) = unsafe {
-            (
-                (hsa.fns().hsa_queue_load_write_index_relaxed)(self.raw),
-                (hsa.fns().hsa_queue_load_read_index_scacquire)(self.raw),
-            )
-        };
-        if write_index.wrapping_sub(read_index) >= u64::from(slots) {
+        unsafe {
+            QueueProgress {
+                read_index: (hsa.fns().hsa_queue_load_read_index_scacquire)(self.raw),
+                write_index: (hsa.fns().hsa_queue_load_write_index_relaxed)(self.raw),
+            }
+        }
+    }
+
+    /// Reserves the next slot and publishes `packet` into it: body first, then the header word
+    /// in one release store (`aql_packets::publish`). `slots` is the ring size the caller asked
+    /// for (at most the runtime's): the queue is full when that many packets are not taken yet.
+    /// Returns the packet id.
+    pub(super) fn write_packet(
+        &mut self,
+        hsa: &Hsa,
+        packet: &[u8; PACKET_SIZE],
+        slots: u32,
+    ) -> Result<u64, QueueError> {
+        self.check_fault(hsa)?;
+        let QueueProgress { read_index, write_index } = self.progress(hsa);
+        if write_index.wrapping_sub(read_index) >= u64::from(slots.min(self.ring_slots())) {
             return Err(QueueError::Full { write_index, read_index, slots });
         }
         // SAFETY: INVARIANT of `raw`. Single producer: this device is the only writer, so the
         // index reserved is the one checked above.
         let id = unsafe { (hsa.fns().hsa_queue_add_write_index_scacq_screl)(self.raw, 1) };
-        let slot_index = id % u64::from(slots);
-        // CAST: slot_index < slots <= u32::MAX, and the ring is slots * 64 bytes in memory.
+        let slot_index = id % u64::from(self.ring_slots());
+        // CAST: slot_index < size <= u32::MAX, and the ring is size * 64 bytes in memory.
         let offset = usize::try_from(slot_index).unwrap_or(usize::MAX) * PACKET_SIZE;
         // SAFETY: `base_address` is the 64-byte aligned ring of `size` packets (hsa.h), so the slot
-        // at `offset` lies inside it; the reservation above makes it this producer's alone.
+        // at `offset` lies inside it; the reservation above makes it this producer's alone, and
+        // the read index check means the processor has taken the packet that was there.
         let mut slot = unsafe { RingSlot::new(self.header().base_address.cast::<u8>().add(offset)) };
         aql_packets::publish(&mut slot, packet);
         Ok(id)
     }
 
-    /// Rings the doorbell with the last published packet id.
+    /// Rings the doorbell with the id of the last packet written (nothing when none was).
+    /// Returns the write index.
     pub(super) fn ring_doorbell(&mut self, hsa: &Hsa) -> Result<u64, QueueError> {
         self.check_fault(hsa)?;
-        // SAFETY: INVARIANT of `raw`.
-        let write_index = unsafe { (hsa.fns().hsa_queue_load_write_index_relaxed)(self.raw) };
+        let write_index = self.progress(hsa).write_index;
         let Some(last) = write_index.checked_sub(1) else { return Ok(0) };
-        // ORDERING: every header word was stored with release before this; the doorbell store
-        // is itself a release, so the packet processor woken by it sees the published packets.
         // CAST: packet ids stay far below i64::MAX (2^63 packets).
         let value = i64::try_from(last).unwrap_or(i64::MAX);
+        // ORDERING: every header word was stored with release before this; the doorbell store
+        // is itself a release, so the packet processor woken by it sees the published packets.
         // SAFETY: the doorbell signal belongs to the live queue.
         unsafe { (hsa.fns().hsa_signal_store_screlease)(self.header().doorbell_signal, value) };
         Ok(write_index)
-    }
-
-    /// Waits (bounded by `timeout` of wall clock) until the packet processor has read every
-    /// published packet; returns the read index.
-    pub(super) fn drain(&mut self, hsa: &Hsa, timeout: Duration) -> Result<u64, QueueError> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            self.check_fault(hsa)?;
-            // SAFETY: INVARIANT of `raw`.
-            let (write_index, read_index) = unsafe {
-                (
-                    (hsa.fns().hsa_queue_load_write_index_relaxed)(self.raw),
-                    (hsa.fns().hsa_queue_load_read_index_scacquire)(self.raw),
-                )
-            };
-            if read_index >= write_index {
-                return Ok(read_index);
-            }
-            // TIMEOUT: a packet processor that stops reading (a hung barrier, a wedged GPU) must
-            // not hang the host: give up at the deadline and inactivate the queue.
-            if Instant::now() >= deadline {
-                self.inactivate(hsa);
-                return Err(QueueError::Backend(BackendError::Timeout { call: "AQL queue drain", timeout }));
-            }
-            std::thread::sleep(Duration::from_micros(50));
-        }
     }
 
     /// `hsa_queue_destroy`; never waits for packets.
@@ -202,22 +208,32 @@ impl PacketSlot for RingSlot {
 
 /// The HSA condition for an AQL one.
 pub(super) fn hsa_condition(condition: aql_packets::SignalCondition) -> SignalCondition {
-    SignalCondition(u32::from(condition as u8))
+    SignalCondition(condition.to_u32())
 }
 
-/// The slice of one runtime wait: short enough to check the wall clock often.
+/// The slice of one runtime wait: short enough to check the wall clock and faults often.
 pub const WAIT_SLICE: Duration = Duration::from_millis(1);
 
-/// Waits until `value condition compare` holds, at most `timeout` of wall clock; returns the
-/// value that satisfied it, or the last value seen.
-pub(super) fn wait(
+/// Why [`wait`] returned without the condition holding.
+#[derive(Debug)]
+pub(super) enum WaitEnd<E> {
+    /// The deadline passed; the last value read.
+    Timeout(i64),
+    /// `stop` returned an error.
+    Stopped(E),
+}
+
+/// Waits until `value condition compare` holds, at most `timeout` of wall clock; after every
+/// slice `stop` may end the wait with an error (a queue fault). Returns the value that satisfied
+/// the condition.
+pub(super) fn wait<E>(
     hsa: &Hsa,
     signal: Signal,
-    condition: aql_packets::SignalCondition,
-    compare: i64,
+    (condition, compare): (aql_packets::SignalCondition, i64),
     timeout: Duration,
     timestamp_hz: u64,
-) -> Result<i64, i64> {
+    mut stop: impl FnMut() -> Option<E>,
+) -> Result<i64, WaitEnd<E>> {
     let slice_us = u64::try_from(WAIT_SLICE.as_micros()).unwrap_or(u64::MAX);
     let slice_ticks = timestamp_hz.saturating_mul(slice_us) / 1_000_000;
     let deadline = Instant::now() + timeout;
@@ -235,10 +251,13 @@ pub(super) fn wait(
         if hal::signal_condition_holds(value, condition, compare) {
             return Ok(value);
         }
+        if let Some(error) = stop() {
+            return Err(WaitEnd::Stopped(error));
+        }
         // TIMEOUT: `hsa_signal_wait_scacquire` treats its timeout as a hint and may return early
         // or late, so the bound is the wall clock, checked after every slice.
         if Instant::now() >= deadline {
-            return Err(value);
+            return Err(WaitEnd::Timeout(value));
         }
     }
 }

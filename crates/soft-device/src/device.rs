@@ -199,13 +199,22 @@ impl SimDevice {
     }
 
     /// The host waits for the ordinary path: its packets run; a failure is kept for the next
-    /// report.
+    /// report. Counted in [`DeviceStats::waits`]; a wait for kernarg or ring space is not (as on
+    /// the HSA backend), see [`SimDevice::make_room`].
     fn drain_launches(&mut self) {
+        if self.unwaited > 0 {
+            self.stats.waits += 1;
+        }
+        self.make_room();
+    }
+
+    /// The device catches up with the ordinary path so that kernarg bytes or ring slots can be
+    /// reused: its packets run; a failure is kept for the next report.
+    fn make_room(&mut self) {
         if self.unwaited == 0 {
             return;
         }
         self.unwaited = 0;
-        self.stats.waits += 1;
         if let Err(e) = self.run_launch_queue() {
             self.launch_fault.get_or_insert(e);
         }
@@ -270,7 +279,7 @@ impl SimDevice {
     fn kernarg_slot(&mut self, size: u64) -> u64 {
         let mut offset = self.kernarg_cursor.next_multiple_of(Self::KERNARG_SLOT_ALIGN);
         if offset + size > Self::KERNARG_POOL_BYTES {
-            self.drain_launches();
+            self.make_room();
             offset = 0;
         }
         self.kernarg_cursor = offset + size;
@@ -483,7 +492,7 @@ impl Device for SimDevice {
         }
         let packet = self.launch_packet(request)?;
         if self.launch_queue.as_ref().is_some_and(|q| q.size().is_full(q.write_index(), q.read_index())) {
-            self.drain_launches();
+            self.make_room();
             if let Some(fault) = &self.launch_fault {
                 return Err(fault.clone());
             }

@@ -12,6 +12,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use crate::select::AnyDevice;
 use anyhow::{Context as _, Result, anyhow, bail};
 use engine::model::{GenerateOptions, Session};
+use hal::FaultInjection;
 use hal::Injection;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -129,15 +130,15 @@ impl Arm {
         }
     }
 
-    /// Arms a soft-device fault.
+    /// Arms a device fault ([`hal::FaultInjection`]).
     ///
     /// # Errors
     /// Only a broken worker.
     pub fn inject(&mut self, fault: &str) -> Result<()> {
         match self {
             Arm::Resident(session) => {
-                session.inject(parse_fault(fault).map_err(|e| anyhow!(e))?);
-                Ok(())
+                let fault = parse_fault(fault).map_err(|e| anyhow!(e))?;
+                Ok(session.device_mut().inject(fault)?)
             }
             Arm::Fresh(worker) => worker.ask(&format!("inject {fault}")).map(drop),
         }

@@ -2,13 +2,13 @@
 
 use std::str::FromStr;
 
-use crate::select::AnyDevice;
 use crate::select::{DeviceKind, select_for_model};
 use anyhow::{Context as _, Result, bail};
 use engine::admission::AdmissionDecision;
 use engine::model::{GenerateOptions, Session, tokenizer_from_gguf};
 use engine::replay::{ConfigFlags, ReplayConfig};
 use engine::stationarity::{Gate, GateStatus};
+use hal::Device;
 use pm4_encoding::Target;
 use serde_json::Value;
 use tokenizer::SamplerConfig;
@@ -166,11 +166,11 @@ fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
     if needed > u64::from(params.context) {
         bail!("--context {}: {} prompt tokens + {} tokens + 1 do not fit", params.context, prompt.len(), params.tokens);
     }
-    let reason = match select_for_model(kind, Some(target)) {
-        Ok((_, reason)) => reason,
+    // The arms open their own devices; this one only says which device and why.
+    let (kind_name, target, reason) = match select_for_model(kind, Some(target)) {
+        Ok((device, reason)) => (device.kind().name().to_owned(), device.target(), reason),
         Err(error) => return Ok(Err(error.to_string())),
     };
-    let kind_name = DeviceKind::Sim.name().to_owned();
     let registry = crate::admit::load(None)?;
     let admission = crate::admit::decide(&registry, &file, &model_sha256, target, &kind_name);
     let options = GenerateOptions {

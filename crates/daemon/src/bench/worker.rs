@@ -10,6 +10,7 @@ use crate::select::{DeviceKind, select_for_model};
 use anyhow::{Context as _, Result, anyhow};
 use engine::model::{GenerateOptions, Session};
 use engine::replay::{ConfigFlags, ReplayConfig};
+use hal::{Device, FaultInjection};
 use pm4_encoding::Target;
 use tokenizer::SamplerConfig;
 
@@ -144,7 +145,7 @@ fn start(args: &Args) -> Result<Session<AnyDevice>> {
     let config = ReplayConfig::resolve(&flags, |_| None)?;
     let file = gguf::Gguf::open(&args.model).with_context(|| format!("reading {}", args.model))?;
     let registry = crate::admit::load(None)?;
-    let admission = crate::admit::decide(&registry, &file, &args.model_sha256, target, DeviceKind::Sim.name());
     let (device, _) = select_for_model(kind, Some(target))?;
+    let admission = crate::admit::decide(&registry, &file, &args.model_sha256, device.target(), device.kind().name());
     Ok(Session::with_admission(device, &file, args.context, config, admission)?)
 }

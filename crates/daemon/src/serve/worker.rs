@@ -12,6 +12,7 @@ use crate::select::{DeviceKind, select_for_model};
 use engine::admission::{AdmissionDecision, AdmissionRegistry};
 use engine::model::{GenerateOptions, Session};
 use engine::replay::ReplayConfig;
+use hal::Device;
 use pm4_encoding::Target;
 use tokio::sync::mpsc;
 
@@ -117,14 +118,15 @@ fn load(spec: &LoadSpec) -> Result<(Session<AnyDevice>, DeviceInfo), String> {
     let (device, reason) = select_for_model(spec.kind, Some(spec.target)).map_err(|e| e.to_string())?;
     eprintln!("device: {reason}");
     let file = gguf::Gguf::open(&spec.path).map_err(|e| format!("reading {}: {e}", spec.path.display()))?;
-    eprintln!("loading {} ({} KV positions) onto the soft device ...", spec.path.display(), spec.context);
+    let (kind, target) = (device.kind().name(), device.target());
+    eprintln!("loading {} ({} KV positions) onto the {} device ...", spec.path.display(), spec.context, kind);
     let start = std::time::Instant::now();
-    let admission = crate::admit::decide(&spec.admissions, &file, &spec.sha256, spec.target, "sim");
+    let admission = crate::admit::decide(&spec.admissions, &file, &spec.sha256, target, kind);
     eprintln!("admission: {}", admission.reason);
     let session = Session::with_admission(device, &file, spec.context, spec.config.clone(), admission.clone())
         .map_err(|e| e.to_string())?;
     eprintln!("model loaded in {:.1} s", start.elapsed().as_secs_f64());
-    Ok((session, DeviceInfo { kind: "sim", arch: spec.target.to_string(), reason, admission }))
+    Ok((session, DeviceInfo { kind, arch: target.to_string(), reason, admission }))
 }
 
 /// Runs jobs in arrival order until the queue closes.

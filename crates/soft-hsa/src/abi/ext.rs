@@ -1,0 +1,46 @@
+//! Redline's extension: fault injection for the HSA backend's `hal::FaultInjection`. A real
+//! ROCr does not export it; `hsa-sys` looks it up optionally.
+
+use hsa_sys::{HsaStatus, RedlineInjection};
+
+use crate::pools::{self, Pool};
+use crate::queue;
+use crate::runtime;
+
+/// `hsa_status_t redline_soft_hsa_inject(uint32_t kind, uint64_t object)` (`hsa_sys::RedlineInjectFn`):
+/// arms one fault, fired once at the next operation it names.
+///
+/// - `RedlineInjection::ALLOCATION`: `object` is a memory pool handle; its next
+///   `hsa_amd_memory_pool_allocate` fails with `HSA_STATUS_ERROR_OUT_OF_RESOURCES`.
+/// - `RedlineInjection::QUEUE_FAULT`: `object` is an `hsa_queue_t` address; the next packet its
+///   processor takes inactivates it and its error callback receives
+///   `HSA_STATUS_ERROR_EXCEPTION`.
+/// - `RedlineInjection::QUEUE_HANG`: `object` is an `hsa_queue_t` address; its processor takes no
+///   more packets.
+///
+/// Returns `HSA_STATUS_ERROR_INVALID_ARGUMENT` for another kind,
+/// `HSA_STATUS_ERROR_INVALID_MEMORY_POOL` or `HSA_STATUS_ERROR_INVALID_QUEUE` for an unknown
+/// object.
+///
+/// # Safety
+/// None beyond the C ABI: `object` is only compared with the runtime's tables.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn redline_soft_hsa_inject(kind: u32, object: u64) -> HsaStatus {
+    let runtime = match runtime::current() {
+        Ok(runtime) => runtime,
+        Err(status) => return status,
+    };
+    let armed = match RedlineInjection(kind) {
+        RedlineInjection::ALLOCATION => match Pool::from_handle(object, &runtime.agents) {
+            Some(pool) => {
+                pools::fail_next(&mut runtime.core(), pool);
+                Ok(())
+            }
+            None => Err(HsaStatus::ERROR_INVALID_MEMORY_POOL),
+        },
+        RedlineInjection::QUEUE_FAULT => queue::arm(&runtime, object, false),
+        RedlineInjection::QUEUE_HANG => queue::arm(&runtime, object, true),
+        _ => Err(HsaStatus::ERROR_INVALID_ARGUMENT),
+    };
+    armed.err().unwrap_or(HsaStatus::SUCCESS)
+}

@@ -1,0 +1,191 @@
+//! The runtime's state: one per process, started by the first `hsa_init`, reference counted, and
+//! torn down by the `hsa_shut_down` that drops the last reference.
+//!
+//! # Locks
+//! - [`Runtime::core`]: the soft device (address space, kernel table, loaded code) and the
+//!   runtime's allocation and code-object tables. A packet processor holds it while one packet
+//!   runs; host calls that touch device memory take it for their copy.
+//! - The signal registry's table, taken only to look a handle up (see [`crate::signals`]).
+//! - [`Runtime::queues`]: the queue table, never held while a processor thread is joined.
+//!
+//! Order: `core`, then the signal table, then one signal's lock; the queue table is never taken
+//! with another lock held. No lock is held while a program callback runs.
+
+#![forbid(unsafe_code)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use hal::KernelTable;
+use hsa_sys::HsaStatus;
+use kernels::registry::Registry;
+use pm4_encoding::Target;
+use soft_device::memory::SimMemory;
+
+use crate::abi::host::VaReservation;
+use crate::agents::{self, Agents, ISA_ENV, TIMESTAMP_FREQUENCY_HZ};
+use crate::code::CodeState;
+use crate::lock;
+use crate::pools::PoolState;
+use crate::queue::{self, QueueEntry};
+use crate::signals::SignalRegistry;
+
+/// Bytes of address space reserved for device memory. The soft device never hands a VA out twice,
+/// so this bounds the bytes allocated over the runtime's life, not at once (that bound is
+/// [`SimMemory::TOTAL_BYTES_MAX`]).
+pub const VA_RESERVATION_BYTES: usize = 64 << 30;
+/// Environment variable that, when set to `1`, makes the runtime print every queue fault to
+/// standard error (the status the error callback receives does not say which check failed).
+pub const LOG_ENV: &str = "REDLINE_SOFT_HSA_LOG";
+
+/// What the soft device holds, behind [`Runtime::core`].
+#[derive(Debug)]
+pub(crate) struct Core {
+    /// The GPU address space: device memory in the reserved range, system memory mapped at its
+    /// host addresses.
+    pub(crate) memory: SimMemory,
+    /// Every loaded kernel.
+    pub(crate) kernels: KernelTable,
+    /// CPU references of the kernels the soft device runs.
+    pub(crate) registry: Registry,
+    /// GPU clock of the command processors' timestamps.
+    pub(crate) clock: u64,
+    /// Allocations by pool.
+    pub(crate) pools: PoolState,
+    /// Code object readers and executables.
+    pub(crate) code: CodeState,
+}
+
+/// One started runtime.
+#[derive(Debug)]
+pub(crate) struct Runtime {
+    /// The CPU agent and the GPU agents of the configured targets.
+    pub(crate) agents: Agents,
+    started: Instant,
+    /// The soft device and the tables of memory and code.
+    pub(crate) core: Mutex<Core>,
+    /// Every signal (doorbells included).
+    pub(crate) signals: SignalRegistry,
+    /// Every queue, by the address of its `hsa_queue_t`.
+    pub(crate) queues: Mutex<BTreeMap<u64, QueueEntry>>,
+    /// Whether queue faults are printed ([`LOG_ENV`]).
+    pub(crate) log_faults: bool,
+    // INVARIANT: outlives every device VA the runtime handed out (dropped with the runtime).
+    _reservation: VaReservation,
+}
+
+impl Runtime {
+    fn start(targets: Vec<Target>) -> Result<Self, HsaStatus> {
+        let reservation = VaReservation::new(VA_RESERVATION_BYTES).ok_or(HsaStatus::ERROR_OUT_OF_RESOURCES)?;
+        let memory = SimMemory::with_va_range(reservation.base(), reservation.end());
+        let core = Core {
+            memory,
+            kernels: KernelTable::new(),
+            registry: Registry::builtin(),
+            clock: 0,
+            pools: PoolState::default(),
+            code: CodeState::default(),
+        };
+        Ok(Self {
+            agents: Agents::new(targets),
+            started: Instant::now(),
+            core: Mutex::new(core),
+            signals: SignalRegistry::new(),
+            queues: Mutex::new(BTreeMap::new()),
+            log_faults: std::env::var(LOG_ENV).as_deref() == Ok("1"),
+            _reservation: reservation,
+        })
+    }
+
+    /// The soft device, locked.
+    pub(crate) fn core(&self) -> MutexGuard<'_, Core> {
+        lock(&self.core)
+    }
+
+    /// `HSA_SYSTEM_INFO_TIMESTAMP`: ticks of [`TIMESTAMP_FREQUENCY_HZ`] since the runtime started.
+    pub(crate) fn timestamp(&self) -> u64 {
+        let nanos = self.started.elapsed().as_nanos();
+        let ticks = nanos / u128::from(1_000_000_000 / TIMESTAMP_FREQUENCY_HZ);
+        u64::try_from(ticks).unwrap_or(u64::MAX)
+    }
+}
+
+/// The process's runtime and its references.
+#[derive(Debug)]
+struct Global {
+    references: u32,
+    runtime: Option<Arc<Runtime>>,
+}
+
+static GLOBAL: Mutex<Global> = Mutex::new(Global { references: 0, runtime: None });
+
+/// `hsa_init`: starts the runtime at the first reference (reading [`ISA_ENV`]), counts later ones.
+pub(crate) fn init() -> HsaStatus {
+    let mut global = lock(&GLOBAL);
+    if global.references > 0 {
+        return match global.references.checked_add(1) {
+            Some(references) => {
+                global.references = references;
+                HsaStatus::SUCCESS
+            }
+            None => HsaStatus::ERROR_REFCOUNT_OVERFLOW,
+        };
+    }
+    let value = std::env::var(ISA_ENV);
+    let targets = match value.as_deref() {
+        Ok(names) => agents::targets_from_env(Some(names)),
+        Err(std::env::VarError::NotPresent) => agents::targets_from_env(None),
+        Err(std::env::VarError::NotUnicode(raw)) => {
+            Err(agents::TargetError { value: raw.to_string_lossy().into_owned() })
+        }
+    };
+    let targets = match targets {
+        Ok(targets) => targets,
+        Err(error) => {
+            // The status alone cannot say which value was refused; the message can.
+            eprintln!("soft-hsa: hsa_init: {error}");
+            return HsaStatus::ERROR_INVALID_ISA_NAME;
+        }
+    };
+    match Runtime::start(targets) {
+        Ok(runtime) => {
+            global.runtime = Some(Arc::new(runtime));
+            global.references = 1;
+            HsaStatus::SUCCESS
+        }
+        Err(status) => status,
+    }
+}
+
+/// `hsa_shut_down`: drops one reference; the last one stops every queue and frees everything.
+pub(crate) fn shut_down() -> HsaStatus {
+    let runtime = {
+        let mut global = lock(&GLOBAL);
+        match global.references {
+            0 => return HsaStatus::ERROR_NOT_INITIALIZED,
+            1 => {
+                global.references = 0;
+                global.runtime.take()
+            }
+            n => {
+                global.references = n - 1;
+                return HsaStatus::SUCCESS;
+            }
+        }
+    };
+    if let Some(runtime) = runtime {
+        // Outside the global lock: a processor thread finishing its packet may still call into
+        // the runtime through a program callback.
+        queue::destroy_all(&runtime);
+    }
+    HsaStatus::SUCCESS
+}
+
+/// The started runtime.
+///
+/// # Errors
+/// `HSA_STATUS_ERROR_NOT_INITIALIZED` when no `hsa_init` reference is held.
+pub(crate) fn current() -> Result<Arc<Runtime>, HsaStatus> {
+    lock(&GLOBAL).runtime.clone().ok_or(HsaStatus::ERROR_NOT_INITIALIZED)
+}
