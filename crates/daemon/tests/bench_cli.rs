@@ -51,14 +51,25 @@ fn bench_with(
     runs: &str,
     extra: &[&str],
 ) -> (Output, Value, String) {
+    bench_on(dir, model, prompt, tokens, runs, &[&["--device", "sim"], extra].concat(), &[])
+}
+
+/// `redline bench` with `extra` (the device among them) and `env` added to its environment.
+fn bench_on(
+    dir: &Path,
+    model: &Path,
+    prompt: &str,
+    tokens: &str,
+    runs: &str,
+    extra: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> (Output, Value, String) {
     let out = dir.join("report.json");
     let plot = dir.join("plot.svg");
     let common = [
         "bench",
         "--model",
         model.to_str().unwrap(),
-        "--device",
-        "sim",
         "--prompt",
         prompt,
         "--tokens",
@@ -74,7 +85,13 @@ fn bench_with(
         "--plot",
         plot.to_str().unwrap(),
     ];
-    let output = redline(&[&common[..], &LOOSE_GATE[..], extra].concat());
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_redline"))
+        .args([&common[..], &LOOSE_GATE[..], extra].concat())
+        .env_remove("REDLINE_REPLAY_BACKEND")
+        .env_remove("REDLINE_REPLAY_TRANSPORT")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
     let report = std::fs::read_to_string(&out).map_or(Value::Null, |t| serde_json::from_str(&t).unwrap());
     let svg = std::fs::read_to_string(&plot).unwrap_or_default();
     (output, report, svg)
@@ -113,6 +130,22 @@ fn assert_valid_proofs(report: &Value, transport: &str, timed_rows: usize) {
     assert_eq!(report["submission"]["transport"], transport);
     for name in ["stationarity.hip", "stationarity.auto", "route.auto.every_position", "route.auto.one_identity"] {
         assert_eq!(gate(report, name)["pass"], true, "{name}");
+    }
+}
+
+#[test]
+fn the_hsa_backend_bench_is_valid_with_both_route_proofs() {
+    let dir = temp_dir("hsa");
+    let model = tiny_model(&dir);
+    let library = soft_hsa::built_library().unwrap_or_else(|error| panic!("{error}"));
+    let env = [("REDLINE_HSA_LIBRARY", library.as_os_str()), ("REDLINE_SOFT_HSA_ISA", std::ffi::OsStr::new("gfx1201"))];
+    for process in ["resident", "fresh"] {
+        let extra = ["--device", "hsa", "--process", process];
+        let (out, report, _) = bench_on(&dir, &model, "the cat", "6", "3", &extra, &env);
+        assert!(out.status.success(), "{process}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_valid_proofs(&report, "pm4", 3);
+        assert_eq!(report["device"]["kind"], "hsa", "{process}");
+        assert_eq!(report["device"]["arch"], "gfx1201", "{process}: the agent's ISA decides the target");
     }
 }
 

@@ -7,16 +7,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use aql_packets::{AmdPm4IbPacket, FenceScope};
-use engine::bundle::{
+use hal::{Device, DeviceAllocation, LaunchRequest};
+use kernarg_abi::layout::{ArgValue, DispatchGeometry};
+use lowering::ib_builder::{self, IbDispatch};
+use pm4_encoding::packet::{AcquireMem, DispatchDirect, SetShReg};
+use pm4_encoding::{Decoder, Emit, Packet, Target};
+use soft_device::SimDevice;
+use soft_device::bundle::{
     AqlEntry, Bundle, CodeObjectEntry, Expected, FORMAT, IbEntry, KernelEntry, Manifest, PatchKind, PatchSite, Region,
     Role, Va,
 };
-use engine::device::{Device, DeviceAllocation, LaunchRequest};
-use engine::sim::SimDevice;
-use engine::sim::ib_builder::{self, IbDispatch};
-use kernarg_abi::layout::{ArgValue, DispatchGeometry};
-use pm4_encoding::packet::{AcquireMem, DispatchDirect, SetShReg};
-use pm4_encoding::{Decoder, Emit, Packet, Target};
 
 const N: u32 = 1000;
 const GRID: u32 = 1024;
@@ -139,7 +139,7 @@ fn capture(target: Target) -> Capture {
         };
         ordinary.launch(&request).unwrap();
     }
-    let objects = layout.code_objects();
+    let objects = layout.kernels();
     let dispatches: Vec<IbDispatch<'_>> = segments
         .iter()
         .enumerate()

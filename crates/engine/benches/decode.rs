@@ -3,8 +3,10 @@
 //! ordinary route and the retained route, next to this machine's memory-bandwidth floor, all in
 //! one run:
 //!
-//! - `ordinary_token`: one decode forward with backend `hip` (453 launches through the funnel).
-//! - `retained_token`: one decode forward of a `Ready` controller (one PM4-IB submission).
+//! - `ordinary_token`: one decode forward with backend `hip` (453 launches through the funnel),
+//!   then its logits read back (where the host waits for the launches).
+//! - `retained_token`: one decode forward of a `Ready` controller (one PM4-IB submission), then
+//!   its logits read back.
 //! - `weights_copy_floor`: copying as many bytes as the model's weights (what every token must
 //!   read at least once) from one buffer to another: bytes per token / copy bandwidth, the time
 //!   a memory-bound decode cannot beat on this machine.
@@ -55,6 +57,8 @@ impl Arm {
         self.model.set_token(7042).unwrap();
         let position = self.position;
         self.controller.forward(&mut self.device, &mut self.funnel, &mut self.model, position, true).unwrap();
+        // A forward returns once its launches are published: a token ends with its logits.
+        std::hint::black_box(self.model.logits(&mut self.device).unwrap());
         self.position = if position + 1 >= CONTEXT { FIRST } else { position + 1 };
     }
 }

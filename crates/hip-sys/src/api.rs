@@ -1,8 +1,7 @@
 //! The HIP function table and the loaded runtime.
 
 use core::ffi::{CStr, c_char, c_int, c_uint, c_void};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use dynload::{LoadError, fn_table};
 
@@ -103,28 +102,9 @@ pub struct Hip {
     runtime: dynload::Runtime<HipFns>,
 }
 
+dynload::runtime_loader!(Hip, HipFns, "hipInit");
+
 impl Hip {
-    /// Loads the runtime from [`LIBRARY_ENV`] if it is set (and not empty), else from the first
-    /// of [`DEFAULT_CANDIDATES`] that opens.
-    ///
-    /// # Errors
-    ///
-    /// [`LoadError::NotFound`] when no candidate opens, [`LoadError::MissingSymbols`] when the one
-    /// that opens lacks symbols of [`HipFns`].
-    pub fn load() -> Result<Self, LoadError> {
-        Self::load_with_env(std::env::var_os(LIBRARY_ENV))
-    }
-
-    /// [`Hip::load`] with the value of [`LIBRARY_ENV`] passed in rather than read, for callers
-    /// (and tests) that must not touch the process environment.
-    ///
-    /// # Errors
-    ///
-    /// As [`Hip::load`].
-    pub fn load_with_env(env_override: Option<OsString>) -> Result<Self, LoadError> {
-        Self::load_from(&dynload::candidates(env_override, DEFAULT_CANDIDATES))
-    }
-
     /// Loads the first of `candidates` that `dlopen` opens (a bare name goes through the dynamic
     /// loader's search path, a path is opened as is). A candidate that opens but lacks symbols is
     /// an error; later candidates are not tried.
@@ -140,25 +120,6 @@ impl Hip {
         // `hipGetDeviceProperties`, is a precondition of calling it (see `DeviceProp`).
         let runtime = unsafe { dynload::Runtime::load_from(candidates) }?;
         Ok(Self { runtime })
-    }
-
-    /// The raw function table. Its pointers are valid only while `self` is alive.
-    #[must_use]
-    pub fn fns(&self) -> &HipFns {
-        self.runtime.fns()
-    }
-
-    /// The candidate that opened, as it was handed to `dlopen`.
-    #[must_use]
-    pub fn opened_as(&self) -> &Path {
-        self.runtime.opened_as()
-    }
-
-    /// The file the dynamic loader actually mapped (per `dladdr` of `hipInit`), or
-    /// [`Hip::opened_as`] when the loader does not say.
-    #[must_use]
-    pub fn library_path(&self) -> &Path {
-        self.runtime.library_path()
     }
 
     /// `hipInit(0)`. Without a GPU it fails (ROCm 5.2.3 returns `hipErrorInvalidDevice`).

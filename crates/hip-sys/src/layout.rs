@@ -27,18 +27,7 @@ pub fn layout_table() -> Vec<LayoutEntry> {
 mod tests {
     use super::*;
 
-    /// A struct with fields declared in `types.rs` without a `struct_layout!` would be neither
-    /// asserted nor cross-checked. `DeviceArch` is checked bit by bit; the `opaque!` structs have
-    /// no layout of their own.
-    #[test]
-    fn every_struct_has_a_layout_invocation() {
-        let source = include_str!("types.rs");
-        assert!(source.contains("pub struct "));
-        assert_eq!(dynload::c_check::structs_without_layout(source), Vec::<&str>::new());
-    }
-
-    #[test]
-    fn expressions_are_unique() {
-        assert_eq!(dynload::c_check::repeated_expressions(&layout_table()), Vec::<&str>::new());
-    }
+    // A struct declared in `types.rs` without a `struct_layout!` would be neither asserted nor
+    // cross-checked. `DeviceArch` is checked bit by bit; the `opaque!` structs have no layout of their own.
+    dynload::layout_self_checks!(include_str!("types.rs"), layout_table());
 }

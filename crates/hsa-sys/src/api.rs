@@ -1,8 +1,7 @@
 //! The HSA function table and the loaded runtime.
 
 use core::ffi::{CStr, c_char, c_void};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use dynload::{LoadError, fn_table};
 
@@ -208,28 +207,9 @@ pub struct Hsa {
     runtime: dynload::Runtime<HsaFns>,
 }
 
+dynload::runtime_loader!(Hsa, HsaFns, "hsa_init");
+
 impl Hsa {
-    /// Loads the runtime from [`LIBRARY_ENV`] if it is set (and not empty), else from the first
-    /// of [`DEFAULT_CANDIDATES`] that opens.
-    ///
-    /// # Errors
-    ///
-    /// [`LoadError::NotFound`] when no candidate opens, [`LoadError::MissingSymbols`] when the one
-    /// that opens lacks symbols of [`HsaFns`].
-    pub fn load() -> Result<Self, LoadError> {
-        Self::load_with_env(std::env::var_os(LIBRARY_ENV))
-    }
-
-    /// [`Hsa::load`] with the value of [`LIBRARY_ENV`] passed in rather than read, for callers
-    /// (and tests) that must not touch the process environment.
-    ///
-    /// # Errors
-    ///
-    /// As [`Hsa::load`].
-    pub fn load_with_env(env_override: Option<OsString>) -> Result<Self, LoadError> {
-        Self::load_from(&dynload::candidates(env_override, DEFAULT_CANDIDATES))
-    }
-
     /// Loads the first of `candidates` that `dlopen` opens (a bare name goes through the dynamic
     /// loader's search path, a path is opened as is). A candidate that opens but lacks symbols is
     /// an error; later candidates are not tried.
@@ -261,25 +241,6 @@ impl Hsa {
     #[must_use]
     pub fn extensions(&self) -> &HsaExtFns {
         &self.ext
-    }
-
-    /// The raw function table. Its pointers are valid only while `self` is alive.
-    #[must_use]
-    pub fn fns(&self) -> &HsaFns {
-        self.runtime.fns()
-    }
-
-    /// The candidate that opened, as it was handed to `dlopen`.
-    #[must_use]
-    pub fn opened_as(&self) -> &Path {
-        self.runtime.opened_as()
-    }
-
-    /// The file the dynamic loader actually mapped (per `dladdr` of `hsa_init`), or
-    /// [`Hsa::opened_as`] when the loader does not say.
-    #[must_use]
-    pub fn library_path(&self) -> &Path {
-        self.runtime.library_path()
     }
 
     /// `hsa_init`: takes one reference to the runtime. On a machine without a usable `/dev/kfd`

@@ -26,17 +26,7 @@ pub fn layout_table() -> Vec<LayoutEntry> {
 mod tests {
     use super::*;
 
-    /// A struct declared in `types.rs` without a `struct_layout!` would be neither asserted nor
-    /// cross-checked. Handles are declared through `handles!`, which invokes it for each.
-    #[test]
-    fn every_struct_has_a_layout_invocation() {
-        let source = include_str!("types.rs");
-        assert!(source.contains("pub struct "));
-        assert_eq!(dynload::c_check::structs_without_layout(source), Vec::<&str>::new());
-    }
-
-    #[test]
-    fn expressions_are_unique() {
-        assert_eq!(dynload::c_check::repeated_expressions(&layout_table()), Vec::<&str>::new());
-    }
+    // A struct declared in `types.rs` without a `struct_layout!` would be neither asserted nor
+    // cross-checked. Handles are declared through `handles!`, which invokes it for each.
+    dynload::layout_self_checks!(include_str!("types.rs"), layout_table());
 }

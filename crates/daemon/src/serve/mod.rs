@@ -69,6 +69,14 @@ pub struct Args {
     /// context when smaller].
     #[arg(long)]
     pub max_tokens_limit: Option<u32>,
+    /// Testing only: arm a device fault once the model is loaded (`replay-timeout`,
+    /// `queue-fault`): it fires at the first retained token.
+    #[arg(long, hide = true, value_parser = parse_fault)]
+    pub inject_fault: Option<hal::Injection>,
+}
+
+fn parse_fault(s: &str) -> Result<hal::Injection, String> {
+    crate::bench::arm::parse_fault(s)
 }
 
 /// Runs `redline serve` until SIGINT or SIGTERM.
@@ -103,6 +111,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         context,
         config: opened.config,
         admissions: opened.admissions,
+        inject_fault: args.inject_fault,
     };
     let (thread, device) = match worker::spawn(spec, jobs, Arc::clone(&metrics)) {
         Ok(started) => started,

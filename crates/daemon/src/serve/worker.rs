@@ -66,6 +66,8 @@ pub(crate) struct LoadSpec {
     pub config: ReplayConfig,
     /// The admissions registry the default route is decided by.
     pub admissions: AdmissionRegistry,
+    /// A fault armed once the model is loaded (testing).
+    pub inject_fault: Option<hal::Injection>,
 }
 
 /// The device the model was loaded on.
@@ -123,9 +125,13 @@ fn load(spec: &LoadSpec) -> Result<(Session<AnyDevice>, DeviceInfo), String> {
     let start = std::time::Instant::now();
     let admission = crate::admit::decide(&spec.admissions, &file, &spec.sha256, target, kind);
     eprintln!("admission: {}", admission.reason);
-    let session = Session::with_admission(device, &file, spec.context, spec.config.clone(), admission.clone())
+    let mut session = Session::with_admission(device, &file, spec.context, spec.config.clone(), admission.clone())
         .map_err(|e| e.to_string())?;
     eprintln!("model loaded in {:.1} s", start.elapsed().as_secs_f64());
+    if let Some(fault) = spec.inject_fault {
+        hal::FaultInjection::inject(session.device_mut(), fault).map_err(|e| format!("--inject-fault: {e}"))?;
+        eprintln!("armed an injected {fault:?}");
+    }
     Ok((session, DeviceInfo { kind, arch: target.to_string(), reason, admission }))
 }
 

@@ -41,7 +41,13 @@ pub struct Server {
 impl Server {
     /// Starts `redline serve --port 0 ARGS` and waits for its `listening on` line.
     pub fn start(args: &[&str]) -> Server {
+        Self::start_with_env(args, &[])
+    }
+
+    /// [`Server::start`] with `env` added to the server's environment.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_redline"))
+            .envs(env.iter().copied())
             .arg("serve")
             .args(["--port", "0"])
             .args(args)

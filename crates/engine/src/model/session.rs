@@ -94,7 +94,8 @@ pub struct Generation {
     pub tokens: Vec<u32>,
     /// Prompt tokens.
     pub prompt_tokens: usize,
-    /// Wall time of the decode forwards (prefill excluded).
+    /// Wall time of the decode steps, each from its forward to its logits read back (prefill
+    /// excluded).
     pub decode_time: Duration,
     /// Decode forwards timed in `decode_time`.
     pub decode_forwards: u32,
@@ -246,8 +247,11 @@ impl<D: Device> Session<D> {
             }
         }
         let mut finish_reason = "length";
+        // The logits of the last forward: a forward returns once its launches are published,
+        // and this read is where the host waits for them, so a decode step is timed from its
+        // forward to its logits.
+        let mut logits = parts.model.logits(parts.device)?;
         while tokens.len() < usize::try_from(options.max_tokens).unwrap_or(usize::MAX) {
-            let logits = parts.model.logits(parts.device)?;
             let token = sampler.sample(&logits).map_err(|e| SessionError::Sampler(e.to_string()))?;
             tokens.push(token);
             let piece = decoder.push(token).map_err(|e| SessionError::Tokenizer(e.to_string()))?;
@@ -266,6 +270,7 @@ impl<D: Device> Session<D> {
             }
             let start = Instant::now();
             parts.forward(token, position, true)?;
+            logits = parts.model.logits(parts.device)?;
             decode_time += start.elapsed();
             decode_forwards += 1;
             position += 1;
