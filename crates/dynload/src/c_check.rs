@@ -134,6 +134,26 @@ pub fn repeated_expressions(table: &[LayoutEntry]) -> Vec<&'static str> {
         .collect()
 }
 
+/// The two self-checks of a `-sys` crate's layout table, as unit tests: every struct declared in
+/// its `types.rs` source has a `struct_layout!` invocation, and no C expression of the table is
+/// repeated (a repeated one would compare one fact twice and hide a missing one).
+#[macro_export]
+macro_rules! layout_self_checks {
+    ($types_source:expr, $table:expr) => {
+        #[test]
+        fn every_struct_has_a_layout_invocation() {
+            let source = $types_source;
+            assert!(source.contains("pub struct "));
+            assert_eq!($crate::c_check::structs_without_layout(source), Vec::<&str>::new());
+        }
+
+        #[test]
+        fn expressions_are_unique() {
+            assert_eq!($crate::c_check::repeated_expressions(&$table), Vec::<&str>::new());
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,24 +203,4 @@ mod tests {
         assert_eq!(repeated_expressions(&table), vec!["sizeof(a)"]);
         assert!(repeated_expressions(&table[..2]).is_empty());
     }
-}
-
-/// The two self-checks of a `-sys` crate's layout table, as unit tests: every struct declared in
-/// its `types.rs` source has a `struct_layout!` invocation, and no C expression of the table is
-/// repeated (a repeated one would compare one fact twice and hide a missing one).
-#[macro_export]
-macro_rules! layout_self_checks {
-    ($types_source:expr, $table:expr) => {
-        #[test]
-        fn every_struct_has_a_layout_invocation() {
-            let source = $types_source;
-            assert!(source.contains("pub struct "));
-            assert_eq!($crate::c_check::structs_without_layout(source), Vec::<&str>::new());
-        }
-
-        #[test]
-        fn expressions_are_unique() {
-            assert_eq!($crate::c_check::repeated_expressions(&$table), Vec::<&str>::new());
-        }
-    };
 }

@@ -59,6 +59,57 @@ impl<F: FnTable> Runtime<F> {
     }
 }
 
+/// The loading entry points and accessors of a `-sys` crate's runtime type: `$ty` holds its
+/// [`Runtime`] in a field named `runtime` and has an inherent `load_from(&[PathBuf])`, and the
+/// crate defines `LIBRARY_ENV` (the override variable) and `DEFAULT_CANDIDATES`. Generates
+/// `load`, `load_with_env`, `fns`, `opened_as` and `library_path`, the same for every runtime.
+#[macro_export]
+macro_rules! runtime_loader {
+    ($ty:ident, $fns:ty, $first:literal) => {
+        impl $ty {
+            /// Loads the runtime from `LIBRARY_ENV` if it is set (and not empty), else from the
+            /// first of `DEFAULT_CANDIDATES` that opens.
+            ///
+            /// # Errors
+            ///
+            /// [`LoadError::NotFound`] when no candidate opens, [`LoadError::MissingSymbols`] when
+            /// the one that opens lacks symbols of the function table.
+            pub fn load() -> Result<Self, LoadError> {
+                Self::load_with_env(std::env::var_os(LIBRARY_ENV))
+            }
+
+            /// `load` with the value of `LIBRARY_ENV` passed in rather than read, for callers (and
+            /// tests) that must not touch the process environment.
+            ///
+            /// # Errors
+            ///
+            /// As `load`.
+            pub fn load_with_env(env_override: Option<std::ffi::OsString>) -> Result<Self, LoadError> {
+                Self::load_from(&$crate::candidates(env_override, DEFAULT_CANDIDATES))
+            }
+
+            /// The raw function table. Its pointers are valid only while `self` is alive.
+            #[must_use]
+            pub fn fns(&self) -> &$fns {
+                self.runtime.fns()
+            }
+
+            /// The candidate that opened, as it was handed to `dlopen`.
+            #[must_use]
+            pub fn opened_as(&self) -> &std::path::Path {
+                self.runtime.opened_as()
+            }
+
+            #[doc = concat!("The file the dynamic loader actually mapped (per `dladdr` of `", $first, "`), or")]
+            /// `opened_as` when the loader does not say.
+            #[must_use]
+            pub fn library_path(&self) -> &std::path::Path {
+                self.runtime.library_path()
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,55 +161,4 @@ mod tests {
             LoadError::MissingSymbols { library: PathBuf::from(LIBC), missing: AbsentFns::SYMBOLS.to_vec() }
         );
     }
-}
-
-/// The loading entry points and accessors of a `-sys` crate's runtime type: `$ty` holds its
-/// [`Runtime`] in a field named `runtime` and has an inherent `load_from(&[PathBuf])`, and the
-/// crate defines `LIBRARY_ENV` (the override variable) and `DEFAULT_CANDIDATES`. Generates
-/// `load`, `load_with_env`, `fns`, `opened_as` and `library_path`, the same for every runtime.
-#[macro_export]
-macro_rules! runtime_loader {
-    ($ty:ident, $fns:ty, $first:literal) => {
-        impl $ty {
-            /// Loads the runtime from `LIBRARY_ENV` if it is set (and not empty), else from the
-            /// first of `DEFAULT_CANDIDATES` that opens.
-            ///
-            /// # Errors
-            ///
-            /// [`LoadError::NotFound`] when no candidate opens, [`LoadError::MissingSymbols`] when
-            /// the one that opens lacks symbols of the function table.
-            pub fn load() -> Result<Self, LoadError> {
-                Self::load_with_env(std::env::var_os(LIBRARY_ENV))
-            }
-
-            /// `load` with the value of `LIBRARY_ENV` passed in rather than read, for callers (and
-            /// tests) that must not touch the process environment.
-            ///
-            /// # Errors
-            ///
-            /// As `load`.
-            pub fn load_with_env(env_override: Option<std::ffi::OsString>) -> Result<Self, LoadError> {
-                Self::load_from(&$crate::candidates(env_override, DEFAULT_CANDIDATES))
-            }
-
-            /// The raw function table. Its pointers are valid only while `self` is alive.
-            #[must_use]
-            pub fn fns(&self) -> &$fns {
-                self.runtime.fns()
-            }
-
-            /// The candidate that opened, as it was handed to `dlopen`.
-            #[must_use]
-            pub fn opened_as(&self) -> &std::path::Path {
-                self.runtime.opened_as()
-            }
-
-            #[doc = concat!("The file the dynamic loader actually mapped (per `dladdr` of `", $first, "`), or")]
-            /// `opened_as` when the loader does not say.
-            #[must_use]
-            pub fn library_path(&self) -> &std::path::Path {
-                self.runtime.library_path()
-            }
-        }
-    };
 }

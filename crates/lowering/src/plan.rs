@@ -8,7 +8,7 @@
 //! queue and completion signal, and builds the one 64-byte [`AmdPm4IbPacket`] that calls the IB.
 //! Every [`PreparedPlan::replay`] then waits for the ordinary path ([`Device::finish`]), and runs
 //! the host half of a token ([`PreparedPlan::publish_token`]): the bindings' values for the
-//! position ([`site_value`]) stored at their sites ([`Device::store_u32`]: kernarg words, or the
+//! position ([`crate::lower::site_value`]) stored at their sites ([`Device::store_u32`]: kernarg words, or the
 //! IB's `DIM` dwords), the completion signal set to 1, the constant packet written into its ring
 //! slot and the doorbell rung. The device runs the token on its own; the host waits for the
 //! signal with a bounded timeout ([`PreparedPlan::complete_token`]). [`prepare_with`] makes the
@@ -16,7 +16,7 @@
 //!
 //! # Stale plans
 //! A plan holds device addresses: its lifetime is that of the allocations it points into. A plan
-//! records the device's [`Lifetime`] when it was prepared and every allocation it points into
+//! records the device's [`hal::Lifetime`] when it was prepared and every allocation it points into
 //! (the tape's pointer arguments, its kernargs, its IB), and refuses to replay in another epoch
 //! ([`ReplayError::StalePlan`]) or once one of those allocations was freed
 //! ([`ReplayError::AllocationGone`]), without touching the device. The allocation check runs only
@@ -126,7 +126,7 @@ pub enum ReleaseError {
 /// A tape prepared on a device: retained kernargs, a verified IB, a queue, a signal and the one
 /// packet that runs it. Made by [`prepare`].
 ///
-/// In C order: what the host half of a token reads of the plan ([`Hot`]) first, on its own
+/// In C order: what the host half of a token reads of the plan (`Hot`) first, on its own
 /// cache lines.
 #[derive(Debug)]
 #[repr(C)]
