@@ -4,6 +4,8 @@
 //! - [`opcode`]: `IT_OPCODE` values, with [`Opcode::Unknown`] for codes not named here.
 //! - [`packet`]: one module per packet, each a validated `Repr` with `parse`, `buffer_len`, `emit`.
 //! - [`regs`]: per-family register maps and typed register words.
+//! - [`policy`]: per-family command policy (consumer and system acquire `GCR_CNTL` bits, dispatch
+//!   dimension semantics), read from the family modules.
 //! - [`Writer`]: emits into caller storage with a capacity error, never a panic.
 //! - [`Decoder`]: walks any `&[u32]` into typed packets or typed errors; never panics, always ends.
 //! - [`disasm`]: the field [`disasm::Visitor`] every packet reports to.
