@@ -1,14 +1,15 @@
 //! Per-token host submission cost of the retained route next to the ordinary path's and a raw
 //! floor, for tapes of 100 and 1,000 independent one-element `fill` launches (the `wide`
-//! example, recorded and calibrated: fill #0's `n` follows the position). All in one run.
+//! example, recorded and calibrated: fill #0's `n` follows the position), on the soft device and
+//! on the HSA backend over the soft HSA runtime. All in one run.
 //!
 //! # How a token is timed
-//! Host and device run on two threads pinned to two cores, as a host CPU and a GPU do. Per
-//! token the host thread does its half (timed: two clock reads around it, the same for every
-//! row), hands the token to the device thread and spins (as a host waiting on a completion
-//! signal does) until the device side is done and one token period has passed since its half
-//! started; then it does its untimed wait (for the retained route, completing the token) and
-//! the next token's half. The device thread does the token's device side, then reads one byte
+//! Host and device run on two threads pinned to two cores (CPUs 0 and 1), as a host CPU and a
+//! GPU do. Per token the host thread does its half (timed: two clock reads around it, the same
+//! for every row), hands the token to the device thread and spins (as a host waiting on a
+//! completion signal does) until the device side is done and one token period has passed since
+//! its half started; then it does its untimed wait (for the retained route, completing the token)
+//! and the next token's half. The device thread does the token's device side, then reads one byte
 //! of every cache line of a buffer one and a half times the machine's largest cache (sysfs),
 //! then sleeps until the next token. Each criterion sample is the mean of its kept tokens'
 //! timed halves (below) times its tokens, so criterion's per-iteration time is the per-token
@@ -25,56 +26,122 @@
 //! device did: the shared cache holds the sweep's lines only, the host's private caches what
 //! one period of the host's own steps left (hand-off, spin, untimed wait: the same on every
 //! row, the floor included), and nothing the soft device touched. The tape length is then the
-//! only difference between the retained rows (measured: 0.77–1.42 in seven runs, see # Measured). The period
-//! is twice the slowest of three sweeps timed at start-up plus [`DEVICE_SIDE_MAX`]; it is the
-//! same for every row. The price: every row is measured cold, the shared cache holding none of the
-//! host's lines — the floor's few lines as much as the retained half's code and data, and the
-//! ordinary path's launches amortise their misses over 1,000 launches. Rows compare as ratios
-//! within one run.
+//! only difference between the retained rows (see # Measured). The period is twice the slowest
+//! of three sweeps timed at start-up plus [`DEVICE_SIDE_MAX`]; it is the same for every row. The
+//! price: every row is measured cold, the shared cache holding none of the host's lines — the
+//! floor's few lines as much as the retained half's code and data, and the ordinary path's
+//! launches amortise their misses over 1,000 launches. Rows compare as ratios within one run.
 //!
 //! A half that did not start one period after the previous one (more than [`PERIOD_SLACK`]
 //! later: a thread preempted, a device side with its sweep longer than the period; and the first
 //! token of every criterion call, which follows the threads' start) did not start from that
 //! state: it is left out of the sample, on every row alike, and counted in the summary. The
 //! decision is made before the half is timed, never from its time. Rows run one after the
-//! other, so a load that changes during the run still changes the ratios.
+//! other, so a load that changes during the run still changes the ratios. Criterion gives a
+//! call a single token when the period exceeds its measurement time ÷ [`SAMPLES`] (5 s ÷ 50 by
+//! default); then every token of the soft-device rows is left out, and the summary says so. On a
+//! machine with a large last-level cache (a 300 MiB one makes a 450 MiB sweep and a period near
+//! 100 ms) run with a longer measurement time:
+//! `cargo bench -p engine --bench replay -- --measurement-time 20`.
 //!
 //! Alternatives measured and not kept: no sweep and an equal period (above: not flat); a host
 //! thread that sweeps 4 MiB before each half (its private caches emptied, the shared cache not)
 //! left 1,000 dispatches 1.4× slower; a device thread that spins instead of sleeping between
 //! tokens made every row 2–10× slower on a machine with one other busy process.
 //!
+//! # The HSA rows
+//! The same tapes, on one [`HsaDevice`](hsa_device::HsaDevice) over the soft HSA runtime
+//! (`libsoft_hsa.so`, which cargo builds for the `soft-hsa` dev-dependency; GPU agent 0),
+//! measured after the soft-device rows. The device side is the runtime's own: each queue's
+//! packet-processor thread, woken by the doorbell, runs its packets on the soft device while the
+//! host goes on. So the host thread
+//! (CPU 0) does its half (timed as above), then its untimed wait for the token's completion on
+//! the same thread (the device is not `Send`), then hands the token to a sweeper thread on CPU 1,
+//! which reads the same buffer, while the host spins; then it spins until one token period has
+//! passed since its half started. Every processor thread runs on CPU 1 too: the runtime starts
+//! one in each `hsa_queue_create`, a thread inherits its creator's affinity, and the rows' setup
+//! creates every queue (the floor's, the ordinary path's, each plan's) pinned to CPU 1. Each HSA
+//! half thus starts from the state the soft-device halves start from: the shared cache holding
+//! the sweep's lines only, the host's private caches what one period of its own steps (wait,
+//! hand-off, spin) left, nothing the device side touched; the same period, sweep, slack and
+//! left-out rule on every HSA row, the floor included. One addition: each criterion call starts
+//! with a lead-in token, run in full and not counted, so that the first counted token also
+//! follows a full period whatever the measurement time.
+//!
+//! Measured and not kept: the host thread sweeping the buffer itself after its wait, which
+//! empties its private caches too. In one run of the HSA rows alone: floor 14.7 µs, retained
+//! host at 100 and 1,000 18.6 and 21.4 µs, ordinary host at 1,000 1.97 ms; every row colder,
+//! and ordinary ÷ retained at 1,000 fell to 92, the ordinary path amortising its misses over
+//! 1,000 launches. The sweeper thread keeps the host's private state as the soft-device rows
+//! have it.
+//!
+//! The bench's global allocator counts the timing thread's heap allocations and reallocations
+//! inside every HSA row's timed halves (lead-ins included); the summary prints them per token.
+//! It counts what the bench binary allocates (the route, the HAL, `hsa-device`: everything above
+//! the C ABI); the soft runtime allocates with the allocator inside its own library, as ROCr
+//! would, and is not counted.
+//!
 //! # Summary
 //! After the last row the bench prints each row's per-token median (the median over criterion's
-//! samples of the per-token time, criterion's `median` estimate) and the three ratios the
-//! targets are stated in: retained at 1,000 ÷ retained at 100 (target ≤ 1.2), retained at
-//! 1,000 ÷ the floor (≤ 2) and ordinary ÷ retained at 1,000 (≥ 100).
+//! samples of the per-token time, criterion's `median` estimate), the HSA rows' allocations per
+//! token, and the ratios the targets are stated in: retained at 1,000 ÷ retained at 100 (target
+//! ≤ 1.2), retained at 1,000 ÷ the floor (≤ 2) and ordinary ÷ retained at 1,000 (≥ 100); on
+//! HSA, retained at 1,000 ÷ retained at 100 (≤ 1.2), ordinary ÷ retained at 1,000 (≥ 100), each
+//! retained row ÷ `hsa_floor` (≥ 1 and ≤ 2), and 0 allocations in the retained halves.
 //!
 //! - `floor_64_byte_copy_and_doorbell`: the host copies one 64-byte packet into a ring slot and
 //!   release-stores the write index (the doorbell); the device thread reads the slot and the
 //!   doorbell.
 //! - `retained_host/N`: [`PreparedPlan::publish_token`] — liveness check, the one binding's value,
 //!   the completion signal's reset, the 64-byte PM4-IB packet into its ring slot, the doorbell.
-//!   Device thread: [`PreparedPlan::process_token`] (the sim takes the stores, decodes the IB and
-//!   runs every dispatch); host thread, untimed: [`PreparedPlan::complete_token`].
+//!   Device thread: [`SimDevice::process`] (the sim takes the stores, decodes the IB and runs
+//!   every dispatch); host thread, untimed: [`PreparedPlan::complete_token`].
 //! - `ordinary_host/N`: what the ordinary path's host does per launch, × launches: copy the
 //!   kernarg blob into a kernarg slot, build the KERNEL_DISPATCH packet, publish it. Device
-//!   thread: the doorbell and execution (`submit`).
-//! - `retained_device_sim/N`: [`PreparedPlan::finish_token`] on one thread — the soft device's
-//!   work for a token, shown so that it is not mistaken for host cost.
+//!   thread: the doorbell and execution ([`SimDevice::run_queue`]).
+//! - `retained_device_sim/N`: [`SimDevice::process`] and [`PreparedPlan::complete_token`] on one
+//!   thread — the soft device's work for a token, shown so that it is not mistaken for host cost.
 //! - `lowering/lower_and_verify_1000`: [`lower_pm4`] plus [`verify`] of the 1,000-launch tape.
+//! - `hsa_floor`: the lower bound of a token's host half through the same ABI: one 64-byte
+//!   barrier-AND packet with a completion signal through [`Device::write_packet`] and
+//!   [`Device::ring_doorbell`] on a queue of its own. Untimed: the wait for the signal and its
+//!   reset to 1.
+//! - `hsa_retained_host/N`: [`PreparedPlan::publish_token`] on the HSA device, the plan prepared
+//!   with [`prepare`] from a tape recorded and calibrated with [`capture_tape`] on it, as the
+//!   soft-device rows do: the patch-site store into mapped kernarg memory, the signal reset
+//!   (`hsa_signal_store_relaxed`), the PM4-IB packet into the runtime's ring, the doorbell
+//!   (`hsa_signal_store_screlease`). Untimed: [`PreparedPlan::complete_token`].
+//! - `hsa_ordinary_host/N`: every launch of the tape through [`Device::launch`] with its recorded
+//!   kernarg blob (the `LaunchRequest`s built before timing from the tape's launch records and
+//!   the kernel table): kernarg copy, packet and doorbell per launch, the runtime's processor
+//!   running them meanwhile. Untimed: [`Device::finish`].
 //!
 //! # Measured
-//! The retained half reads a word of every line it goes on to touch before it needs any (their
-//! addresses follow from the plan's first three lines, so the cold misses overlap) and keeps
-//! refusals and the AQL grid sites out of line. Two consecutive full runs on a 2-core machine
-//! with another process running (per-token medians: floor; retained host at 100 and 1,000;
-//! ordinary host at 100 and 1,000 — ratios flat, floor, ordinary): 728, 965, 741 ns, 20.4,
-//! 81.4 µs — 0.77, 1.02, 110; and 569, 699, 679 ns, 22.0, 87.3 µs — 0.97, 1.19, 129. Over seven
-//! full runs retained at 1,000 took 646–1,029 ns and the flat, floor and ordinary targets held
-//! in 5, 6 and 6 of them (all three in 4; misses: 1.32 and 2.00 with the lowest floor seen,
-//! 412 ns; 1.42 and 82 with 1,029 ns; 1.20): single runs scatter by about ±25%, so read the
-//! ratios of more than one run.
+//! The retained half keeps refusals and the AQL grid sites out of line. One full run
+//! (`-- --warm-up-time 1 --measurement-time 20`) on a 2-vCPU virtual machine whose sysfs reports
+//! a 300 MiB last-level cache (a 450 MiB sweep, an 85 ms period), with other processes starting
+//! and stopping; per-token medians. Soft device: floor 1.73 µs; retained host at 100 and 1,000
+//! 5.61 and 5.46 µs; ordinary host at 100 and 1,000 34.9 and 125.9 µs; ratios flat, floor,
+//! ordinary 0.97, 3.15 and 23.0 (the last two targets not met). HSA: floor 10.1 µs; retained
+//! host at 100 and 1,000 13.5 and 16.6 µs; ordinary host at 100 and 1,000 132 µs and 1.83 ms;
+//! 0 allocations in each row's 269 timed halves; ratios flat 1.23 (not met), ordinary 110,
+//! retained ÷ floor 1.33 at 100 and 1.64 at 1,000.
+//!
+//! The HSA floor is mostly the soft runtime's: each of its signal entry points takes the
+//! runtime's global lock and its signal registry's, and a doorbell (a signal store) wakes the
+//! processor thread (a futex). With the floor's half split once, a signal store at the start of
+//! a half took about 7 µs cold, `write_packet` after it 2.5 µs and the doorbell 4.6 µs. The
+//! retained half is the floor's two calls plus the plan's bookkeeping, the patch-site store and
+//! the completion signal's reset (one more signal store, its first call, which meets the
+//! runtime's lines cold).
+//!
+//! Scatter: in three more runs of the HSA rows alone (in one the 1,000-dispatch row ran before
+//! the 100-dispatch one), floor 9.0–13.5 µs, retained host 13.5–22.3 µs at 100 and 16.6–20.8 µs
+//! at 1,000; flat 0.88–1.24 over the four runs (met in two; 0.93 with 1,000 first: the later
+//! row tended to be the slower, drift rather than tape length), retained ÷ floor 1.33–1.73 at
+//! 100 and 1.53–2.11 at 1,000 (2.11 on a busy machine), ordinary ÷ retained 100–123 in the three
+//! runs with ordinary rows. Single runs scatter by about ±25%, so read the ratios of more than
+//! one run.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -92,6 +159,10 @@ use hal::Device;
 use pm4_encoding::Target;
 use soft_device::SimDevice;
 use tape_core::tape::Tape;
+
+// In a directory of its own: cargo takes every `benches/*.rs` for a bench target.
+#[path = "replay/hsa.rs"]
+mod hsa;
 
 const TIMEOUT: Duration = Duration::from_millis(100);
 
@@ -172,6 +243,17 @@ struct Row {
     tokens: u64,
     /// Tokens left out because their half did not start one period after the previous one.
     excluded: u64,
+    /// Heap allocations of the timing thread inside the timed halves, where they are counted
+    /// (the HSA rows).
+    allocations: Option<Allocations>,
+}
+
+/// Heap allocations counted in a row's timed halves.
+#[derive(Clone, Copy, Debug, Default)]
+struct Allocations {
+    allocations: u64,
+    /// Timed halves counted: every token of the row, lead-ins included.
+    halves: u64,
 }
 
 impl Row {
@@ -278,11 +360,11 @@ fn two_threads<S: Send>(
     row.record(iters, timed, kept, all)
 }
 
-/// Pins the calling thread to core `index` when the machine has it.
-fn pin(index: usize) {
-    if let Some(core) = core_affinity::get_core_ids().and_then(|ids| ids.get(index).copied()) {
-        core_affinity::set_for_current(core);
-    }
+/// Pins the calling thread to CPU `id` (nothing where the machine lacks it). The id is the CPU's
+/// own number, not an index into `core_affinity::get_core_ids`, which lists only the CPUs of the
+/// calling thread's mask: a thread started by a thread pinned to CPU 0 finds only CPU 0 there.
+fn pin(id: usize) {
+    core_affinity::set_for_current(core_affinity::CoreId { id });
 }
 
 fn group<'c>(c: &'c mut Criterion, name: &str) -> criterion::BenchmarkGroup<'c, criterion::measurement::WallTime> {
@@ -481,12 +563,13 @@ fn lowering(c: &mut Criterion, rows: &mut Vec<Row>) {
     rows.push(row);
 }
 
-/// Prints every measured row's median and the ratios the targets are stated in.
+/// Prints every measured row's median, the HSA rows' allocations and the ratios the targets are
+/// stated in.
 fn summary(rows: &[Row]) {
     let median = |name: &str| rows.iter().find(|r| r.name == name).and_then(Row::median_ns);
     let harness = Harness::get();
     println!(
-        "\nreplay summary (per-token medians over {SAMPLES} samples; token period {:?}, {} MiB read by the device thread after every token)",
+        "\nreplay summary (per-token medians over {SAMPLES} samples; token period {:?}, {} MiB read by the device or sweeper thread after every token)",
         harness.period,
         harness.sweep.len() >> 20
     );
@@ -497,17 +580,33 @@ fn summary(rows: &[Row]) {
         } else {
             String::new()
         };
-        println!("  {:<36} {:>14.1} ns{over}", row.name, ns);
+        println!("  {:<40} {:>14.1} ns{over}", row.name, ns);
+    }
+    for row in rows.iter().filter(|r| r.median_ns().is_some()) {
+        let Some(Allocations { allocations, halves }) = row.allocations else { continue };
+        let per_token = allocations as f64 / halves.max(1) as f64;
+        let target = if row.name.starts_with("hsa_retained_host") {
+            format!("   target 0: {}", if allocations == 0 { "met" } else { "NOT met" })
+        } else {
+            String::new()
+        };
+        let label = format!("allocations {}", row.name);
+        println!("  {label:<40} {per_token:>14.2} per token ({allocations} in {halves} timed halves){target}");
     }
     let ratio = |label: &str, num: &str, den: &str, target: &str, met: fn(f64) -> bool| {
         if let (Some(n), Some(d)) = (median(num), median(den)) {
             let r = n / d;
-            println!("  {label:<36} {r:>14.2}   target {target}: {}", if met(r) { "met" } else { "NOT met" });
+            println!("  {label:<40} {r:>14.2}   target {target}: {}", if met(r) { "met" } else { "NOT met" });
         }
     };
     ratio("retained 1000 / retained 100", "retained_host/1000", "retained_host/100", "<= 1.2", |r| r <= 1.2);
     ratio("retained 1000 / floor", "retained_host/1000", "floor_64_byte_copy_and_doorbell", "<= 2", |r| r <= 2.0);
     ratio("ordinary 1000 / retained 1000", "ordinary_host/1000", "retained_host/1000", ">= 100", |r| r >= 100.0);
+    let (hsa_100, hsa_1000) = ("hsa_retained_host/100", "hsa_retained_host/1000");
+    ratio("hsa retained 1000 / hsa retained 100", hsa_1000, hsa_100, "<= 1.2", |r| r <= 1.2);
+    ratio("hsa ordinary 1000 / hsa retained 1000", "hsa_ordinary_host/1000", hsa_1000, ">= 100", |r| r >= 100.0);
+    ratio("hsa retained 100 / hsa floor", hsa_100, "hsa_floor", ">= 1, <= 2", |r| (1.0..=2.0).contains(&r));
+    ratio("hsa retained 1000 / hsa floor", hsa_1000, "hsa_floor", ">= 1, <= 2", |r| (1.0..=2.0).contains(&r));
 }
 
 fn benches(c: &mut Criterion) {
@@ -518,6 +617,9 @@ fn benches(c: &mut Criterion) {
         retained(c, &mut rows, dispatches);
         ordinary(c, &mut rows, dispatches);
     }
+    let mut hsa_rows = hsa::HsaRows::new(&[100, 1000]);
+    hsa::floor(c, &mut rows, &mut hsa_rows);
+    hsa::retained_and_ordinary(c, &mut rows, &mut hsa_rows);
     summary(&rows);
 }
 

@@ -93,11 +93,11 @@ pub(super) struct HsaRows {
 }
 
 impl HsaRows {
-    /// Opens GPU agent 0 of the soft HSA runtime and sets every row up. Runs pinned to core 1
-    /// (the device thread's core of the soft-device rows): the runtime starts a queue's
+    /// Opens GPU agent 0 of the soft HSA runtime and sets every row up. Runs pinned to CPU 1
+    /// (the device thread's CPU in the soft-device rows): the runtime starts a queue's
     /// packet-processor thread in `hsa_queue_create`, and a thread starts with its creator's
     /// affinity, so every processor thread (the floor's queue, the ordinary path's, each plan's)
-    /// runs on core 1, beside the sweeper, while the host thread has core 0.
+    /// runs on CPU 1, beside the sweeper, while the host thread has CPU 0.
     pub(super) fn new(dispatch_counts: &[u32]) -> Self {
         pin(1);
         let path = soft_hsa::built_library().unwrap_or_else(|error| panic!("{error}"));
@@ -112,7 +112,8 @@ impl HsaRows {
             completion_signal: floor_signal.get(),
         };
         let floor_packet = *BarrierAndPacket::new(&barrier).as_array();
-        // Every tape first, then every plan: a plan's liveness check sees no free after it.
+        // Every tape first, then every plan: no capture's frees follow a plan's preparation (a
+        // plan re-checks its allocations at the first token after a free).
         let tapes: Vec<(u32, Tape)> = dispatch_counts
             .iter()
             .map(|&dispatches| {
@@ -137,9 +138,9 @@ impl HsaRows {
     }
 }
 
-/// Runs `iters` tokens of an HSA row on this thread, pinned to core 0, after one lead-in token:
+/// Runs `iters` tokens of an HSA row on this thread, pinned to CPU 0, after one lead-in token:
 /// per token `host` (returns its timed part; its heap allocations are counted), then `wait`
-/// (untimed), then a sweeper thread pinned to core 1 reads [`Harness::sweep`] while this thread
+/// (untimed), then a sweeper thread pinned to CPU 1 reads [`Harness::sweep`] while this thread
 /// spins, then this thread spins until one token period has passed since the half started. The
 /// schedule and the tokens kept are those of `two_threads`, except that the device side is the
 /// runtime's own processor thread, done by the time `wait` returns, so that the sweep follows
