@@ -75,7 +75,7 @@
 //! 1,000 launches. The sweeper thread keeps the host's private state as the soft-device rows
 //! have it.
 //!
-//! The bench's global allocator counts the timing thread's heap allocations and reallocations
+//! The bench's global allocator (allocation-counter's) counts the timing thread's heap allocations
 //! inside every HSA row's timed halves (lead-ins included); the summary prints them per token.
 //! It counts what the bench binary allocates (the route, the HAL, `hsa-device`: everything above
 //! the C ABI); the soft runtime allocates with the allocator inside its own library, as ROCr

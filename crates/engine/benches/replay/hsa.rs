@@ -3,8 +3,6 @@
 //! device side. What each row measures and how a token is timed: the bench's documentation,
 //! "The HSA rows".
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
@@ -27,52 +25,6 @@ use super::{Harness, PERIOD_SLACK, Row, group, pin, read_every_line};
 /// bench.
 const TIMEOUT: Duration = Duration::from_secs(5);
 const _: () = assert!(TIMEOUT.as_secs() <= PreparedPlan::TIMEOUT_MAX.as_secs());
-
-thread_local! {
-    /// Heap allocations and reallocations of this thread through [`Counting`].
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-/// The bench's global allocator: `System`, counting the calling thread's allocations and
-/// reallocations. The soft runtime's own allocations are made by the allocator inside
-/// `libsoft_hsa.so` and are not counted (as ROCr's would not be).
-struct Counting;
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so `System`'s
-// guarantees hold; the counter is a const-initialised thread-local `Cell` without a destructor,
-// which neither allocates nor re-enters the allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: the caller's contract for `alloc` is `System::alloc`'s.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from this allocator, i.e. from `System`, with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: `ptr` came from `System` with `layout`; the caller's contract is `System`'s.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// The calling thread's allocations so far.
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
 
 /// One `wide` tape of the HSA rows and the plan prepared from it.
 struct Retained {
@@ -172,9 +124,10 @@ fn sweep_after_wait<S>(
         let mut previous: Option<Instant> = None;
         for lead_in in std::iter::once(true).chain(std::iter::repeat_n(false, usize::try_from(iters).unwrap())) {
             let token = Instant::now();
-            let before = allocations();
-            let half = host(state);
-            allocated += allocations() - before;
+            // The calling thread's allocations (allocation-counter's allocator counts per thread;
+            // the soft runtime's own are made by the allocator inside libsoft_hsa.so).
+            let mut half = Duration::ZERO;
+            allocated += allocation_counter::measure(|| half = host(state)).count_total;
             if !lead_in {
                 all += half;
                 if previous.is_some_and(|p| token.duration_since(p) <= harness.period + PERIOD_SLACK) {
