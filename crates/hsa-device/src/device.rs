@@ -228,7 +228,7 @@ impl Device for HsaDevice {
     }
 
     fn store_u32(&mut self, va: u64, value: u32) -> Result<(), TransferError> {
-        Ok(memory::store_u32(&self.memory, va, value)?)
+        Ok(memory::store_u32(&mut self.memory, va, value)?)
     }
 
     fn resolve(&self, va: u64) -> Option<(AllocationId, u64)> {

@@ -54,12 +54,22 @@ pub(super) struct Allocation {
     pub(super) ptr: *mut c_void,
 }
 
+/// The host-visible allocation the last [`store_u32`] went to: a host half stores its words into
+/// one or two allocations, so the next store to it needs no table lookup.
+#[derive(Clone, Copy, Debug)]
+struct LastStore {
+    va: u64,
+    allocation: Allocation,
+}
+
 /// The allocation table of a device.
 #[derive(Debug, Default)]
 pub(super) struct Memory {
     // INVARIANT: non-overlapping ranges by first VA; `ptr` of every entry is live pool memory of
     // at least `size` bytes (or null for code).
     table: BTreeMap<u64, Allocation>,
+    // INVARIANT: when set, a host-visible entry of `table` (cleared when entries leave it).
+    last_store: Option<LastStore>,
     next_id: u32,
 }
 
@@ -86,8 +96,7 @@ impl Memory {
     /// The allocation holding all of `[va, va + len)` and the offset of `va` in it: the one range
     /// check of every access.
     pub(super) fn locate(&self, va: u64, len: usize) -> Result<(&Allocation, u64), MemoryFault> {
-        let (base, offset) = kernels::memory::locate(&self.table, |a| a.size, va, len)?;
-        let allocation = &self.table[&base];
+        let (_, allocation, offset) = kernels::memory::locate_entry(&self.table, |a| a.size, va, len)?;
         // CAST: a usize offset is at most 64 bits on every supported host.
         Ok((allocation, offset as u64))
     }
@@ -102,7 +111,10 @@ impl Memory {
         let DeviceAllocation { id, va, .. } = allocation;
         match self.table.get(&va) {
             Some(live) if live.id == id && live.kind == Kind::Code => Err(FreeError::DeviceOwned { id, va }),
-            Some(live) if live.id == id => Ok(self.table.remove(&va).map_or(core::ptr::null_mut(), |a| a.ptr)),
+            Some(live) if live.id == id => {
+                self.last_store = None;
+                Ok(self.table.remove(&va).map_or(core::ptr::null_mut(), |a| a.ptr))
+            }
             _ => Err(FreeError::NotLive { id, va }),
         }
     }
@@ -110,17 +122,31 @@ impl Memory {
     /// Empties the table (the caller frees the memory); identities restart.
     pub(super) fn take_all(&mut self) -> Vec<Allocation> {
         self.next_id = 0;
+        self.last_store = None;
         std::mem::take(&mut self.table).into_values().collect()
     }
 }
 
-/// One host store of `value` at `va` in host-visible memory.
-pub(super) fn store_u32(memory: &Memory, va: u64, value: u32) -> Result<(), MemoryFault> {
-    let (allocation, offset) = memory.locate(va, 4)?;
-    if !allocation.kind.is_host_visible() {
-        return Err(MemoryFault { address: va, len: 4, reason: FaultReason::NotHostVisible });
-    }
-    let ptr = host_ptr(allocation, offset, 4);
+/// One host store of `value` at `va` in host-visible memory: into the allocation of the last
+/// store when it holds the four bytes, else after a table lookup.
+pub(super) fn store_u32(memory: &mut Memory, va: u64, value: u32) -> Result<(), MemoryFault> {
+    let holds = |last: &LastStore| {
+        va.checked_sub(last.va).and_then(|o| o.checked_add(4)).is_some_and(|end| end <= last.allocation.size)
+    };
+    let last = memory.last_store.filter(holds);
+    let (allocation, offset) = match last {
+        Some(last) => (last.allocation, va - last.va),
+        None => {
+            let (allocation, offset) = memory.locate(va, 4)?;
+            if !allocation.kind.is_host_visible() {
+                return Err(MemoryFault { address: va, len: 4, reason: FaultReason::NotHostVisible });
+            }
+            let allocation = *allocation;
+            memory.last_store = Some(LastStore { va: va - offset, allocation });
+            (allocation, offset)
+        }
+    };
+    let ptr = host_ptr(&allocation, offset, 4);
     if ptr.addr().is_multiple_of(4) {
         // SAFETY: the four bytes lie inside the live host-visible allocation `ptr` points into
         // (checked); aligned, so an atomic (one plain store on x86-64) is allowed, and it is the

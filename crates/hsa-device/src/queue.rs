@@ -34,6 +34,12 @@ pub(super) struct HsaQueue {
     // INVARIANT: outlives `raw` (see `on_queue_error`); 0 means no fault.
     fault: Box<AtomicU32>,
     inactive: bool,
+    // INVARIANT: the queue's write index. The queue is single-producer and this is its producer,
+    // so every change of the index is one this value follows.
+    write_index: u64,
+    /// A read index the runtime reported: a lower bound of the current one (it only grows), so
+    /// the ring is reloaded only when this one says it is full.
+    read_index_seen: u64,
 }
 
 impl HsaQueue {
@@ -61,7 +67,10 @@ impl HsaQueue {
         if raw.is_null() {
             return Err(BackendError::Call { call: "hsa_queue_create", status: runtime_status(HsaStatus::ERROR) });
         }
-        Ok(Self { raw, fault, inactive: false })
+        let mut queue = Self { raw, fault, inactive: false, write_index: 0, read_index_seen: 0 };
+        let QueueProgress { read_index, write_index } = queue.progress(hsa);
+        (queue.write_index, queue.read_index_seen) = (write_index, read_index);
+        Ok(queue)
     }
 
     fn header(&self) -> &Queue {
@@ -125,7 +134,8 @@ impl HsaQueue {
     /// Reserves the next slot and publishes `packet` into it: body first, then the header word
     /// in one release store (`aql_packets::publish`). `slots` is the ring size the caller asked
     /// for (at most the runtime's): the queue is full when that many packets are not taken yet.
-    /// Returns the packet id.
+    /// Returns the packet id. The runtime's read index is loaded only when the last one loaded
+    /// says the ring is full.
     pub(super) fn write_packet(
         &mut self,
         hsa: &Hsa,
@@ -133,13 +143,19 @@ impl HsaQueue {
         slots: u32,
     ) -> Result<u64, QueueError> {
         self.check_fault(hsa)?;
-        let QueueProgress { read_index, write_index } = self.progress(hsa);
-        if write_index.wrapping_sub(read_index) >= u64::from(slots.min(self.ring_slots())) {
-            return Err(QueueError::Full { write_index, read_index, slots });
+        let capacity = u64::from(slots.min(self.ring_slots()));
+        if self.write_index.wrapping_sub(self.read_index_seen) >= capacity {
+            // SAFETY: INVARIANT of `raw`; the load has no other precondition.
+            self.read_index_seen = unsafe { (hsa.fns().hsa_queue_load_read_index_scacquire)(self.raw) };
+            if self.write_index.wrapping_sub(self.read_index_seen) >= capacity {
+                let (write_index, read_index) = (self.write_index, self.read_index_seen);
+                return Err(QueueError::Full { write_index, read_index, slots });
+            }
         }
         // SAFETY: INVARIANT of `raw`. Single producer: this device is the only writer, so the
         // index reserved is the one checked above.
         let id = unsafe { (hsa.fns().hsa_queue_add_write_index_scacq_screl)(self.raw, 1) };
+        self.write_index = id.wrapping_add(1);
         let slot_index = id % u64::from(self.ring_slots());
         // CAST: slot_index < size <= u32::MAX, and the ring is size * 64 bytes in memory.
         let offset = usize::try_from(slot_index).unwrap_or(usize::MAX) * PACKET_SIZE;
@@ -155,7 +171,7 @@ impl HsaQueue {
     /// Returns the write index.
     pub(super) fn ring_doorbell(&mut self, hsa: &Hsa) -> Result<u64, QueueError> {
         self.check_fault(hsa)?;
-        let write_index = self.progress(hsa).write_index;
+        let write_index = self.write_index;
         let Some(last) = write_index.checked_sub(1) else { return Ok(0) };
         // CAST: packet ids stay far below i64::MAX (2^63 packets).
         let value = i64::try_from(last).unwrap_or(i64::MAX);

@@ -249,6 +249,20 @@ pub fn locate<V>(
     address: u64,
     len: usize,
 ) -> Result<(u64, usize), MemoryFault> {
+    locate_entry(allocations, size, address, len).map(|(base, _, offset)| (base, offset))
+}
+
+/// [`locate`], with the allocation found: its first address, the entry and the offset of
+/// `address` in it, from one lookup.
+///
+/// # Errors
+/// As [`locate`].
+pub fn locate_entry<V>(
+    allocations: &BTreeMap<u64, V>,
+    size: impl Fn(&V) -> u64,
+    address: u64,
+    len: usize,
+) -> Result<(u64, &V, usize), MemoryFault> {
     let len_bytes = u64::try_from(len).unwrap_or(u64::MAX);
     let fault = |reason| MemoryFault { address, len: len_bytes, reason };
     let end = address.checked_add(len_bytes).ok_or(fault(FaultReason::AddressWraps))?;
@@ -265,7 +279,7 @@ pub fn locate<V>(
     }
     // INVARIANT: offset < size, which is a host allocation's length or fits the host's memory.
     let offset = usize::try_from(offset).map_err(|_| fault(FaultReason::Unmapped))?;
-    Ok((base, offset))
+    Ok((base, allocation, offset))
 }
 
 /// A byte length as `u64` (lossless on every supported host).

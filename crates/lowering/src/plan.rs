@@ -9,9 +9,9 @@
 //! Every [`PreparedPlan::replay`] then waits for the ordinary path ([`Device::finish`]), and runs
 //! the host half of a token ([`PreparedPlan::publish_token`]): the bindings' values for the
 //! position ([`crate::lower::site_value`]) stored at their sites ([`Device::store_u32`]: kernarg words, or the
-//! IB's `DIM` dwords), the completion signal set to 1, the constant packet written into its ring
-//! slot and the doorbell rung. The device runs the token on its own; the host waits for the
-//! signal with a bounded timeout ([`PreparedPlan::complete_token`]). [`prepare_with`] makes the
+//! IB's `DIM` dwords), the constant packet written into its ring slot and the doorbell rung. The
+//! device runs the token on its own; the host waits for the completion signal with a bounded
+//! timeout and sets it back to 1 for the next token ([`PreparedPlan::complete_token`]). [`prepare_with`] makes the
 //! same plan for the per-dispatch AQL transport.
 //!
 //! # Stale plans
@@ -239,7 +239,8 @@ fn prepare_into<D: Device + ?Sized>(
     held: &mut Held,
 ) -> Result<PreparedPlan, PrepareError> {
     let Retained { mut live, kernargs, kernarg_vas } = retain_kernargs(device, tape, held)?;
-    let signal = *held.signal.insert(device.create_signal(0)?);
+    // 1: the value a token is published with (`token`'s module documentation).
+    let signal = *held.signal.insert(device.create_signal(1)?);
     let lowered = match transport {
         Transport::Pm4 => lower_for_pm4(device, tape, &kernarg_vas, signal, held)?,
         Transport::Aql => lower_for_aql(device, tape, &kernarg_vas, signal)?,

@@ -29,12 +29,14 @@
 //!   CPU's fine-grained system pool and kernarg pool, real host memory that the program uses
 //!   directly and that kernels and packet processors use at the same addresses.
 //! - User-mode AQL queues laid out as `amd_queue_t`, each with a packet-processor thread that
-//!   its doorbell signal wakes. Kernel dispatches, barrier-AND/OR, the AMD barrier-value packet
+//!   polls its doorbell for a while after its last packet and then sleeps until a doorbell store
+//!   wakes it. Kernel dispatches, barrier-AND/OR, the AMD barrier-value packet
 //!   and the AMD PM4-IB packet run through the soft device's packet processor and PM4 command
 //!   processor with all their checks (declared effects, hazards, descriptors, hidden arguments);
 //!   a fault inactivates the queue and calls its error callback, as ROCr does. Ringing a doorbell
 //!   returns at once.
-//! - Signals shared by the program's threads and the processors, with waits that hold no lock.
+//! - Signals shared by the program's threads and the processors, with waits that hold no lock; a
+//!   store or add with no waiter asleep is an atomic and a fence, no system call.
 //! - Code objects: readers, executables and kernel symbols, loaded by the soft device's loader.
 //! - Redline's extension, [`abi::ext::redline_soft_hsa_inject`]: injected faults for the HSA
 //!   backend's `hal::FaultInjection`.

@@ -6,7 +6,11 @@
 //! index, publishes packets (header last, with release) and stores the id of the last packet it
 //! released into the doorbell.
 //!
-//! The processor sleeps on the doorbell signal. It takes the packet at the read index once the
+//! An idle processor polls its doorbell, every [`DOORBELL_POLL`], for [`DOORBELL_POLL_WINDOW`]
+//! after its last packet, as a command processor notices a doorbell write without the host
+//! doing more than the store: a doorbell rung meanwhile costs the program one atomic store.
+//! After the window it sleeps on the doorbell signal, and the doorbell store that finds it
+//! asleep wakes it (a futex call on the program's thread). It takes the packet at the read index once the
 //! doorbell has released it (doorbell value >= its id) and its header is valid (acquire load):
 //! it copies the packet, resets the slot's header to `INVALID`, advances the read index (release)
 //! and runs the packet on the soft device through its packet processor (`soft_device::aql`) and a
@@ -46,6 +50,13 @@ use crate::signals::{SharedSignals, SignalCell};
 /// How long a processor polls a released slot whose header is still `INVALID` (the producer is
 /// between reserving the index and publishing the header).
 pub(crate) const HEADER_POLL: Duration = Duration::from_micros(50);
+/// How often an idle processor polls its doorbell within [`DOORBELL_POLL_WINDOW`].
+pub(crate) const DOORBELL_POLL: Duration = Duration::from_micros(50);
+/// How long after its last packet an idle processor polls its doorbell before it sleeps on it:
+/// longer than the time between two tokens of a decoding server (milliseconds to a few tens of
+/// them), so that a serving queue's doorbell never pays for a wake-up; short enough that an idle
+/// queue costs nothing for long (about 20,000 short sleeps in the window).
+pub(crate) const DOORBELL_POLL_WINDOW: Duration = Duration::from_secs(1);
 /// Longest sleep of an idle processor before it re-checks its state.
 pub(crate) const IDLE_SLICE: Duration = Duration::from_millis(100);
 /// Longest sleep of a processor at an unsatisfied barrier before it re-evaluates it.
@@ -332,6 +343,7 @@ pub(crate) fn arm(runtime: &Runtime, address: u64, hang: bool) -> Result<(), Hsa
 /// The processor thread: takes released packets in order until the queue is inactive.
 fn process(runtime: &Runtime, queue: &QueueShared) {
     let mut cp = CommandProcessor::new(queue.target.family());
+    let mut last_packet = Instant::now();
     while queue.is_active() {
         let read = queue.read_index();
         // TIMEOUT: an idle processor sleeps at most IDLE_SLICE at a time (a doorbell or an
@@ -342,7 +354,12 @@ fn process(runtime: &Runtime, queue: &QueueShared) {
             continue;
         }
         if !QueueShared::released(queue.doorbell.load(Ordering::Acquire), read) {
-            queue.doorbell.wait_until(idle_until, |value| QueueShared::released(value, read) || !queue.is_active());
+            if last_packet.elapsed() < DOORBELL_POLL_WINDOW {
+                // TIMEOUT: one poll; the loop re-checks the doorbell and inactivation after it.
+                std::thread::sleep(DOORBELL_POLL);
+            } else {
+                queue.doorbell.wait_until(idle_until, |value| QueueShared::released(value, read) || !queue.is_active());
+            }
             continue;
         }
         let Some(packet) = queue.take(read) else {
@@ -355,6 +372,7 @@ fn process(runtime: &Runtime, queue: &QueueShared) {
             queue.fail(runtime, read, &fault);
             return;
         }
+        last_packet = Instant::now();
     }
 }
 

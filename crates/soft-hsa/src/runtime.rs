@@ -5,16 +5,19 @@
 //! - [`Runtime::core`]: the soft device (address space, kernel table, loaded code) and the
 //!   runtime's allocation and code-object tables. A packet processor holds it while one packet
 //!   runs; host calls that touch device memory take it for their copy.
-//! - The signal registry's table, taken only to look a handle up (see [`crate::signals`]).
+//! - [`CURRENT`]'s read-write lock: written by the first `hsa_init` and the last `hsa_shut_down`
+//!   only, read by every entry point (the signal functions for the length of their call).
+//! - A signal slot's read-write lock, read to use or look a handle up, written to create or
+//!   destroy it (see [`crate::signals`]).
 //! - [`Runtime::queues`]: the queue table, never held while a processor thread is joined.
 //!
-//! Order: `core`, then the signal table, then one signal's lock; the queue table is never taken
+//! Order: `CURRENT`, then `core`, then a signal slot, then one signal's lock; the queue table is never taken
 //! with another lock held. No lock is held while a program callback runs.
 
 #![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Instant;
 
 use hal::KernelTable;
@@ -111,22 +114,20 @@ impl Runtime {
     }
 }
 
-/// The process's runtime and its references.
-#[derive(Debug)]
-struct Global {
-    references: u32,
-    runtime: Option<Arc<Runtime>>,
-}
-
-static GLOBAL: Mutex<Global> = Mutex::new(Global { references: 0, runtime: None });
+/// The process's `hsa_init` references, taken by `hsa_init` and `hsa_shut_down` only.
+static REFERENCES: Mutex<u32> = Mutex::new(0);
+/// The started runtime, set by the first reference and cleared by the last: every other entry
+/// point only reads it (a read lock, which the signal functions take on every call, and which
+/// never waits for another reader).
+static CURRENT: RwLock<Option<Arc<Runtime>>> = RwLock::new(None);
 
 /// `hsa_init`: starts the runtime at the first reference (reading [`ISA_ENV`]), counts later ones.
 pub(crate) fn init() -> HsaStatus {
-    let mut global = lock(&GLOBAL);
-    if global.references > 0 {
-        return match global.references.checked_add(1) {
-            Some(references) => {
-                global.references = references;
+    let mut references = lock(&REFERENCES);
+    if *references > 0 {
+        return match references.checked_add(1) {
+            Some(more) => {
+                *references = more;
                 HsaStatus::SUCCESS
             }
             None => HsaStatus::ERROR_REFCOUNT_OVERFLOW,
@@ -150,8 +151,8 @@ pub(crate) fn init() -> HsaStatus {
     };
     match Runtime::start(targets) {
         Ok(runtime) => {
-            global.runtime = Some(Arc::new(runtime));
-            global.references = 1;
+            *CURRENT.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(runtime));
+            *references = 1;
             HsaStatus::SUCCESS
         }
         Err(status) => status,
@@ -161,21 +162,21 @@ pub(crate) fn init() -> HsaStatus {
 /// `hsa_shut_down`: drops one reference; the last one stops every queue and frees everything.
 pub(crate) fn shut_down() -> HsaStatus {
     let runtime = {
-        let mut global = lock(&GLOBAL);
-        match global.references {
+        let mut references = lock(&REFERENCES);
+        match *references {
             0 => return HsaStatus::ERROR_NOT_INITIALIZED,
             1 => {
-                global.references = 0;
-                global.runtime.take()
+                *references = 0;
+                CURRENT.write().unwrap_or_else(PoisonError::into_inner).take()
             }
             n => {
-                global.references = n - 1;
+                *references = n - 1;
                 return HsaStatus::SUCCESS;
             }
         }
     };
     if let Some(runtime) = runtime {
-        // Outside the global lock: a processor thread finishing its packet may still call into
+        // Outside the reference lock: a processor thread finishing its packet may still call into
         // the runtime through a program callback.
         queue::destroy_all(&runtime);
     }
@@ -187,5 +188,14 @@ pub(crate) fn shut_down() -> HsaStatus {
 /// # Errors
 /// `HSA_STATUS_ERROR_NOT_INITIALIZED` when no `hsa_init` reference is held.
 pub(crate) fn current() -> Result<Arc<Runtime>, HsaStatus> {
-    lock(&GLOBAL).runtime.clone().ok_or(HsaStatus::ERROR_NOT_INITIALIZED)
+    CURRENT.read().unwrap_or_else(PoisonError::into_inner).clone().ok_or(HsaStatus::ERROR_NOT_INITIALIZED)
+}
+
+/// `f` of the started runtime, under the read lock of [`CURRENT`] (no reference counted): for
+/// calls that never wait.
+///
+/// # Errors
+/// `HSA_STATUS_ERROR_NOT_INITIALIZED` when no `hsa_init` reference is held.
+pub(crate) fn with_current<R>(f: impl FnOnce(&Runtime) -> R) -> Result<R, HsaStatus> {
+    CURRENT.read().unwrap_or_else(PoisonError::into_inner).as_deref().map(f).ok_or(HsaStatus::ERROR_NOT_INITIALIZED)
 }

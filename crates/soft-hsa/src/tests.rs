@@ -347,3 +347,46 @@ fn destroying_an_executable_keeps_the_others_kernels() {
     // SAFETY: as above.
     assert_eq!(unsafe { code::hsa_executable_destroy(axpy) }, HsaStatus::SUCCESS);
 }
+
+#[test]
+fn an_idle_processor_polls_its_doorbell_then_sleeps_on_it_and_either_way_runs_the_next_packet() {
+    use crate::queue::DOORBELL_POLL_WINDOW;
+
+    let _serial = serial();
+    let _init = Init::new();
+    let q = create_queue(64);
+    let (gate, done) = (create_signal(0), create_signal(1));
+    let barrier = AmdBarrierValue {
+        control: PacketControl::SYSTEM_BARRIER,
+        signal: gate.handle,
+        value: 0,
+        mask: 0,
+        cond: AqlCondition::Eq,
+        completion_signal: done.handle,
+    };
+    // SAFETY: a live queue; its descriptor's doorbell field never changes.
+    let doorbell = unsafe { (*q).doorbell_signal };
+    let cell = crate::runtime::with_current(|runtime| runtime.signals.get(doorbell.handle)).unwrap().unwrap();
+    let run_one = || {
+        // SAFETY: no precondition.
+        unsafe { signal::hsa_signal_store_relaxed(done, 1) };
+        submit(q, AmdBarrierValuePacket::new(&barrier).as_array());
+        assert_eq!(wait_eq(done, 0, Duration::from_secs(10)), 0);
+    };
+    run_one();
+    // Within the window the processor polls: nobody sleeps on the doorbell, so ringing it takes
+    // one store and no wake-up.
+    let after = Instant::now();
+    assert_eq!(cell.sleepers(), 0, "a polling processor does not sleep on its doorbell");
+    run_one();
+    assert!(after.elapsed() < DOORBELL_POLL_WINDOW, "the second packet ran within the window");
+    // After the window it sleeps on the doorbell, and the doorbell wakes it.
+    let deadline = Instant::now() + DOORBELL_POLL_WINDOW * 10;
+    while cell.sleepers() == 0 {
+        assert!(Instant::now() < deadline, "the idle processor never went to sleep on its doorbell");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run_one();
+    // SAFETY: a live queue, unused afterwards.
+    assert_eq!(unsafe { queue::hsa_queue_destroy(q) }, HsaStatus::SUCCESS);
+}

@@ -2,9 +2,11 @@
 //!
 //! The host half ([`PreparedPlan::publish_token`]) is what the host does per token up to and
 //! including the doorbell, through the device's own stores: the bound words
-//! ([`Device::store_u32`]), the completion signal's reset, the packets into their ring slots
-//! ([`Device::write_packet`]) and the doorbell ([`Device::ring_doorbell`]). No heap allocation:
-//! every buffer it writes was sized at preparation. Refusals and the AQL transport's grid sites
+//! ([`Device::store_u32`]), the packets into their ring slots ([`Device::write_packet`]) and the
+//! doorbell ([`Device::ring_doorbell`]). The completion signal is 1 when a token is published: it
+//! is created so, and [`PreparedPlan::complete_token`] sets it back to 1 right after its wait saw
+//! the token's 0, while the signal is in the host's caches from that wait. No heap allocation:
+//! every buffer the host half writes was sized at preparation. Refusals and the AQL transport's grid sites
 //! stay out of line, so that the usual path is short.
 
 use std::time::Duration;
@@ -86,8 +88,8 @@ impl Hot {
 
 impl PreparedPlan {
     /// The host half of a token: checks the plan is live, computes the bindings' values for
-    /// `position`, stores them at their sites, sets the completion signal to 1, writes the
-    /// packets into the ring and rings the doorbell. Returns the doorbell's
+    /// `position`, stores them at their sites, writes the packets into the ring and rings the
+    /// doorbell (the completion signal is already 1: module documentation). Returns the doorbell's
     /// [`hal::Submission`]. The caller has finished the ordinary path ([`Device::finish`]);
     /// [`PreparedPlan::replay`] does. Work: one pass over the patch sites (the bindings, not the
     /// launches) and one packet per launch of the AQL transport (one for PM4); no heap
@@ -125,9 +127,6 @@ impl PreparedPlan {
                 return Err(self.poison(position, PatchError::Transfer { binding, source }.into()));
             }
         }
-        if let Err(e) = device.store_signal(hot.signal, 1) {
-            return Err(self.poison(position, e.into()));
-        }
         for packet in &hot.packets {
             if let Err(source) = device.write_packet(hot.queue, &packet.0) {
                 return Err(self.poison(position, ReplayError::Queue { position, source }));
@@ -148,11 +147,11 @@ impl PreparedPlan {
     }
 
     /// The host's wait for a published token: at most `timeout` for the completion signal to
-    /// reach 0.
+    /// reach 0; then the signal is set back to 1 for the next token.
     ///
     /// # Errors
-    /// [`ReplayError::NothingPublished`], or a queue fault or timeout (the plan is poisoned;
-    /// nothing is retried).
+    /// [`ReplayError::NothingPublished`], or a queue fault, a timeout or a failed reset of the
+    /// signal (the plan is poisoned; nothing is retried).
     ///
     /// # Panics
     /// When `timeout` exceeds [`PreparedPlan::TIMEOUT_MAX`] (a programmer error).
@@ -168,6 +167,11 @@ impl PreparedPlan {
             Ok(value) => value,
             Err(source) => return Err(self.poison(position, ReplayError::Wait { position, source })),
         };
+        // ORDERING: the device's last write of the token was its decrement, which the wait saw;
+        // the next token's packets are published after this store, so the device sees 1.
+        if let Err(e) = device.store_signal(self.hot.signal, 1) {
+            return Err(self.poison(position, e.into()));
+        }
         let packets = self.hot.packets_per_token;
         let end = self.hot.submitted;
         let submission = hal::Submission { first: (end - 1) * u64::from(packets), end: end * u64::from(packets) };

@@ -17,9 +17,15 @@ use crate::signals::{SignalCell, condition_holds};
 /// How long an `HSA_WAIT_STATE_ACTIVE` wait spins before it sleeps.
 pub const ACTIVE_SPIN: Duration = Duration::from_micros(20);
 
-/// The live cell of `signal`.
+/// The live cell of `signal`, for a wait (which must hold no lock of the runtime).
 fn cell(signal: Signal) -> Option<Arc<SignalCell>> {
-    runtime::current().ok()?.signals.get(signal.handle)
+    runtime::with_current(|runtime| runtime.signals.get(signal.handle)).ok().flatten()
+}
+
+/// `f` of the live cell of `signal`, for a call that does not wait: no reference is counted and
+/// nothing is allocated, as for a store into an `amd_signal_t`.
+fn with_cell<R>(signal: Signal, f: impl FnOnce(&SignalCell) -> R) -> Option<R> {
+    runtime::with_current(|runtime| runtime.signals.with(signal.handle, f)).ok().flatten()
 }
 
 /// Creates a signal after checking the consumer list.
@@ -110,11 +116,9 @@ pub unsafe extern "C" fn hsa_signal_destroy(signal: Signal) -> HsaStatus {
 /// None beyond the C ABI.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_signal_store_screlease(signal: Signal, value: SignalValue) {
-    if let Some(cell) = cell(signal) {
-        // ORDERING: release, as the function's name says: what the program stored before (a
-        // packet's header, for a doorbell) is visible to whoever acquires the value.
-        cell.store(value, Ordering::Release);
-    }
+    // ORDERING: release, as the function's name says: what the program stored before (a
+    // packet's header, for a doorbell) is visible to whoever acquires the value.
+    with_cell(signal, |cell| cell.store(value, Ordering::Release));
 }
 
 /// `hsa_signal_store_relaxed`.
@@ -123,9 +127,7 @@ pub unsafe extern "C" fn hsa_signal_store_screlease(signal: Signal, value: Signa
 /// None beyond the C ABI.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_signal_store_relaxed(signal: Signal, value: SignalValue) {
-    if let Some(cell) = cell(signal) {
-        cell.store(value, Ordering::Relaxed);
-    }
+    with_cell(signal, |cell| cell.store(value, Ordering::Relaxed));
 }
 
 /// `hsa_signal_add_relaxed` (wrapping).
@@ -134,9 +136,7 @@ pub unsafe extern "C" fn hsa_signal_store_relaxed(signal: Signal, value: SignalV
 /// None beyond the C ABI.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_signal_add_relaxed(signal: Signal, value: SignalValue) {
-    if let Some(cell) = cell(signal) {
-        cell.add(value, Ordering::Relaxed);
-    }
+    with_cell(signal, |cell| cell.add(value, Ordering::Relaxed));
 }
 
 /// `hsa_signal_subtract_relaxed` (wrapping).
@@ -145,9 +145,7 @@ pub unsafe extern "C" fn hsa_signal_add_relaxed(signal: Signal, value: SignalVal
 /// None beyond the C ABI.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_signal_subtract_relaxed(signal: Signal, value: SignalValue) {
-    if let Some(cell) = cell(signal) {
-        cell.add(value.wrapping_neg(), Ordering::Relaxed);
-    }
+    with_cell(signal, |cell| cell.add(value.wrapping_neg(), Ordering::Relaxed));
 }
 
 /// `hsa_signal_load_scacquire`.
@@ -156,7 +154,7 @@ pub unsafe extern "C" fn hsa_signal_subtract_relaxed(signal: Signal, value: Sign
 /// None beyond the C ABI.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_signal_load_scacquire(signal: Signal) -> SignalValue {
-    cell(signal).map_or(0, |cell| cell.load(Ordering::Acquire))
+    with_cell(signal, |cell| cell.load(Ordering::Acquire)).unwrap_or(0)
 }
 
 /// `hsa_signal_wait_scacquire`: waits until `value condition compare_value` holds or
