@@ -7,18 +7,17 @@ use std::hint::black_box;
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use aql_packets::{Barrier, BarrierAndPacket, PACKET_SIZE, PacketControl, RingSize, SignalCondition};
+use aql_packets::{PACKET_SIZE, RingSize, SignalCondition};
 use criterion::{BenchmarkId, Criterion};
 use engine::examples::Wide;
 use engine::funnel::Funnel;
-use engine::lower::slot_by_artifact;
 use engine::plan::{PreparedPlan, prepare};
 use engine::replay::capture_tape;
-use hal::{Device, LaunchRequest, QueueHandle, SignalHandle};
+use hal::{Device, QueueHandle, SignalHandle};
 use hsa_device::HsaDevice;
 use tape_core::tape::Tape;
 
-use super::{Harness, PERIOD_SLACK, Row, group, pin, read_every_line};
+use super::{Harness, PERIOD_SLACK, Row, barrier_packet, group, launch_requests, pin, read_every_line};
 
 /// The untimed wait of a token: the soft runtime's processor thread shares its core with the
 /// sweeper and, on a busy machine, with other processes; a token that takes this long fails the
@@ -58,12 +57,7 @@ impl HsaRows {
         let mut device = HsaDevice::open(Arc::new(hsa), 0).unwrap();
         let floor_queue = device.create_queue(RingSize::new(64).unwrap()).unwrap();
         let floor_signal = device.create_signal(1).unwrap();
-        let barrier = Barrier {
-            control: PacketControl::SYSTEM_BARRIER,
-            dep_signal: [0; aql_packets::barrier::DEP_SIGNALS],
-            completion_signal: floor_signal.get(),
-        };
-        let floor_packet = *BarrierAndPacket::new(&barrier).as_array();
+        let floor_packet = barrier_packet(floor_signal);
         // Every tape first, then every plan: no capture's frees follow a plan's preparation (a
         // plan re-checks its allocations at the first token after a free).
         let tapes: Vec<(u32, Tape)> = dispatch_counts
@@ -223,21 +217,7 @@ fn retained_row(c: &mut Criterion, rows: &mut Vec<Row>, device: &mut HsaDevice, 
 }
 
 fn ordinary_row(c: &mut Criterion, rows: &mut Vec<Row>, device: &mut HsaDevice, r: &Retained) {
-    // Every launch of the tape, built before timing from its records and the kernel table.
-    let requests: Vec<LaunchRequest<'_>> = {
-        let lookup = slot_by_artifact(device.kernels());
-        r.tape
-            .launches()
-            .iter()
-            .map(|l| LaunchRequest {
-                kernel_object: lookup(&l.artifact).unwrap().loaded.kd_va,
-                grid_work_items: l.geometry.grid_work_items,
-                workgroup_work_items: l.geometry.workgroup_work_items,
-                dynamic_lds_bytes: l.lds.dynamic_bytes,
-                kernarg: &l.kernarg,
-            })
-            .collect()
-    };
+    let requests = launch_requests(device.kernels(), &r.tape);
     assert_eq!(requests.len(), usize::try_from(r.dispatches).unwrap());
     let mut row = Row::new(format!("hsa_ordinary_host/{}", r.dispatches));
     let mut state = (device, requests);
