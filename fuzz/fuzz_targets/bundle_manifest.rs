@@ -2,7 +2,7 @@
 //! an accepted manifest serializes and re-reads to the same manifest.
 #![no_main]
 
-use engine::bundle::Manifest;
+use soft_device::bundle::Manifest;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

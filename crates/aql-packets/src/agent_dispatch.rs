@@ -2,8 +2,9 @@
 //!
 //! Layout: `reference/amd-reference.md` §5 "hsa_agent_dispatch_packet_t".
 
-use core::mem::{align_of, offset_of, size_of};
+use core::mem::offset_of;
 
+use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -34,19 +35,16 @@ pub struct AgentDispatchPacket {
 }
 
 // Reference §5 "hsa_agent_dispatch_packet_t".
-const _: () = {
-    type P = AgentDispatchPacket;
-    assert!(size_of::<P>() == 64);
-    assert!(align_of::<P>() == 1);
-    assert!(offset_of!(P, header) == 0);
-    assert!(offset_of!(P, r#type) == 2);
-    assert!(offset_of!(P, reserved0) == 4);
-    assert!(offset_of!(P, return_address) == 8);
-    assert!(offset_of!(P, arg) == 16);
-    assert!(size_of::<[U64; AGENT_ARGS]>() == 32);
-    assert!(offset_of!(P, reserved2) == 48);
-    assert!(offset_of!(P, completion_signal) == 56);
-};
+assert_eq_size!(AgentDispatchPacket, [u8; 64]);
+assert_eq_align!(AgentDispatchPacket, u8);
+const_assert_eq!(offset_of!(AgentDispatchPacket, header), 0);
+const_assert_eq!(offset_of!(AgentDispatchPacket, r#type), 2);
+const_assert_eq!(offset_of!(AgentDispatchPacket, reserved0), 4);
+const_assert_eq!(offset_of!(AgentDispatchPacket, return_address), 8);
+const_assert_eq!(offset_of!(AgentDispatchPacket, arg), 16);
+assert_eq_size!([U64; AGENT_ARGS], [u8; 32]);
+const_assert_eq!(offset_of!(AgentDispatchPacket, reserved2), 48);
+const_assert_eq!(offset_of!(AgentDispatchPacket, completion_signal), 56);
 
 crate::packet_bytes!(AgentDispatchPacket);
 

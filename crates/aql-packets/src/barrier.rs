@@ -5,8 +5,9 @@
 //! instead of all). They are distinct types so that one cannot be written where the other was
 //! meant.
 
-use core::mem::{align_of, offset_of, size_of};
+use core::mem::offset_of;
 
+use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -19,18 +20,15 @@ pub const DEP_SIGNALS: usize = 5;
 macro_rules! barrier_packet {
     ($name:ident, $packet_type:expr) => {
         // Reference §5 "hsa_barrier_and_packet_t" / "hsa_barrier_or_packet_t".
-        const _: () = {
-            type P = $name;
-            assert!(size_of::<P>() == 64);
-            assert!(align_of::<P>() == 1);
-            assert!(offset_of!(P, header) == 0);
-            assert!(offset_of!(P, reserved0) == 2);
-            assert!(offset_of!(P, reserved1) == 4);
-            assert!(offset_of!(P, dep_signal) == 8);
-            assert!(size_of::<[U64; DEP_SIGNALS]>() == 40);
-            assert!(offset_of!(P, reserved2) == 48);
-            assert!(offset_of!(P, completion_signal) == 56);
-        };
+        assert_eq_size!($name, [u8; 64]);
+        assert_eq_align!($name, u8);
+        const_assert_eq!(offset_of!($name, header), 0);
+        const_assert_eq!(offset_of!($name, reserved0), 2);
+        const_assert_eq!(offset_of!($name, reserved1), 4);
+        const_assert_eq!(offset_of!($name, dep_signal), 8);
+        assert_eq_size!([U64; DEP_SIGNALS], [u8; 40]);
+        const_assert_eq!(offset_of!($name, reserved2), 48);
+        const_assert_eq!(offset_of!($name, completion_signal), 56);
 
         crate::packet_bytes!($name);
 

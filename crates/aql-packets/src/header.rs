@@ -6,6 +6,10 @@
 //! Setup: `[1:0]` `DIMENSIONS`, `[15:2]` reserved. The header and the field after it (`setup`,
 //! `type`, `reserved0` or the AMD format) form the first 32-bit word of a packet, the word that is
 //! published last (see [`crate::ring`]).
+//!
+//! The header has a single independent bit, `BARRIER` (a `bool` in [`PacketControl`]); the fence
+//! scopes and `DIMENSIONS` are multi-bit enumerated fields, so there is no flag set to make a
+//! `bitflags` type of.
 
 /// One named bit field of a 16-bit word, `[hi:lo]` inclusive, bit 0 = least significant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

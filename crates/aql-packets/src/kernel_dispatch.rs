@@ -3,8 +3,9 @@
 //! Layout: `reference/amd-reference.md` §5 "hsa_kernel_dispatch_packet_t" (offsetof() against the
 //! HSA headers, large model: `kernarg_address` is a full 64-bit address).
 
-use core::mem::{align_of, offset_of, size_of};
+use core::mem::offset_of;
 
+use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -48,28 +49,25 @@ pub struct KernelDispatchPacket {
 }
 
 // Reference §5 "hsa_kernel_dispatch_packet_t".
-const _: () = {
-    type P = KernelDispatchPacket;
-    assert!(size_of::<P>() == 64);
-    // Little-endian field types are byte arrays: the struct views any byte buffer. The ring keeps
-    // slots 64-byte aligned.
-    assert!(align_of::<P>() == 1);
-    assert!(offset_of!(P, header) == 0);
-    assert!(offset_of!(P, setup) == 2);
-    assert!(offset_of!(P, workgroup_size_x) == 4);
-    assert!(offset_of!(P, workgroup_size_y) == 6);
-    assert!(offset_of!(P, workgroup_size_z) == 8);
-    assert!(offset_of!(P, reserved0) == 10);
-    assert!(offset_of!(P, grid_size_x) == 12);
-    assert!(offset_of!(P, grid_size_y) == 16);
-    assert!(offset_of!(P, grid_size_z) == 20);
-    assert!(offset_of!(P, private_segment_size) == 24);
-    assert!(offset_of!(P, group_segment_size) == 28);
-    assert!(offset_of!(P, kernel_object) == 32);
-    assert!(offset_of!(P, kernarg_address) == 40);
-    assert!(offset_of!(P, reserved2) == 48);
-    assert!(offset_of!(P, completion_signal) == 56);
-};
+assert_eq_size!(KernelDispatchPacket, [u8; 64]);
+// Little-endian field types are byte arrays: the struct views any byte buffer. The ring keeps
+// slots 64-byte aligned.
+assert_eq_align!(KernelDispatchPacket, u8);
+const_assert_eq!(offset_of!(KernelDispatchPacket, header), 0);
+const_assert_eq!(offset_of!(KernelDispatchPacket, setup), 2);
+const_assert_eq!(offset_of!(KernelDispatchPacket, workgroup_size_x), 4);
+const_assert_eq!(offset_of!(KernelDispatchPacket, workgroup_size_y), 6);
+const_assert_eq!(offset_of!(KernelDispatchPacket, workgroup_size_z), 8);
+const_assert_eq!(offset_of!(KernelDispatchPacket, reserved0), 10);
+const_assert_eq!(offset_of!(KernelDispatchPacket, grid_size_x), 12);
+const_assert_eq!(offset_of!(KernelDispatchPacket, grid_size_y), 16);
+const_assert_eq!(offset_of!(KernelDispatchPacket, grid_size_z), 20);
+const_assert_eq!(offset_of!(KernelDispatchPacket, private_segment_size), 24);
+const_assert_eq!(offset_of!(KernelDispatchPacket, group_segment_size), 28);
+const_assert_eq!(offset_of!(KernelDispatchPacket, kernel_object), 32);
+const_assert_eq!(offset_of!(KernelDispatchPacket, kernarg_address), 40);
+const_assert_eq!(offset_of!(KernelDispatchPacket, reserved2), 48);
+const_assert_eq!(offset_of!(KernelDispatchPacket, completion_signal), 56);
 
 crate::packet_bytes!(KernelDispatchPacket);
 

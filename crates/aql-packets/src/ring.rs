@@ -5,6 +5,7 @@
 //! implementation (mapped queue memory in the daemon, a byte array in tests and simulators)
 //! decides how each step reaches memory.
 
+use static_assertions::{assert_eq_align, assert_eq_size, const_assert};
 use zerocopy::little_endian::U32;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -29,8 +30,8 @@ struct SlotLayout {
     body: [u8; BODY_SIZE],
 }
 
-const _: () = assert!(size_of::<SlotLayout>() == PACKET_SIZE);
-const _: () = assert!(align_of::<SlotLayout>() == 1);
+assert_eq_size!(SlotLayout, [u8; PACKET_SIZE]);
+assert_eq_align!(SlotLayout, u8);
 
 /// Splits a packet into its body (bytes 4..64) and its header word (bytes 0..4 as a
 /// little-endian `u32`: the header in bits `[15:0]`, `setup` or the AMD format in `[31:16]`).
@@ -99,7 +100,7 @@ pub enum RingSizeError {
 }
 
 // Slot indices (< 2^31) are returned as usize.
-const _: () = assert!(usize::BITS >= 32);
+const_assert!(usize::BITS >= 32);
 
 impl RingSize {
     /// The largest ring: 2^31 slots.

@@ -5,10 +5,11 @@
 //! "hsa_amd_barrier_value_packet_t" and "amd_aql_pm4_ib_packet". Byte 2 of every vendor packet
 //! is the AMD format ([`AmdFormat`]); byte 3 is reserved.
 
-use core::mem::{align_of, offset_of, size_of};
+use core::mem::{offset_of, size_of};
 
 use pm4_encoding::packet::{Emit, IndirectBuffer, PacketError};
 use pm4_encoding::{Opcode, Type3Header};
+use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -30,7 +31,7 @@ pub const IB_JUMP_DWORDS: usize = 4;
 /// `INDIRECT_BUFFER` `COUNT`: body dwords − 1 (reference §4 "INDIRECT_BUFFER", count 2).
 const IB_JUMP_COUNT: u16 = 2;
 
-const _: () = assert!(IndirectBuffer::BUFFER_LEN == IB_JUMP_DWORDS);
+const_assert_eq!(IndirectBuffer::BUFFER_LEN, IB_JUMP_DWORDS);
 
 /// The first four bytes of an AMD vendor packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
@@ -45,14 +46,11 @@ pub struct AmdVendorHeader {
 }
 
 // Reference §5 "amd_vendor_packet_header".
-const _: () = {
-    type P = AmdVendorHeader;
-    assert!(size_of::<P>() == 4);
-    assert!(align_of::<P>() == 1);
-    assert!(offset_of!(P, header) == 0);
-    assert!(offset_of!(P, amd_format) == 2);
-    assert!(offset_of!(P, reserved) == 3);
-};
+assert_eq_size!(AmdVendorHeader, [u8; 4]);
+assert_eq_align!(AmdVendorHeader, u8);
+const_assert_eq!(offset_of!(AmdVendorHeader, header), 0);
+const_assert_eq!(offset_of!(AmdVendorHeader, amd_format), 2);
+const_assert_eq!(offset_of!(AmdVendorHeader, reserved), 3);
 
 impl AmdVendorHeader {
     /// A vendor header of `format` with `control`.
@@ -110,21 +108,18 @@ pub struct AmdBarrierValuePacket {
 }
 
 // Reference §5 "hsa_amd_barrier_value_packet_t".
-const _: () = {
-    type P = AmdBarrierValuePacket;
-    assert!(size_of::<P>() == 64);
-    assert!(align_of::<P>() == 1);
-    assert!(offset_of!(P, header) == 0);
-    assert!(offset_of!(P, reserved0) == 4);
-    assert!(offset_of!(P, signal) == 8);
-    assert!(offset_of!(P, value) == 16);
-    assert!(offset_of!(P, mask) == 24);
-    assert!(offset_of!(P, cond) == 32);
-    assert!(offset_of!(P, reserved1) == 36);
-    assert!(offset_of!(P, reserved2) == 40);
-    assert!(offset_of!(P, reserved3) == 48);
-    assert!(offset_of!(P, completion_signal) == 56);
-};
+assert_eq_size!(AmdBarrierValuePacket, [u8; 64]);
+assert_eq_align!(AmdBarrierValuePacket, u8);
+const_assert_eq!(offset_of!(AmdBarrierValuePacket, header), 0);
+const_assert_eq!(offset_of!(AmdBarrierValuePacket, reserved0), 4);
+const_assert_eq!(offset_of!(AmdBarrierValuePacket, signal), 8);
+const_assert_eq!(offset_of!(AmdBarrierValuePacket, value), 16);
+const_assert_eq!(offset_of!(AmdBarrierValuePacket, mask), 24);
+const_assert_eq!(offset_of!(AmdBarrierValuePacket, cond), 32);
+const_assert_eq!(offset_of!(AmdBarrierValuePacket, reserved1), 36);
+const_assert_eq!(offset_of!(AmdBarrierValuePacket, reserved2), 40);
+const_assert_eq!(offset_of!(AmdBarrierValuePacket, reserved3), 48);
+const_assert_eq!(offset_of!(AmdBarrierValuePacket, completion_signal), 56);
 
 crate::packet_bytes!(AmdBarrierValuePacket);
 
@@ -208,21 +203,21 @@ pub struct AmdPm4IbPacket {
 }
 
 // Reference §5 "amd_aql_pm4_ib_packet".
-const _: () = {
-    type P = AmdPm4IbPacket;
-    assert!(size_of::<P>() == 64);
-    assert!(align_of::<P>() == 1);
-    assert!(offset_of!(P, header) == 0);
-    assert!(offset_of!(P, ven_hdr) == 2);
-    assert!(offset_of!(P, ib_jump_cmd) == 4);
-    assert!(size_of::<[U32; IB_JUMP_DWORDS]>() == 16);
-    assert!(offset_of!(P, dw_cnt_remain) == 20);
-    assert!(offset_of!(P, reserved) == 24);
-    assert!(size_of::<[U32; 8]>() == 32);
-    assert!(offset_of!(P, completion_signal) == 56);
-    // `dw_cnt_remain` counts the dwords after it.
-    assert!((size_of::<P>() - offset_of!(P, reserved)) / 4 == PM4_IB_DW_CNT_REMAIN as usize);
-};
+assert_eq_size!(AmdPm4IbPacket, [u8; 64]);
+assert_eq_align!(AmdPm4IbPacket, u8);
+const_assert_eq!(offset_of!(AmdPm4IbPacket, header), 0);
+const_assert_eq!(offset_of!(AmdPm4IbPacket, ven_hdr), 2);
+const_assert_eq!(offset_of!(AmdPm4IbPacket, ib_jump_cmd), 4);
+assert_eq_size!([U32; IB_JUMP_DWORDS], [u8; 16]);
+const_assert_eq!(offset_of!(AmdPm4IbPacket, dw_cnt_remain), 20);
+const_assert_eq!(offset_of!(AmdPm4IbPacket, reserved), 24);
+assert_eq_size!([U32; 8], [u8; 32]);
+const_assert_eq!(offset_of!(AmdPm4IbPacket, completion_signal), 56);
+// `dw_cnt_remain` counts the dwords after it.
+const_assert_eq!(
+    (size_of::<AmdPm4IbPacket>() - offset_of!(AmdPm4IbPacket, reserved)) / 4,
+    PM4_IB_DW_CNT_REMAIN as usize
+);
 
 crate::packet_bytes!(AmdPm4IbPacket);
 

@@ -38,6 +38,10 @@ mod struct_layout;
 #[doc(hidden)]
 pub mod c_check;
 
+// `struct_layout!` expands to these asserts in the caller's crate.
+#[doc(hidden)]
+pub use static_assertions as __static_assertions;
+
 pub use fn_table::FnTable;
 pub use layout::LayoutEntry;
 pub use libloading::Library;

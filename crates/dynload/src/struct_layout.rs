@@ -3,7 +3,7 @@
 //!
 //! One invocation per struct names its C type, its size and alignment, and every field with its
 //! C name and offset. It expands to:
-//! - `const` asserts of size, alignment and each offset (the numbers are the header's, read with
+//! - compile-time asserts (`static_assertions`) of size, alignment and each offset (the numbers are the header's, read with
 //!   `offsetof` on x86-64);
 //! - a destructuring pattern without `..`, so a field missing from the list fails to compile;
 //! - entries for the layout table, so the same numbers are compared with the C compiler's.
@@ -29,11 +29,9 @@ macro_rules! struct_layout {
     ($out:ident; $name:ident = $c_type:literal, size $size:literal, align $align:literal {
         $($field:ident: $c_field:literal = $offset:literal,)*
     }) => {{
-        const _: () = {
-            assert!(core::mem::size_of::<$name>() == $size);
-            assert!(core::mem::align_of::<$name>() == $align);
-            $(assert!(core::mem::offset_of!($name, $field) == $offset);)*
-        };
+        $crate::__static_assertions::assert_eq_size!($name, [u8; $size]);
+        $crate::__static_assertions::const_assert_eq!(core::mem::align_of::<$name>(), $align);
+        $($crate::__static_assertions::const_assert_eq!(core::mem::offset_of!($name, $field), $offset);)*
         #[allow(dead_code, reason = "only compiled, to prove every field is listed")]
         fn every_field_is_listed(value: &$name) {
             let $name { $($field: _),* } = value;

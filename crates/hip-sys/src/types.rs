@@ -62,6 +62,10 @@ pub const HEADER_VERSION: i32 =
 
 /// `hipDeviceArch_t`: feature flags, 17 one-bit `unsigned` bit-fields packed from bit 0 in
 /// declaration order (the x86-64 System V rule), so one `u32`.
+///
+/// A plain `#[repr(transparent)]` word with mask constants, not a `bitflags` type: it is a field
+/// the runtime fills inside `hipDeviceProp_t`, read as is, and each mask is cross-checked as a C
+/// bit-field against the header.
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct DeviceArch(pub u32);

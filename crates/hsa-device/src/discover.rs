@@ -6,7 +6,7 @@
 use core::ffi::c_void;
 
 use hsa_sys::{
-    Agent, AgentInfo, AmdMemoryPool, AmdMemoryPoolGlobalFlag, AmdMemoryPoolInfo, AmdSegment, DeviceType, Hsa,
+    Agent, AgentInfo, AmdMemoryPool, AmdMemoryPoolGlobalFlag, AmdMemoryPoolInfo, AmdSegment, DeviceType, Flags, Hsa,
     HsaStatus, Isa, IsaInfo,
 };
 use pm4_encoding::Target;
@@ -191,7 +191,10 @@ fn global_pools(hsa: &Hsa, agent: Agent) -> Result<Vec<(AmdMemoryPool, u32)>, Ba
 
 /// The first pool whose flags contain `flag`.
 fn find(pools: &[(AmdMemoryPool, u32)], flag: AmdMemoryPoolGlobalFlag) -> Option<AmdMemoryPool> {
-    pools.iter().find(|(_, flags)| flags & flag.0 != 0).map(|(pool, _)| *pool)
+    pools
+        .iter()
+        .find(|(_, flags)| AmdMemoryPoolGlobalFlag::from_bits_retain(*flags).contains(flag))
+        .map(|(pool, _)| *pool)
 }
 
 /// Why the pools could not be chosen.
@@ -214,7 +217,10 @@ pub(super) fn pools(hsa: &Hsa, gpu: Agent) -> Result<(Pools, Agent), PoolError> 
         // runtime do): staging and IB memory then never compete with kernargs.
         let fine = system
             .iter()
-            .find(|(pool, flags)| flags & AmdMemoryPoolGlobalFlag::FINE_GRAINED.0 != 0 && Some(*pool) != kernarg)
+            .find(|(pool, flags)| {
+                AmdMemoryPoolGlobalFlag::from_bits_retain(*flags).contains(AmdMemoryPoolGlobalFlag::FINE_GRAINED)
+                    && Some(*pool) != kernarg
+            })
             .map(|(pool, _)| *pool)
             .or_else(|| find(&system, AmdMemoryPoolGlobalFlag::FINE_GRAINED));
         if let (Some(kernarg), Some(fine)) = (kernarg, fine) {

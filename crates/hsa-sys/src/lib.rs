@@ -31,6 +31,9 @@
 //!   are transparent newtypes with one associated constant per enumerator of the header, a
 //!   `name()` giving the C name and a `description()` giving the header's doc sentence. A value
 //!   the crate does not know stays representable.
+//!   The bit sets among them ([`AgentFeature`], [`QueueFeature`], [`AmdMemoryPoolGlobalFlag`],
+//!   [`AmdSignalAttribute`]) are also `bitflags` flag types ([`bitflags::Flags`], over the same
+//!   header-checked constants): `contains`, `iter_names`, `from_bits` on the runtime's raw word.
 //! - Handles ([`Agent`], [`Signal`], [`Executable`], ...) and the structs [`Queue`]
 //!   (`hsa_queue_t`) and [`AmdQueue`] (`amd_queue_t`) are `#[repr(C)]` with compile-time asserts
 //!   of size, alignment and every field offset (x86-64).
@@ -47,6 +50,7 @@
 mod api;
 mod consts;
 mod ext;
+mod flags;
 #[doc(hidden)]
 pub mod layout;
 mod status;
@@ -55,6 +59,7 @@ mod types;
 pub use api::{
     AgentCallback, DEFAULT_CANDIDATES, Hsa, HsaFns, IsaCallback, LIBRARY_ENV, MemoryPoolCallback, QueueErrorCallback,
 };
+pub use bitflags::Flags;
 pub use consts::*;
 pub use dynload::{LoadError, OpenAttempt};
 pub use ext::{HsaExtFns, REDLINE_SOFT_HSA_INJECT, RedlineInjectFn, RedlineInjection};

@@ -5,10 +5,11 @@
 //! bits a descriptor must leave zero are per-family facts in `crate::family`.
 
 use alloc::vec::Vec;
-use core::mem::{align_of, offset_of, size_of};
+use core::mem::offset_of;
 
 use pm4_encoding::Family;
 use pm4_encoding::regs::{gfx10_3, gfx11, gfx12};
+use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::{I64, U16, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -52,24 +53,21 @@ pub struct KernelDescriptor {
 }
 
 // Reference §6 "Kernel descriptor" offset table.
-const _: () = {
-    type D = KernelDescriptor;
-    assert!(size_of::<D>() == KERNEL_DESCRIPTOR_SIZE);
-    // Little-endian field types are byte arrays, so the struct views bytes at any address.
-    assert!(align_of::<D>() == 1);
-    assert!(offset_of!(D, group_segment_fixed_size) == 0);
-    assert!(offset_of!(D, private_segment_fixed_size) == 4);
-    assert!(offset_of!(D, kernarg_size) == 8);
-    assert!(offset_of!(D, reserved0) == 12);
-    assert!(offset_of!(D, kernel_code_entry_byte_offset) == 16);
-    assert!(offset_of!(D, reserved1) == 24);
-    assert!(offset_of!(D, compute_pgm_rsrc3) == 44);
-    assert!(offset_of!(D, compute_pgm_rsrc1) == 48);
-    assert!(offset_of!(D, compute_pgm_rsrc2) == 52);
-    assert!(offset_of!(D, kernel_code_properties) == 56);
-    assert!(offset_of!(D, kernarg_preload) == 58);
-    assert!(offset_of!(D, reserved3) == 60);
-};
+assert_eq_size!(KernelDescriptor, [u8; KERNEL_DESCRIPTOR_SIZE]);
+// Little-endian field types are byte arrays, so the struct views bytes at any address.
+assert_eq_align!(KernelDescriptor, u8);
+const_assert_eq!(offset_of!(KernelDescriptor, group_segment_fixed_size), 0);
+const_assert_eq!(offset_of!(KernelDescriptor, private_segment_fixed_size), 4);
+const_assert_eq!(offset_of!(KernelDescriptor, kernarg_size), 8);
+const_assert_eq!(offset_of!(KernelDescriptor, reserved0), 12);
+const_assert_eq!(offset_of!(KernelDescriptor, kernel_code_entry_byte_offset), 16);
+const_assert_eq!(offset_of!(KernelDescriptor, reserved1), 24);
+const_assert_eq!(offset_of!(KernelDescriptor, compute_pgm_rsrc3), 44);
+const_assert_eq!(offset_of!(KernelDescriptor, compute_pgm_rsrc1), 48);
+const_assert_eq!(offset_of!(KernelDescriptor, compute_pgm_rsrc2), 52);
+const_assert_eq!(offset_of!(KernelDescriptor, kernel_code_properties), 56);
+const_assert_eq!(offset_of!(KernelDescriptor, kernarg_preload), 58);
+const_assert_eq!(offset_of!(KernelDescriptor, reserved3), 60);
 
 /// A byte slice that is not exactly one descriptor long.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]

@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use crate::abi::{
     AMDGPU_CHUNK_ID_IB, AMDGPU_CTX_OP_ALLOC_CTX, AMDGPU_CTX_OP_FREE_CTX, AMDGPU_CTX_PRIORITY_NORMAL, AMDGPU_HW_IP_COMPUTE,
-    DRM_IOCTL_AMDGPU_CS, DRM_IOCTL_AMDGPU_CTX, DRM_IOCTL_AMDGPU_WAIT_CS, DrmAmdgpuCs, DrmAmdgpuCsChunk,
-    DrmAmdgpuCsChunkIb, DrmAmdgpuCsIn, DrmAmdgpuCtx, DrmAmdgpuCtxIn, DrmAmdgpuWaitCs, DrmAmdgpuWaitCsIn,
+    DrmAmdgpuCs, DrmAmdgpuCsChunk, DrmAmdgpuCsChunkIb, DrmAmdgpuCsIn, DrmAmdgpuCtx, DrmAmdgpuCtxIn, DrmAmdgpuWaitCs,
+    DrmAmdgpuWaitCsIn,
 };
 use crate::device::Device;
 use crate::error::{IoctlError, SubmitError, WaitError};
+use crate::flags::IbFlags;
 use crate::gem::BoList;
 use crate::sys;
 
@@ -46,14 +47,14 @@ pub struct IbChunk {
     /// Ring index.
     pub ring: u32,
     /// `AMDGPU_IB_FLAG_*`.
-    pub flags: u32,
+    pub flags: IbFlags,
 }
 
 impl IbChunk {
     /// An IB for compute ring 0 of IP instance 0, without flags.
     #[must_use]
     pub fn compute(va_start: u64, ib_bytes: u32) -> Self {
-        Self { va_start, ib_bytes, ip_type: AMDGPU_HW_IP_COMPUTE, ip_instance: 0, ring: 0, flags: 0 }
+        Self { va_start, ib_bytes, ip_type: AMDGPU_HW_IP_COMPUTE, ip_instance: 0, ring: 0, flags: IbFlags::empty() }
     }
 }
 
@@ -80,7 +81,7 @@ impl Device {
     /// The ioctl's error.
     pub fn create_context(&self) -> Result<Context<'_>, IoctlError> {
         let mut arg = DrmAmdgpuCtx { r#in: ctx_in(AMDGPU_CTX_OP_ALLOC_CTX, 0) };
-        sys::ioctl(self.as_fd(), DRM_IOCTL_AMDGPU_CTX, &mut arg)?;
+        sys::ioctl(self.as_fd(), sys::AMDGPU_CTX, &mut arg)?;
         // SAFETY: plain integers, every byte initialized from `in`, which is as large as the
         // union (asserted in `abi::amdgpu`).
         let id = unsafe { arg.out.alloc }.ctx_id;
@@ -114,7 +115,7 @@ impl Context<'_> {
         }
         let ib_data = DrmAmdgpuCsChunkIb {
             _pad: 0,
-            flags: ib.flags,
+            flags: ib.flags.bits(),
             va_start: ib.va_start,
             ib_bytes: ib.ib_bytes,
             ip_type: ib.ip_type,
@@ -141,7 +142,7 @@ impl Context<'_> {
         // `chunk_data` is the address of `ib_data` with `length_dw` its size in dwords; all three
         // live on this stack frame until after the call, and the kernel only reads them. It
         // writes back the plain-integer `out` member.
-        unsafe { sys::ioctl_with_pointers(self.device.as_fd(), DRM_IOCTL_AMDGPU_CS, &mut arg) }?;
+        unsafe { sys::ioctl_with_pointers(self.device.as_fd(), sys::AMDGPU_CS, &mut arg) }?;
         // SAFETY: plain integers, every byte initialized from `in` (see `create_context`).
         let seq_no = unsafe { arg.out }.handle;
         Ok(Fence { ctx_id: self.id, ip_type: ib.ip_type, ip_instance: ib.ip_instance, ring: ib.ring, seq_no })
@@ -176,7 +177,7 @@ impl Context<'_> {
                 ctx_id: fence.ctx_id,
             },
         };
-        sys::ioctl(self.device.as_fd(), DRM_IOCTL_AMDGPU_WAIT_CS, &mut arg)?;
+        sys::ioctl(self.device.as_fd(), sys::AMDGPU_WAIT_CS, &mut arg)?;
         // SAFETY: plain integers, every byte initialized from `in` (see `create_context`).
         let status = unsafe { arg.out }.status;
         // The header: 0 completed, 1 still busy.
@@ -192,7 +193,7 @@ impl Drop for Context<'_> {
     fn drop(&mut self) {
         let mut arg = DrmAmdgpuCtx { r#in: ctx_in(AMDGPU_CTX_OP_FREE_CTX, self.id) };
         // A failed free is released with the descriptor; drop cannot report it.
-        let _ = sys::ioctl(self.device.as_fd(), DRM_IOCTL_AMDGPU_CTX, &mut arg);
+        let _ = sys::ioctl(self.device.as_fd(), sys::AMDGPU_CTX, &mut arg);
     }
 }
 

@@ -1,25 +1,32 @@
 //! An open DRM device: open, driver version, and the amdgpu INFO queries.
 
-use std::ffi::c_char;
-use std::fs::{File, OpenOptions};
+use std::ffi::OsString;
+use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+use nix::fcntl::{OFlag, open};
+use nix::sys::stat::Mode;
 
 use crate::abi::{
     AMDGPU_INFO_DEV_INFO, AMDGPU_INFO_FW_GFX_ME, AMDGPU_INFO_FW_GFX_MEC, AMDGPU_INFO_FW_GFX_PFP, AMDGPU_INFO_FW_VERSION,
-    AMDGPU_INFO_HW_IP_INFO, DRM_IOCTL_AMDGPU_INFO, DRM_IOCTL_VERSION, DrmAmdgpuInfo, DrmAmdgpuInfoDevice,
-    DrmAmdgpuInfoFirmware, DrmAmdgpuInfoHwIp, DrmAmdgpuInfoQuery, DrmAmdgpuInfoQueryHwIp, DrmAmdgpuQueryFw, DrmVersion,
+    AMDGPU_INFO_HW_IP_INFO, DRM_IOCTL_VERSION, DrmAmdgpuInfo, DrmAmdgpuInfoDevice, DrmAmdgpuInfoFirmware,
+    DrmAmdgpuInfoHwIp, DrmAmdgpuInfoQuery, DrmAmdgpuInfoQueryHwIp, DrmAmdgpuQueryFw,
 };
 use crate::error::{IoctlError, OpenError, VersionError};
 use crate::family::Family;
+use crate::flags::IdsFlags;
 use crate::sys::{self, PlainData};
 
-/// Longest driver name, date or description [`Device::version`] reads.
+/// Longest driver name, date or description [`Device::version`] accepts. drm-rs sizes its
+/// buffers from the lengths the kernel reports, so a longer string is rejected after the call.
 pub const VERSION_STRING_MAX: usize = 4096;
 
 /// An open DRM device node. The descriptor closes on drop, which the borrow checker orders after
 /// every object ([`crate::Bo`], [`crate::Context`], ...) borrowed from it.
+///
+/// It implements [`drm::Device`], so drm-rs's core queries (capabilities, the bus id) work on it
+/// too; [`Device::version`] is drm-rs's `get_driver` with this crate's retry and error type.
 #[derive(Debug)]
 pub struct Device {
     fd: OwnedFd,
@@ -46,6 +53,14 @@ pub struct DeviceInfo {
     pub family: Family,
     /// The struct as the kernel wrote it.
     pub raw: DrmAmdgpuInfoDevice,
+}
+
+impl DeviceInfo {
+    /// `raw.ids_flags` as flags; bits the installed header does not name are kept.
+    #[must_use]
+    pub fn ids_flags(&self) -> IdsFlags {
+        IdsFlags::from_bits_retain(self.raw.ids_flags)
+    }
 }
 
 /// A firmware whose version [`Device::firmware_version`] reads.
@@ -81,13 +96,9 @@ impl Device {
     /// [`OpenError`] naming the path.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         let path = path.as_ref();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(path)
-            .map_err(|source| OpenError { path: path.to_owned(), source })?;
-        Ok(Self::from_fd(OwnedFd::from(file), path))
+        let fd = open(path, OFlag::O_RDWR | OFlag::O_CLOEXEC, Mode::empty())
+            .map_err(|errno| OpenError { path: path.to_owned(), source: errno.into() })?;
+        Ok(Self::from_fd(fd, path))
     }
 
     /// Wraps an already open descriptor; `path` is only used in messages.
@@ -115,31 +126,13 @@ impl Device {
     /// [`VersionError`]: the ioctl failed (`ENOTTY` on a file that is not a DRM device), or a
     /// string is longer than [`VERSION_STRING_MAX`].
     pub fn version(&self) -> Result<DriverVersion, VersionError> {
-        // First call with null buffers: the kernel reports the lengths.
-        let mut lengths = DrmVersion::default();
-        // SAFETY: every buffer pointer is null with length 0, so the kernel copies no string.
-        unsafe { sys::ioctl_with_pointers(self.fd.as_fd(), DRM_IOCTL_VERSION, &mut lengths) }?;
-        let mut name = string_buffer("name", lengths.name_len)?;
-        let mut date = string_buffer("date", lengths.date_len)?;
-        let mut desc = string_buffer("desc", lengths.desc_len)?;
-        let mut version = DrmVersion {
-            name_len: name.len(),
-            name: name.as_mut_ptr().cast::<c_char>(),
-            date_len: date.len(),
-            date: date.as_mut_ptr().cast::<c_char>(),
-            desc_len: desc.len(),
-            desc: desc.as_mut_ptr().cast::<c_char>(),
-            ..DrmVersion::default()
-        };
-        // SAFETY: each pointer is a live, exclusively borrowed `Vec<u8>` of the length beside it;
-        // the kernel copies at most that many bytes into it and writes back only integers and
-        // the same pointers.
-        unsafe { sys::ioctl_with_pointers(self.fd.as_fd(), DRM_IOCTL_VERSION, &mut version) }?;
+        let driver =
+            sys::retry(DRM_IOCTL_VERSION, || drm::Device::get_driver(self).map_err(|error| sys::errno_of(&error)))?;
         Ok(DriverVersion {
-            version: (version.version_major, version.version_minor, version.version_patchlevel),
-            name: text(name, version.name_len),
-            date: text(date, version.date_len),
-            desc: text(desc, version.desc_len),
+            version: driver.version,
+            name: text("name", driver.name)?,
+            date: text("date", driver.date)?,
+            desc: text("desc", driver.desc)?,
         })
     }
 
@@ -165,7 +158,7 @@ impl Device {
         // SAFETY: `return_pointer` is the address of `reply`, live and exclusively borrowed for
         // the call, and `return_size` is its size, which bounds what the kernel writes; any bytes
         // it writes leave a valid `R` (`R: PlainData`).
-        unsafe { sys::ioctl_with_pointers(self.fd.as_fd(), DRM_IOCTL_AMDGPU_INFO, &mut arg) }?;
+        unsafe { sys::ioctl_with_pointers(self.fd.as_fd(), sys::AMDGPU_INFO, &mut arg) }?;
         Ok(reply)
     }
 
@@ -209,19 +202,16 @@ impl AsFd for Device {
     }
 }
 
-/// A zeroed buffer for one `drm_version` string, bounded by [`VERSION_STRING_MAX`].
-fn string_buffer(field: &'static str, len: usize) -> Result<Vec<u8>, VersionError> {
-    if len > VERSION_STRING_MAX {
-        return Err(VersionError::TooLong { field, len, limit: VERSION_STRING_MAX });
-    }
-    Ok(vec![0; len])
-}
+impl drm::Device for Device {}
 
-/// The string the kernel copied: at most the buffer, at most the length it reported, up to a NUL.
-fn text(mut buffer: Vec<u8>, reported_len: usize) -> String {
-    buffer.truncate(reported_len);
-    if let Some(nul) = buffer.iter().position(|&b| b == 0) {
-        buffer.truncate(nul);
+/// One `drm_version` string as drm-rs copied it, up to a NUL, bounded by [`VERSION_STRING_MAX`].
+fn text(field: &'static str, string: OsString) -> Result<String, VersionError> {
+    let mut bytes = string.into_encoded_bytes();
+    if bytes.len() > VERSION_STRING_MAX {
+        return Err(VersionError::TooLong { field, len: bytes.len(), limit: VERSION_STRING_MAX });
     }
-    String::from_utf8_lossy(&buffer).into_owned()
+    if let Some(nul) = bytes.iter().position(|&b| b == 0) {
+        bytes.truncate(nul);
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

@@ -1,18 +1,21 @@
 //! GEM buffer objects: create, CPU mapping, GPU virtual address mapping, close; BO lists.
 
 use std::marker::PhantomData;
-use std::num::NonZeroU32;
-use std::os::fd::{AsFd, AsRawFd};
+use std::num::{NonZeroU32, NonZeroUsize};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::ptr::NonNull;
 
+use nix::errno::Errno;
+use nix::sys::mman::{MapFlags, ProtFlags, mmap, munmap};
+
 use crate::abi::{
-    AMDGPU_BO_LIST_OP_CREATE, AMDGPU_BO_LIST_OP_DESTROY, AMDGPU_VA_OP_MAP, AMDGPU_VA_OP_UNMAP, DRM_IOCTL_AMDGPU_BO_LIST,
-    DRM_IOCTL_AMDGPU_GEM_CREATE, DRM_IOCTL_AMDGPU_GEM_MMAP, DRM_IOCTL_AMDGPU_GEM_VA, DRM_IOCTL_GEM_CLOSE,
+    AMDGPU_BO_LIST_OP_CREATE, AMDGPU_BO_LIST_OP_DESTROY, AMDGPU_VA_OP_MAP, AMDGPU_VA_OP_UNMAP, DRM_IOCTL_GEM_CLOSE,
     DrmAmdgpuBoList, DrmAmdgpuBoListEntry, DrmAmdgpuBoListIn, DrmAmdgpuGemCreate, DrmAmdgpuGemCreateIn,
-    DrmAmdgpuGemMmap, DrmAmdgpuGemMmapIn, DrmAmdgpuGemVa, DrmGemClose,
+    DrmAmdgpuGemMmap, DrmAmdgpuGemMmapIn, DrmAmdgpuGemVa,
 };
 use crate::device::Device;
 use crate::error::{GemError, IoctlError, SubmitError};
+use crate::flags::{GemCreateFlags, GemDomains, VmPageFlags};
 use crate::sys;
 
 /// Most buffer objects one [`BoList`] takes.
@@ -44,9 +47,9 @@ pub struct BoDesc {
     /// Physical alignment in bytes (0: the kernel's default).
     pub alignment: u64,
     /// `AMDGPU_GEM_DOMAIN_*`.
-    pub domains: u32,
+    pub domains: GemDomains,
     /// `AMDGPU_GEM_CREATE_*`.
-    pub flags: u64,
+    pub flags: GemCreateFlags,
 }
 
 /// A buffer object; closed with `DRM_IOCTL_GEM_CLOSE` on drop.
@@ -71,11 +74,11 @@ impl Device {
             r#in: DrmAmdgpuGemCreateIn {
                 bo_size: desc.size,
                 alignment: desc.alignment,
-                domains: u64::from(desc.domains),
-                domain_flags: desc.flags,
+                domains: u64::from(desc.domains.bits()),
+                domain_flags: desc.flags.bits(),
             },
         };
-        sys::ioctl(self.as_fd(), DRM_IOCTL_AMDGPU_GEM_CREATE, &mut arg)?;
+        sys::ioctl(self.as_fd(), sys::AMDGPU_GEM_CREATE, &mut arg)?;
         // SAFETY: the union is plain integers throughout (`PlainData`) and every byte was
         // initialized from `in`, which is as large as the union (asserted in `abi::amdgpu`).
         let handle = unsafe { arg.out }.handle;
@@ -107,7 +110,7 @@ impl Device {
         };
         // SAFETY: `bo_info_ptr` points at `entries`, `bo_number` elements of `bo_info_size`
         // bytes, alive until after the call; the kernel only reads them and writes back integers.
-        unsafe { sys::ioctl_with_pointers(self.as_fd(), DRM_IOCTL_AMDGPU_BO_LIST, &mut arg) }?;
+        unsafe { sys::ioctl_with_pointers(self.as_fd(), sys::AMDGPU_BO_LIST, &mut arg) }?;
         // SAFETY: plain integers, every byte initialized from `in` (see `create_bo`).
         let handle = unsafe { arg.out }.list_handle;
         Ok(BoList { device: self, handle })
@@ -138,36 +141,30 @@ impl<'d> Bo<'d> {
     ///
     /// # Errors
     ///
-    /// The ioctl's error, [`GemError::TooLarge`] or [`GemError::Mmap`].
+    /// The ioctl's error, [`GemError::TooLarge`], [`GemError::ZeroSize`] (an object of size 0,
+    /// which [`Device::create_bo`] never returns) or [`GemError::Mmap`].
     pub fn map(&self) -> Result<Mapping<'_>, GemError> {
         let mut arg = DrmAmdgpuGemMmap { r#in: DrmAmdgpuGemMmapIn { handle: self.handle.get(), _pad: 0 } };
-        sys::ioctl(self.device.as_fd(), DRM_IOCTL_AMDGPU_GEM_MMAP, &mut arg)?;
+        sys::ioctl(self.device.as_fd(), sys::AMDGPU_GEM_MMAP, &mut arg)?;
         // SAFETY: plain integers, every byte initialized from `in` (see `Device::create_bo`).
         let offset = unsafe { arg.out }.addr_ptr;
         let len = usize::try_from(self.size).map_err(|_| GemError::TooLarge { size: self.size })?;
-        let mmap_error = |errno| GemError::Mmap { size: self.size, offset, errno };
-        let file_offset = libc::off_t::try_from(offset).map_err(|_| mmap_error(libc::EOVERFLOW))?;
-        // SAFETY: a fresh shared mapping chosen by the kernel (address hint null) overlaps no Rust
+        let len = NonZeroUsize::new(len).ok_or(GemError::ZeroSize)?;
+        let mmap_error = |errno: Errno| GemError::Mmap { size: self.size, offset, errno: errno as i32 };
+        let file_offset = offset.try_into().map_err(|_| mmap_error(Errno::EOVERFLOW))?;
+        // SAFETY: a fresh shared mapping chosen by the kernel (no address hint) overlaps no Rust
         // object; the descriptor is open for the call; `len` is the object's nonzero size.
         let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                self.device.as_fd().as_raw_fd(),
-                file_offset,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(mmap_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)));
+            mmap(None, len, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, MapFlags::MAP_SHARED, self.device, file_offset)
         }
-        let ptr = NonNull::new(ptr.cast::<u8>()).ok_or(mmap_error(0))?;
+        .map_err(mmap_error)?;
+        let len = len.get();
+        let ptr = ptr.cast::<u8>();
         Ok(Mapping { ptr, len, bo: PhantomData })
     }
 
     /// `DRM_IOCTL_AMDGPU_GEM_VA` with `AMDGPU_VA_OP_MAP`: the whole object at GPU virtual address
-    /// `va`, with `AMDGPU_VM_PAGE_*` flags. Unmapped on drop.
+    /// `va`, with `AMDGPU_VM_PAGE_*` flags (and an `AMDGPU_VM_MTYPE_*`). Unmapped on drop.
     ///
     /// The address must lie in the device's VA range (`virtual_address_offset` up to
     /// `virtual_address_max`) and be aligned as the kernel requires; the kernel checks and this
@@ -176,32 +173,49 @@ impl<'d> Bo<'d> {
     /// # Errors
     ///
     /// The ioctl's error.
-    pub fn map_va(&self, va: u64, flags: u32) -> Result<VaMapping<'_, 'd>, GemError> {
+    pub fn map_va(&self, va: u64, flags: VmPageFlags) -> Result<VaMapping<'_, 'd>, GemError> {
         self.va_op(AMDGPU_VA_OP_MAP, va, flags)?;
         Ok(VaMapping { bo: self, va, flags })
     }
 
-    fn va_op(&self, operation: u32, va: u64, flags: u32) -> Result<(), IoctlError> {
+    fn va_op(&self, operation: u32, va: u64, flags: VmPageFlags) -> Result<(), IoctlError> {
         let mut arg = DrmAmdgpuGemVa {
             handle: self.handle.get(),
             _pad: 0,
             operation,
-            flags,
+            flags: flags.bits(),
             va_address: va,
             offset_in_bo: 0,
             map_size: self.size,
         };
-        sys::ioctl(self.device.as_fd(), DRM_IOCTL_AMDGPU_GEM_VA, &mut arg)
+        sys::ioctl(self.device.as_fd(), sys::AMDGPU_GEM_VA, &mut arg)
     }
 }
 
 impl Drop for Bo<'_> {
     fn drop(&mut self) {
-        let mut arg = DrmGemClose { handle: self.handle.get(), pad: 0 };
+        let gem = Gem(self.device.as_fd());
+        let handle = drm::buffer::Handle::from(self.handle.0);
         // A failed close leaks the handle until the descriptor closes; drop cannot report it.
-        let _ = sys::ioctl(self.device.as_fd(), DRM_IOCTL_GEM_CLOSE, &mut arg);
+        let _ = sys::retry(DRM_IOCTL_GEM_CLOSE, || {
+            drm::control::Device::close_buffer(&gem, handle).map_err(|error| sys::errno_of(&error))
+        });
     }
 }
+
+/// The device descriptor as drm-rs's `control::Device`, whose `close_buffer` is drm-rs's only
+/// `DRM_IOCTL_GEM_CLOSE`; private, so the modesetting calls of that trait stay off [`Device`].
+struct Gem<'d>(BorrowedFd<'d>);
+
+impl AsFd for Gem<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0
+    }
+}
+
+impl drm::Device for Gem<'_> {}
+
+impl drm::control::Device for Gem<'_> {}
 
 /// A CPU mapping of a whole buffer object; unmapped on drop, before the object closes.
 ///
@@ -271,7 +285,7 @@ impl Drop for Mapping<'_> {
     fn drop(&mut self) {
         // SAFETY: `ptr..ptr + len` is exactly the region `mmap` returned, mapped until now, and
         // no reference into it outlives the mapping (none is handed out).
-        let _ = unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+        let _ = unsafe { munmap(self.ptr.cast(), self.len) };
     }
 }
 
@@ -281,7 +295,7 @@ impl Drop for Mapping<'_> {
 pub struct VaMapping<'b, 'd> {
     bo: &'b Bo<'d>,
     va: u64,
-    flags: u32,
+    flags: VmPageFlags,
 }
 
 impl VaMapping<'_, '_> {
@@ -332,7 +346,7 @@ impl Drop for BoList<'_> {
             },
         };
         // SAFETY: `bo_info_ptr` is null with 0 entries: DESTROY reads no user memory.
-        let _ = unsafe { sys::ioctl_with_pointers(self.device.as_fd(), DRM_IOCTL_AMDGPU_BO_LIST, &mut arg) };
+        let _ = unsafe { sys::ioctl_with_pointers(self.device.as_fd(), sys::AMDGPU_BO_LIST, &mut arg) };
     }
 }
 
@@ -349,7 +363,7 @@ mod tests {
             Err(GemError::Ioctl(e)) => assert_eq!(e.ioctl, "DRM_IOCTL_AMDGPU_GEM_MMAP"),
             other => panic!("expected the GEM_MMAP ioctl's error, got {other:?}"),
         }
-        match bo.map_va(0x10_0000, crate::abi::AMDGPU_VM_PAGE_READABLE) {
+        match bo.map_va(0x10_0000, VmPageFlags::READABLE) {
             Err(GemError::Ioctl(e)) => assert_eq!(e.ioctl, "DRM_IOCTL_AMDGPU_GEM_VA"),
             other => panic!("expected the GEM_VA ioctl's error, got {other:?}"),
         }
@@ -361,17 +375,15 @@ mod tests {
         // SAFETY: a fresh private anonymous mapping overlaps no Rust object; `Mapping`'s drop
         // unmaps exactly it.
         let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                LEN,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
+            nix::sys::mman::mmap_anonymous(
+                None,
+                NonZeroUsize::new(LEN).unwrap(),
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE,
             )
-        };
-        assert_ne!(raw, libc::MAP_FAILED);
-        let mut mapping = Mapping { ptr: NonNull::new(raw.cast()).unwrap(), len: LEN, bo: PhantomData };
+        }
+        .unwrap();
+        let mut mapping = Mapping { ptr: raw.cast(), len: LEN, bo: PhantomData };
         mapping.write(LEN - 4, &[1, 2, 3, 4]).unwrap();
         let mut back = [0; 4];
         mapping.read(LEN - 4, &mut back).unwrap();

@@ -19,19 +19,43 @@
 //! # Map
 //!
 //! - [`abi`]: every transcribed struct, union, ioctl request and constant, with compile-time
-//!   layout asserts and a hidden `layout_table()` that the layout test checks against the C
-//!   headers.
+//!   layout asserts (`static_assertions`) and a hidden `layout_table()` that the layout test
+//!   checks against the C headers.
 //! - [`discover`]: `/dev/dri/renderD*` with driver, PCI vendor and device id; per-node errors.
 //! - [`Device`]: open (read-write, close-on-exec), `DRM_IOCTL_VERSION`, `AMDGPU_INFO_DEV_INFO`,
-//!   `AMDGPU_INFO_FW_VERSION` (ME, PFP, MEC), `AMDGPU_INFO_HW_IP_INFO`.
+//!   `AMDGPU_INFO_FW_VERSION` (ME, PFP, MEC), `AMDGPU_INFO_HW_IP_INFO`; it is a [`drm::Device`].
 //! - [`Bo`], [`Mapping`], [`VaMapping`], [`BoList`]: GEM objects, closed, unmapped and destroyed
 //!   on drop, each borrowing what it depends on.
 //! - [`Context`]: `AMDGPU_CTX_OP_ALLOC_CTX`/`FREE_CTX`, [`Context::submit`] of an [`IbChunk`],
 //!   [`Context::wait`] bounded by [`WAIT_TIMEOUT_MAX`].
+//! - [`GemDomains`], [`GemCreateFlags`], [`VmPageFlags`], [`IbFlags`], [`IdsFlags`]: the flag
+//!   words of that API as `bitflags` types over the header-checked constants.
 //!
-//! Every ioctl goes through one function holding the crate's only `ioctl(2)` call; its argument
-//! type is fixed by the typed request ([`abi::Ioctl`]), and arguments without user pointers take a
-//! safe path ([`PlainData`]).
+//! # Dependencies
+//!
+//! - **drm-rs** (`drm`) for the DRM core: [`Device`] implements [`drm::Device`], and
+//!   `DRM_IOCTL_VERSION` is its `get_driver`, `DRM_IOCTL_GEM_CLOSE` its `close_buffer`.
+//! - **nix** for the rest: the amdgpu ioctls (INFO, GEM_CREATE, GEM_MMAP, GEM_VA, CTX, BO_LIST, CS,
+//!   WAIT_CS) are declared with `ioctl_write_ptr_bad!`/`ioctl_readwrite_bad!` over the typed
+//!   requests ([`abi::Ioctl`], computed with nix's `request_code_*!`), so the number passed to
+//!   the kernel is the one the layout test checks; `open` is `nix::fcntl`, `mmap`/`munmap` are
+//!   `nix::sys::mman`, descriptors are std's `OwnedFd`/`BorrowedFd`.
+//! - **libc** only for `clock_gettime(CLOCK_MONOTONIC)`, which nix has only under a feature the
+//!   workspace does not enable.
+//!
+//! Every ioctl, through nix or drm-rs, goes through one bounded retry of `EINTR` and `EAGAIN`
+//! ([`IOCTL_ATTEMPTS_MAX`]) and fails as an [`IoctlError`] naming the request. The nix calls go
+//! through one function holding the crate's only call of them; its argument type is fixed by the
+//! typed request, and arguments without user pointers take a safe path ([`PlainData`]).
+//!
+//! What drm-rs does not fit, in one line each:
+//!
+//! - it has no driver-private ioctls, so every `DRM_IOCTL_AMDGPU_*` is on nix;
+//! - `close_buffer` exists only on its modesetting trait `drm::control::Device`, so GEM close goes
+//!   through a private wrapper and that trait's modesetting calls stay off [`Device`];
+//! - `get_driver` sizes its buffers from the lengths the kernel reports, so
+//!   [`VERSION_STRING_MAX`] is checked after the call instead of bounding the allocation;
+//! - its calls do not retry `EINTR`/`EAGAIN`, so they are wrapped in the same bounded retry.
 //!
 //! # Platforms
 //!
@@ -60,6 +84,7 @@ supported! {
     mod discover;
     mod error;
     mod family;
+    mod flags;
     mod gem;
     mod sys;
 
@@ -69,6 +94,7 @@ supported! {
     pub use discover::{DEV_DRI, PCI_VENDOR_AMD, RENDER_MINORS, RenderNode, SYS_CLASS_DRM, discover, discover_in};
     pub use error::{DiscoverError, GemError, IoctlError, NodeError, OpenError, SubmitError, VersionError, WaitError};
     pub use family::Family;
+    pub use flags::{GemCreateFlags, GemDomains, IbFlags, IdsFlags, VmPageFlags};
     pub use gem::{BO_LIST_MAX, Bo, BoDesc, BoList, GemHandle, Mapping, VaMapping};
     pub use sys::{IOCTL_ATTEMPTS_MAX, PlainData};
 }

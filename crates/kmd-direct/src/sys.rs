@@ -1,10 +1,17 @@
-//! The one place `ioctl(2)` is called.
+//! The amdgpu ioctls, declared with nix's `ioctl_*_bad!` macros over the typed request constants
+//! of [`crate::abi`], and the bounded retry every ioctl of this crate goes through.
 
+use std::ffi::c_int;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
+use nix::errno::Errno;
+
 use crate::abi::{
-    DrmAmdgpuBoListEntry, DrmAmdgpuCtx, DrmAmdgpuGemCreate, DrmAmdgpuGemMmap, DrmAmdgpuGemVa, DrmAmdgpuInfoDevice,
-    DrmAmdgpuInfoFirmware, DrmAmdgpuInfoHwIp, DrmAmdgpuWaitCs, DrmGemClose, Ioctl,
+    DRM_IOCTL_AMDGPU_BO_LIST, DRM_IOCTL_AMDGPU_CS, DRM_IOCTL_AMDGPU_CTX, DRM_IOCTL_AMDGPU_GEM_CREATE,
+    DRM_IOCTL_AMDGPU_GEM_MMAP, DRM_IOCTL_AMDGPU_GEM_VA, DRM_IOCTL_AMDGPU_INFO, DRM_IOCTL_AMDGPU_WAIT_CS,
+    DrmAmdgpuBoList, DrmAmdgpuBoListEntry, DrmAmdgpuCs, DrmAmdgpuCtx, DrmAmdgpuGemCreate, DrmAmdgpuGemMmap,
+    DrmAmdgpuGemVa, DrmAmdgpuInfo, DrmAmdgpuInfoDevice, DrmAmdgpuInfoFirmware, DrmAmdgpuInfoHwIp, DrmAmdgpuWaitCs,
+    DrmGemClose, Ioctl,
 };
 use crate::error::IoctlError;
 
@@ -44,11 +51,64 @@ unsafe impl PlainData for DrmAmdgpuInfoHwIp {}
 // SAFETY: as above.
 unsafe impl PlainData for DrmAmdgpuBoListEntry {}
 
+/// The functions nix's macros generate, one per request. The `_bad` forms take the request
+/// number as given: it is the typed constant the layout test checks against the headers, not a
+/// second computation of it.
+mod raw {
+    use nix::{ioctl_readwrite_bad, ioctl_write_ptr_bad};
+
+    use super::{
+        DRM_IOCTL_AMDGPU_BO_LIST, DRM_IOCTL_AMDGPU_CS, DRM_IOCTL_AMDGPU_CTX, DRM_IOCTL_AMDGPU_GEM_CREATE,
+        DRM_IOCTL_AMDGPU_GEM_MMAP, DRM_IOCTL_AMDGPU_GEM_VA, DRM_IOCTL_AMDGPU_INFO, DRM_IOCTL_AMDGPU_WAIT_CS,
+        DrmAmdgpuBoList, DrmAmdgpuCs, DrmAmdgpuCtx, DrmAmdgpuGemCreate, DrmAmdgpuGemMmap, DrmAmdgpuGemVa,
+        DrmAmdgpuInfo, DrmAmdgpuWaitCs,
+    };
+
+    ioctl_write_ptr_bad!(amdgpu_info, DRM_IOCTL_AMDGPU_INFO.request(), DrmAmdgpuInfo);
+    ioctl_readwrite_bad!(amdgpu_gem_create, DRM_IOCTL_AMDGPU_GEM_CREATE.request(), DrmAmdgpuGemCreate);
+    ioctl_readwrite_bad!(amdgpu_gem_mmap, DRM_IOCTL_AMDGPU_GEM_MMAP.request(), DrmAmdgpuGemMmap);
+    ioctl_write_ptr_bad!(amdgpu_gem_va, DRM_IOCTL_AMDGPU_GEM_VA.request(), DrmAmdgpuGemVa);
+    ioctl_readwrite_bad!(amdgpu_ctx, DRM_IOCTL_AMDGPU_CTX.request(), DrmAmdgpuCtx);
+    ioctl_readwrite_bad!(amdgpu_bo_list, DRM_IOCTL_AMDGPU_BO_LIST.request(), DrmAmdgpuBoList);
+    ioctl_readwrite_bad!(amdgpu_cs, DRM_IOCTL_AMDGPU_CS.request(), DrmAmdgpuCs);
+    ioctl_readwrite_bad!(amdgpu_wait_cs, DRM_IOCTL_AMDGPU_WAIT_CS.request(), DrmAmdgpuWaitCs);
+}
+
+/// A nix-generated ioctl function: `DRM_IOW` requests take a `*const T`, `DRM_IOWR` a `*mut T`.
+enum Call<T> {
+    Write(unsafe fn(c_int, *const T) -> nix::Result<c_int>),
+    WriteRead(unsafe fn(c_int, *mut T) -> nix::Result<c_int>),
+}
+
+/// One amdgpu ioctl: its typed, header-checked request and the nix function that issues it.
+pub(crate) struct Request<T> {
+    ioctl: Ioctl<T>,
+    call: Call<T>,
+}
+
+pub(crate) const AMDGPU_INFO: Request<DrmAmdgpuInfo> =
+    Request { ioctl: DRM_IOCTL_AMDGPU_INFO, call: Call::Write(raw::amdgpu_info) };
+pub(crate) const AMDGPU_GEM_CREATE: Request<DrmAmdgpuGemCreate> =
+    Request { ioctl: DRM_IOCTL_AMDGPU_GEM_CREATE, call: Call::WriteRead(raw::amdgpu_gem_create) };
+pub(crate) const AMDGPU_GEM_MMAP: Request<DrmAmdgpuGemMmap> =
+    Request { ioctl: DRM_IOCTL_AMDGPU_GEM_MMAP, call: Call::WriteRead(raw::amdgpu_gem_mmap) };
+pub(crate) const AMDGPU_GEM_VA: Request<DrmAmdgpuGemVa> =
+    Request { ioctl: DRM_IOCTL_AMDGPU_GEM_VA, call: Call::Write(raw::amdgpu_gem_va) };
+pub(crate) const AMDGPU_CTX: Request<DrmAmdgpuCtx> =
+    Request { ioctl: DRM_IOCTL_AMDGPU_CTX, call: Call::WriteRead(raw::amdgpu_ctx) };
+pub(crate) const AMDGPU_BO_LIST: Request<DrmAmdgpuBoList> =
+    Request { ioctl: DRM_IOCTL_AMDGPU_BO_LIST, call: Call::WriteRead(raw::amdgpu_bo_list) };
+pub(crate) const AMDGPU_CS: Request<DrmAmdgpuCs> =
+    Request { ioctl: DRM_IOCTL_AMDGPU_CS, call: Call::WriteRead(raw::amdgpu_cs) };
+pub(crate) const AMDGPU_WAIT_CS: Request<DrmAmdgpuWaitCs> =
+    Request { ioctl: DRM_IOCTL_AMDGPU_WAIT_CS, call: Call::WriteRead(raw::amdgpu_wait_cs) };
+
 /// Calls an ioctl whose argument holds no user pointers.
-pub(crate) fn ioctl<T: PlainData>(fd: BorrowedFd<'_>, request: Ioctl<T>, arg: &mut T) -> Result<(), IoctlError> {
-    // SAFETY: `T` is the type `request` was computed from, so the kernel reads and writes exactly
-    // `size_of::<T>()` bytes of `arg`, which is a live exclusive borrow; `T: PlainData` says the
-    // argument holds no pointer for the kernel to follow and any bytes it writes back are valid.
+pub(crate) fn ioctl<T: PlainData>(fd: BorrowedFd<'_>, request: Request<T>, arg: &mut T) -> Result<(), IoctlError> {
+    // SAFETY: `request` pairs the nix function with the request computed from `T`, so the kernel
+    // reads and writes exactly `size_of::<T>()` bytes of `arg`, which is a live exclusive borrow;
+    // `T: PlainData` says the argument holds no pointer for the kernel to follow and any bytes it
+    // writes back are valid.
     unsafe { ioctl_with_pointers(fd, request, arg) }
 }
 
@@ -57,33 +117,81 @@ pub(crate) fn ioctl<T: PlainData>(fd: BorrowedFd<'_>, request: Ioctl<T>, arg: &m
 ///
 /// # Safety
 ///
-/// `request` must have been computed from `T` (the typed [`Ioctl`] ensures it when the constant
-/// is right), every user pointer inside `arg` must be valid for the reads and writes the kernel
-/// does through it for this request, and any bytes the kernel writes into `arg` must leave a valid
-/// `T`.
+/// Every user pointer inside `arg` must be valid for the reads and writes the kernel does
+/// through it for this request, and any bytes the kernel writes into `arg` must leave a valid
+/// `T`. (That the request was computed from `T` is fixed by [`Request`]'s constants.)
 pub(crate) unsafe fn ioctl_with_pointers<T>(
     fd: BorrowedFd<'_>,
-    request: Ioctl<T>,
+    request: Request<T>,
     arg: &mut T,
 ) -> Result<(), IoctlError> {
     let ptr: *mut T = arg;
-    let mut errno = 0;
-    for _ in 0..IOCTL_ATTEMPTS_MAX {
-        // CAST: the kernel takes the request as `unsigned int`; libc's parameter type is
-        // `c_ulong` on glibc and `c_int` on musl, and the 32 bits are the same either way.
-        #[allow(clippy::cast_lossless, clippy::cast_possible_wrap)]
-        let raw_request = request.request() as libc::Ioctl;
+    retry(request.ioctl, || {
         // SAFETY: `fd` is an open descriptor for the borrow's lifetime; `ptr` points at a live,
         // exclusively borrowed `T` of the size encoded in the request; the caller vouches for the
         // pointers inside and for the bytes written back.
-        let ret = unsafe { libc::ioctl(fd.as_raw_fd(), raw_request, ptr) };
-        if ret != -1 {
-            return Ok(());
+        unsafe {
+            match request.call {
+                Call::Write(call) => call(fd.as_raw_fd(), ptr.cast_const()),
+                Call::WriteRead(call) => call(fd.as_raw_fd(), ptr),
+            }
         }
-        errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-        if errno != libc::EINTR && errno != libc::EAGAIN {
-            break;
+    })
+    .map(drop)
+}
+
+/// Runs one attempt of an ioctl (through nix or drm-rs) until it succeeds, fails with an error
+/// other than `EINTR` or `EAGAIN`, or [`IOCTL_ATTEMPTS_MAX`] attempts have failed.
+pub(crate) fn retry<T, R>(
+    ioctl: Ioctl<T>,
+    mut attempt: impl FnMut() -> Result<R, Errno>,
+) -> Result<R, IoctlError> {
+    let mut errno = Errno::UnknownErrno;
+    for _ in 0..IOCTL_ATTEMPTS_MAX {
+        match attempt() {
+            Ok(value) => return Ok(value),
+            Err(error @ (Errno::EINTR | Errno::EAGAIN)) => errno = error,
+            Err(error) => {
+                errno = error;
+                break;
+            }
         }
     }
-    Err(IoctlError { ioctl: request.name(), request: request.request(), errno })
+    Err(IoctlError { ioctl: ioctl.name(), request: ioctl.request(), errno: errno as i32 })
+}
+
+/// The `errno` of an error drm-rs returned (0 when it carries none).
+pub(crate) fn errno_of(error: &std::io::Error) -> Errno {
+    Errno::from_raw(error.raw_os_error().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_is_bounded_and_keeps_the_last_errno() {
+        let mut attempts = 0;
+        let error = retry(DRM_IOCTL_AMDGPU_CS, || -> Result<(), Errno> {
+            attempts += 1;
+            Err(Errno::EINTR)
+        })
+        .unwrap_err();
+        assert_eq!(attempts, IOCTL_ATTEMPTS_MAX);
+        assert_eq!((error.ioctl, error.request, error.errno), ("DRM_IOCTL_AMDGPU_CS", 0xc018_6444, Errno::EINTR as i32));
+
+        let mut attempts = 0;
+        let ok = retry(DRM_IOCTL_AMDGPU_CS, || {
+            attempts += 1;
+            if attempts < 3 { Err(Errno::EAGAIN) } else { Ok(7) }
+        });
+        assert_eq!(ok.unwrap(), 7);
+        let mut attempts = 0;
+        let error = retry(DRM_IOCTL_AMDGPU_CS, || -> Result<(), Errno> {
+            attempts += 1;
+            Err(Errno::ENOTTY)
+        })
+        .unwrap_err();
+        assert_eq!((attempts, error.errno), (1, Errno::ENOTTY as i32));
+    }
 }

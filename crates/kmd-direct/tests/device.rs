@@ -8,7 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
-use kmd_direct::{BoDesc, Device, Firmware, GemError, NodeError, OpenError, VersionError, abi, discover, discover_in};
+use kmd_direct::{
+    BoDesc, Device, Firmware, GemCreateFlags, GemDomains, GemError, NodeError, OpenError, VersionError, abi, discover,
+    discover_in,
+};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("kmd-direct-{name}-{}", std::process::id()));
@@ -99,7 +102,7 @@ fn ioctls_on_a_non_drm_file_are_typed_errors_with_errno() {
     assert!(matches!(device.version(), Err(VersionError::Ioctl(e)) if e.errno == libc::ENOTTY));
     assert_eq!(device.create_context().unwrap_err().ioctl, "DRM_IOCTL_AMDGPU_CTX");
 
-    let desc = BoDesc { size: 4096, alignment: 4096, domains: abi::AMDGPU_GEM_DOMAIN_GTT, flags: 0 };
+    let desc = BoDesc { size: 4096, alignment: 4096, domains: GemDomains::GTT, flags: GemCreateFlags::empty() };
     match device.create_bo(desc) {
         Err(GemError::Ioctl(e)) => {
             assert_eq!(e.ioctl, "DRM_IOCTL_AMDGPU_GEM_CREATE");

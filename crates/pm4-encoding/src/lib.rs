@@ -4,6 +4,12 @@
 //! - [`opcode`]: `IT_OPCODE` values, with [`Opcode::Unknown`] for codes not named here.
 //! - [`packet`]: one module per packet, each a validated `Repr` with `parse`, `buffer_len`, `emit`.
 //! - [`regs`]: per-family register maps and typed register words.
+//!   Control words such as `DISPATCH_INITIATOR` and `GCR_CNTL` are typed bit-field words (one
+//!   getter and `with_` builder per field, a named field table the disassembler and the family
+//!   maps share), not `bitflags` sets: they mix one-bit flags with multi-bit enumerated fields,
+//!   and family-only bits stay in the raw word.
+//!   The encoders hold no collection of their own (a packet is written into the caller's
+//!   buffer), so there is no bounded list for `heapless` to type.
 //! - [`policy`]: per-family command policy (consumer and system acquire `GCR_CNTL` bits, dispatch
 //!   dimension semantics), read from the family modules.
 //! - [`Writer`]: emits into caller storage with a capacity error, never a panic.

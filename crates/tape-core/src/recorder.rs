@@ -7,6 +7,11 @@
 //! call, `finish` included, returns [`RecordError::Poisoned`] naming that first error, so no
 //! partial tape can come out of a capture that lost a launch. [`Recorder::reset`] starts over.
 //!
+//! The bound that is a constant is in the type: an open capture keeps its external names in a
+//! `heapless::Vec<_, EXTERNAL_NAMES_MAX>`. Its launches stay a `Vec` reserved at [`Recorder::begin`]:
+//! their bound is the capacity given to [`Recorder::new`], a run-time value, and a list typed at
+//! [`RECORDER_CAPACITY_MAX`] launches would hold megabytes inline.
+//!
 //! [`check_launch`] holds the checks a launch record must pass without its layout (they are
 //! repeated on every tape that is deserialized); [`check_launch_with_layout`] adds those against
 //! the layout, which only the recording side (or [`Tape::check_layouts`]) has.
@@ -454,7 +459,8 @@ pub struct Recorder {
 #[derive(Debug)]
 enum State {
     Idle,
-    Open(Capture),
+    /// Boxed: the capture holds its external names inline.
+    Open(Box<Capture>),
     /// INVARIANT: never holds a `RecordError::Poisoned`.
     Poisoned(RecordError),
 }
@@ -463,7 +469,7 @@ enum State {
 struct Capture {
     position: u32,
     launches: Vec<LaunchRecord>,
-    external: Vec<ExternalCount>,
+    external: heapless::Vec<ExternalCount, EXTERNAL_NAMES_MAX>,
     external_launches: u32,
     kernarg_bytes: usize,
 }
@@ -489,14 +495,15 @@ impl Capture {
         if self.external_launches >= EXTERNAL_LAUNCHES_MAX {
             return Err(ExternalError::TooManyLaunches { limit: EXTERNAL_LAUNCHES_MAX });
         }
-        let names = self.external.len();
         match self.external.iter_mut().find(|e| e.name == name) {
             // INVARIANT: count <= external_launches < EXTERNAL_LAUNCHES_MAX, so it cannot wrap.
             Some(entry) => entry.count += 1,
-            None if names >= EXTERNAL_NAMES_MAX => {
-                return Err(ExternalError::TooManyNames { limit: EXTERNAL_NAMES_MAX });
+            None => {
+                // A full list hands the new entry back: one name too many.
+                if self.external.push(ExternalCount { name: String::from(name), count: 1 }).is_err() {
+                    return Err(ExternalError::TooManyNames { limit: EXTERNAL_NAMES_MAX });
+                }
             }
-            None => self.external.push(ExternalCount { name: String::from(name), count: 1 }),
         }
         self.external_launches += 1;
         Ok(())
@@ -559,13 +566,13 @@ impl Recorder {
                 Err(self.poison(RecordError::AlreadyOpen { position }))
             }
             State::Idle => {
-                self.state = State::Open(Capture {
+                self.state = State::Open(Box::new(Capture {
                     position,
                     launches: Vec::with_capacity(self.capacity_launches),
-                    external: Vec::new(),
+                    external: heapless::Vec::new(),
                     external_launches: 0,
                     kernarg_bytes: 0,
-                });
+                }));
                 Ok(())
             }
         }
@@ -613,9 +620,9 @@ impl Recorder {
                 return Err(error);
             }
             State::Idle => return Err(self.poison(RecordError::NotOpen { operation: Operation::Finish })),
-            State::Open(capture) => capture,
+            State::Open(capture) => *capture,
         };
-        Tape::from_parts(capture.position, capture.launches, capture.external, Vec::new())
+        Tape::from_parts(capture.position, capture.launches, capture.external.into_iter().collect(), Vec::new())
             .map_err(|e| self.poison(RecordError::Tape(e)))
     }
 

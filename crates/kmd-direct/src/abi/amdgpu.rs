@@ -4,6 +4,8 @@
 //! `in` member as large as the union (asserted below), so a union built from `in` has every
 //! byte initialized and reading `out` after the call reads only bytes that were written.
 
+use static_assertions::{assert_eq_size, const_assert_eq};
+
 use super::{AbiType, LayoutRow, row};
 
 /// `Debug` for a union: the active member is not known, so no member is printed.
@@ -448,10 +450,8 @@ pub union DrmAmdgpuInfoQuery {
     pub video_cap: DrmAmdgpuInfoVideoCap,
 }
 
-const _: () = {
-    assert!(size_of::<DrmAmdgpuInfoQuery>() == 16);
-    assert!(align_of::<DrmAmdgpuInfoQuery>() == 4);
-};
+const_assert_eq!(size_of::<DrmAmdgpuInfoQuery>(), 16);
+const_assert_eq!(align_of::<DrmAmdgpuInfoQuery>(), 4);
 
 impl DrmAmdgpuInfoQuery {
     /// All 16 bytes zero (through the largest member).
@@ -650,14 +650,12 @@ union_debug!(
 
 // INVARIANT: every union used as an ioctl argument is exactly as large as its `in` member, so a
 // union built from `in` has no uninitialized bytes for the kernel or a later `out` read to see.
-const _: () = {
-    assert!(size_of::<DrmAmdgpuGemCreate>() == size_of::<DrmAmdgpuGemCreateIn>());
-    assert!(size_of::<DrmAmdgpuBoList>() == size_of::<DrmAmdgpuBoListIn>());
-    assert!(size_of::<DrmAmdgpuCtx>() == size_of::<DrmAmdgpuCtxIn>());
-    assert!(size_of::<DrmAmdgpuGemMmap>() == size_of::<DrmAmdgpuGemMmapIn>());
-    assert!(size_of::<DrmAmdgpuWaitCs>() == size_of::<DrmAmdgpuWaitCsIn>());
-    assert!(size_of::<DrmAmdgpuCs>() == size_of::<DrmAmdgpuCsIn>());
-};
+assert_eq_size!(DrmAmdgpuGemCreate, DrmAmdgpuGemCreateIn);
+assert_eq_size!(DrmAmdgpuBoList, DrmAmdgpuBoListIn);
+assert_eq_size!(DrmAmdgpuCtx, DrmAmdgpuCtxIn);
+assert_eq_size!(DrmAmdgpuGemMmap, DrmAmdgpuGemMmapIn);
+assert_eq_size!(DrmAmdgpuWaitCs, DrmAmdgpuWaitCsIn);
+assert_eq_size!(DrmAmdgpuCs, DrmAmdgpuCsIn);
 
 pub(super) fn layout_rows(rows: &mut Vec<LayoutRow>) {
     DrmAmdgpuGemCreateIn::layout_rows(rows);

@@ -1,7 +1,10 @@
-//! ioctl request numbers: the Linux `_IOC` encoding (`asm-generic/ioctl.h`, used by x86, arm and
-//! riscv) computed in `const fn`s from each request's argument struct.
+//! ioctl request numbers, computed from each request's argument struct with nix's
+//! `request_code_write!`/`request_code_readwrite!` (the Linux `_IOC` encoding of
+//! `asm-generic/ioctl.h`, used by x86, arm and riscv).
 
 use core::marker::PhantomData;
+
+use nix::{request_code_readwrite, request_code_write};
 
 use super::{
     DRM_AMDGPU_BO_LIST, DRM_AMDGPU_CS, DRM_AMDGPU_CTX, DRM_AMDGPU_GEM_CREATE, DRM_AMDGPU_GEM_MMAP, DRM_AMDGPU_GEM_VA,
@@ -10,42 +13,23 @@ use super::{
     LayoutRow,
 };
 
+/// `_IOC_SIZEBITS`: nix masks a larger size silently, so [`Ioctl`] checks it first.
+const IOC_SIZEBITS: u32 = 14;
 /// `_IOC_NRBITS`.
-pub const IOC_NRBITS: u32 = 8;
-/// `_IOC_TYPEBITS`.
-pub const IOC_TYPEBITS: u32 = 8;
-/// `_IOC_SIZEBITS`.
-pub const IOC_SIZEBITS: u32 = 14;
-/// `_IOC_NRSHIFT`.
-pub const IOC_NRSHIFT: u32 = 0;
-/// `_IOC_TYPESHIFT`.
-pub const IOC_TYPESHIFT: u32 = IOC_NRSHIFT + IOC_NRBITS;
-/// `_IOC_SIZESHIFT`.
-pub const IOC_SIZESHIFT: u32 = IOC_TYPESHIFT + IOC_TYPEBITS;
-/// `_IOC_DIRSHIFT`.
-pub const IOC_DIRSHIFT: u32 = IOC_SIZESHIFT + IOC_SIZEBITS;
-/// `_IOC_NONE`.
-pub const IOC_NONE: u32 = 0;
-/// `_IOC_WRITE`: userspace writes the argument, the kernel reads it.
-pub const IOC_WRITE: u32 = 1;
-/// `_IOC_READ`: the kernel writes the argument back.
-pub const IOC_READ: u32 = 2;
+const IOC_NRBITS: u32 = 8;
 
-/// `_IOC(dir, type, nr, size)`.
+/// Checks what nix's encoding would mask, and narrows its `ioctl_num_type` to the kernel's
+/// `unsigned int`.
 ///
 /// # Panics
 ///
-/// When a field does not fit its bits; in a `const` this is a compile error.
-#[must_use]
-pub const fn ioc(dir: u32, ty: u32, nr: u32, size: usize) -> u32 {
-    assert!(dir < 1 << 2, "_IOC dir has 2 bits");
-    assert!(ty < 1 << IOC_TYPEBITS, "_IOC type has 8 bits");
+/// When `nr` or `size` does not fit its bits; in a `const` this is a compile error.
+// CAST: the encoding fills 32 bits; nix's type is `c_ulong` on glibc and `c_int` on musl.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+const fn checked_request(nr: u32, size: usize, request: nix::sys::ioctl::ioctl_num_type) -> u32 {
     assert!(nr < 1 << IOC_NRBITS, "_IOC nr has 8 bits");
     assert!(size < 1 << IOC_SIZEBITS, "_IOC size has 14 bits");
-    // CAST: `size` is below 2^14, checked above.
-    #[allow(clippy::cast_possible_truncation)]
-    let size = size as u32;
-    (dir << IOC_DIRSHIFT) | (ty << IOC_TYPESHIFT) | (nr << IOC_NRSHIFT) | (size << IOC_SIZESHIFT)
+    request as u32
 }
 
 /// One DRM ioctl: its request number, typed by the argument struct it was computed from, and its
@@ -60,13 +44,16 @@ impl<T> Ioctl<T> {
     /// `DRM_IOW(nr, T)`: the kernel reads `T`.
     #[must_use]
     pub const fn write(nr: u32, name: &'static str) -> Self {
-        Self { request: ioc(IOC_WRITE, DRM_IOCTL_BASE, nr, size_of::<T>()), name, arg: PhantomData }
+        let request = checked_request(nr, size_of::<T>(), request_code_write!(DRM_IOCTL_BASE, nr, size_of::<T>()));
+        Self { request, name, arg: PhantomData }
     }
 
     /// `DRM_IOWR(nr, T)`: the kernel reads `T` and writes it back.
     #[must_use]
     pub const fn write_read(nr: u32, name: &'static str) -> Self {
-        Self { request: ioc(IOC_READ | IOC_WRITE, DRM_IOCTL_BASE, nr, size_of::<T>()), name, arg: PhantomData }
+        let request =
+            checked_request(nr, size_of::<T>(), request_code_readwrite!(DRM_IOCTL_BASE, nr, size_of::<T>()));
+        Self { request, name, arg: PhantomData }
     }
 
     /// The request number passed to `ioctl(2)`.
@@ -106,20 +93,8 @@ macro_rules! ioctls {
 
         pub(super) fn layout_rows(rows: &mut Vec<LayoutRow>) {
             $( rows.push((stringify!($name).to_owned(), i128::from($name.request()))); )*
-            for (c, value) in [
-                ("_IOC_NRBITS", IOC_NRBITS),
-                ("_IOC_TYPEBITS", IOC_TYPEBITS),
-                ("_IOC_SIZEBITS", IOC_SIZEBITS),
-                ("_IOC_NRSHIFT", IOC_NRSHIFT),
-                ("_IOC_TYPESHIFT", IOC_TYPESHIFT),
-                ("_IOC_SIZESHIFT", IOC_SIZESHIFT),
-                ("_IOC_DIRSHIFT", IOC_DIRSHIFT),
-                ("_IOC_NONE", IOC_NONE),
-                ("_IOC_WRITE", IOC_WRITE),
-                ("_IOC_READ", IOC_READ),
-            ] {
-                rows.push((c.to_owned(), i128::from(value)));
-            }
+            rows.push(("_IOC_NRBITS".to_owned(), i128::from(IOC_NRBITS)));
+            rows.push(("_IOC_SIZEBITS".to_owned(), i128::from(IOC_SIZEBITS)));
         }
     };
 }
@@ -152,15 +127,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ioc_packs_dir_size_type_nr() {
+    fn requests_pack_dir_size_type_nr() {
         // _IOWR('d', 0x00, 64 bytes), _IOW('d', 0x09, 8 bytes), _IOW('d', 0x45, 32 bytes).
-        assert_eq!(ioc(IOC_READ | IOC_WRITE, 0x64, 0x00, 64), 0xc040_6400);
-        assert_eq!(ioc(IOC_WRITE, 0x64, 0x09, 8), 0x4008_6409);
-        assert_eq!(ioc(IOC_WRITE, 0x64, 0x45, 32), 0x4020_6445);
-        assert_eq!(ioc(IOC_NONE, 0x64, 0x01, 0), 0x0000_6401);
         assert_eq!(DRM_IOCTL_VERSION.request(), 0xc040_6400);
         assert_eq!(DRM_IOCTL_GEM_CLOSE.request(), 0x4008_6409);
         assert_eq!(DRM_IOCTL_AMDGPU_INFO.request(), 0x4020_6445);
+        // _IOWR('d', 0x44, 24 bytes), _IOWR('d', 0x49, 32 bytes).
+        assert_eq!(DRM_IOCTL_AMDGPU_CS.request(), 0xc018_6444);
+        assert_eq!(DRM_IOCTL_AMDGPU_WAIT_CS.request(), 0xc020_6449);
         assert_eq!(format!("{DRM_IOCTL_GEM_CLOSE:?}"), "DRM_IOCTL_GEM_CLOSE (0x40086409)");
     }
 }

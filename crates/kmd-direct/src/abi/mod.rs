@@ -1,8 +1,8 @@
 //! The kernel ABI, transcribed from the installed libdrm headers (`drm.h`, `amdgpu_drm.h`, Debian
 //! package `libdrm-dev` 2.4.114) and the Linux `asm-generic/ioctl.h` request encoding.
 //!
-//! Every struct is `#[repr(C)]` with compile-time asserts of its size, alignment and every field
-//! offset; every struct, ioctl request and constant also lands in `layout_table()`, which the
+//! Every struct is `#[repr(C)]` with compile-time asserts (`static_assertions`) of its size,
+//! alignment and every field offset; every struct, ioctl request and constant also lands in `layout_table()`, which the
 //! `layout` integration test compiles against the C headers. Names are the C names in Rust casing
 //! (`struct drm_amdgpu_cs_chunk` → [`DrmAmdgpuCsChunk`]); a union stays a `union`, with its `in`
 //! member spelled `r#in`.
@@ -26,11 +26,9 @@ macro_rules! abi_type {
             $( $(#[$fmeta])* pub $f: $fty, )*
         }
 
-        const _: () = {
-            assert!(core::mem::size_of::<$name>() == $size);
-            assert!(core::mem::align_of::<$name>() == $align);
-            $( assert!(core::mem::offset_of!($name, $f) == $off); )*
-        };
+        static_assertions::const_assert_eq!(core::mem::size_of::<$name>(), $size);
+        static_assertions::const_assert_eq!(core::mem::align_of::<$name>(), $align);
+        $( static_assertions::const_assert_eq!(core::mem::offset_of!($name, $f), $off); )*
 
         impl $crate::abi::AbiType for $name {
             fn layout_rows(rows: &mut Vec<$crate::abi::LayoutRow>) {

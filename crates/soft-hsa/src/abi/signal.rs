@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use hsa_sys::{Agent, AmdSignalAttribute, HsaStatus, Signal, SignalCondition, SignalValue, WaitState};
+use hsa_sys::{Agent, AmdSignalAttribute, Flags, HsaStatus, Signal, SignalCondition, SignalValue, WaitState};
 
 use super::write_out;
 use crate::agents::TIMESTAMP_FREQUENCY_HZ;
@@ -91,7 +91,8 @@ pub unsafe extern "C" fn hsa_amd_signal_create(
     attributes: u64,
     signal: *mut Signal,
 ) -> HsaStatus {
-    if attributes & !u64::from(AmdSignalAttribute::AMD_GPU_ONLY.0) != 0 {
+    let known = u32::try_from(attributes).ok().and_then(AmdSignalAttribute::from_bits);
+    if known.is_none_or(|attributes| attributes.contains(AmdSignalAttribute::IPC)) {
         return HsaStatus::ERROR_INVALID_ARGUMENT;
     }
     // SAFETY: the caller's contract, passed on.
