@@ -118,6 +118,53 @@ pub fn code_objects_and_the_kernel_table<D: Device>(device: &mut D) {
     assert_eq!(device.resolve(fill.kd_va).map(|(id, _)| id), Some(loaded.allocation.id));
 }
 
+/// A tape whose kernel cannot be replayed from a retained body (the `dispatch_ptr` fixture: its
+/// code reads the dispatch packet) is refused by `prepare`, naming the kernel and the verdict's
+/// reason, before anything is allocated.
+pub fn prepare_refuses_a_kernel_the_verdict_rejects<D: Device>(device: &mut D) {
+    use kernarg_abi::layout::{ArgValue, DispatchGeometry};
+    use tape_core::{Access, ArtifactId, Effect, Effects, Geometry, LaunchRecord, Lds, PointerArg};
+
+    let target = device.target();
+    let bytes = kernels::artifact(&format!("fixtures/{target}/dispatch_ptr.co")).unwrap().bytes;
+    let loaded = device.load_code_object(bytes).unwrap();
+    let co = kernarg_abi::read_any(bytes, Some(target)).unwrap();
+    let kernel = co.kernel("uses_dispatch_ptr").unwrap();
+    let verdict = kernarg_abi::verdict(kernel, &co.target);
+    assert!(!verdict.supported, "the fixture is one the verdict rejects");
+    let layout = kernel.kernarg_layout().unwrap();
+    let out = device.allocate(256).unwrap();
+    let placed = loaded.kernel("uses_dispatch_ptr").unwrap();
+    let (allocation, offset_bytes) = device.resolve(out.va).unwrap();
+    let launch = LaunchRecord {
+        artifact: ArtifactId { code_object_sha256: loaded.sha256, symbol: "uses_dispatch_ptr".into() },
+        kernarg: layout.build(&[ArgValue::Pointer(out.va)], &DispatchGeometry::linear(64, 64)).unwrap(),
+        geometry: Geometry { grid_work_items: [64, 1, 1], workgroup_work_items: [64, 1, 1] },
+        lds: Lds { static_bytes: placed.group_segment_fixed_size, dynamic_bytes: 0 },
+        wave_size: u8::try_from(placed.wavefront_size).unwrap(),
+        pointers: vec![PointerArg { kernarg_offset: 0, allocation, offset_bytes }],
+        effects: Effects::Known(vec![Effect { allocation, offset_bytes, len_bytes: 256, access: Access::Write }]),
+    };
+    let mut recorder = tape_core::recorder::Recorder::new(1);
+    recorder.begin(0).unwrap();
+    recorder.record(launch, &layout).unwrap();
+    let tape = recorder.finish().unwrap();
+    let before = device.lifetime();
+    let probe = device.allocate(64).unwrap();
+    let error = prepare(device, &tape).unwrap_err();
+    match &error {
+        lowering::plan::PrepareError::UnsupportedKernel { launch: 0, symbol, reasons } => {
+            assert_eq!(symbol, "uses_dispatch_ptr");
+            assert!(reasons.contains(&verdict.reasons[0].to_string()), "{reasons}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Nothing was allocated: the next allocation follows the probe directly.
+    let next = device.allocate(64).unwrap();
+    assert_eq!(next.id.0, probe.id.0 + 1, "prepare allocated before refusing");
+    assert_eq!(device.lifetime().epoch, before.epoch);
+}
+
 /// Ordinary launches are asynchronous and in order: a forward's dependent launches publish
 /// without waiting between them, and the one wait is where the host reads the result; the
 /// results equal a second, independent run's.
@@ -307,6 +354,15 @@ macro_rules! suite {
             $run(stringify!(code_objects_and_the_kernel_table), &|| {
                 for target in $crate::TARGETS {
                     $crate::code_objects_and_the_kernel_table(&mut ($make)(target));
+                }
+            });
+        }
+
+        #[test]
+        fn prepare_refuses_a_kernel_the_verdict_rejects() {
+            $run(stringify!(prepare_refuses_a_kernel_the_verdict_rejects), &|| {
+                for target in $crate::TARGETS {
+                    $crate::prepare_refuses_a_kernel_the_verdict_rejects(&mut ($make)(target));
                 }
             });
         }

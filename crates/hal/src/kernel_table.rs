@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use kernarg_abi::{CodeObject, Kernel};
+use kernarg_abi::{CodeObject, Kernel, TargetId};
 use kernels::registry::{KernelEntry, Registry};
 
 use crate::{DeviceAllocation, LoadedCodeObject, LoadedKernel};
@@ -16,6 +16,8 @@ pub struct KernelSlot {
     pub loaded: LoadedKernel,
     /// What `kernarg-abi` read: metadata and descriptor.
     pub kernel: Kernel,
+    /// The target its code object was built for (what `kernarg_abi::verdict` judges it against).
+    pub target: TargetId,
     /// The registry entry (CPU reference and effects), when the kernel has one.
     pub registry: Option<KernelEntry>,
 }
@@ -64,6 +66,7 @@ impl KernelTable {
             let slot = KernelSlot {
                 loaded: placed,
                 kernel: kernel.clone(),
+                target: code_object.target,
                 registry: registry.get(&sha256, &kernel.metadata.name).copied(),
             };
             loaded.push(slot.loaded.clone());

@@ -1,0 +1,112 @@
+//! `prepare` refuses, before it allocates anything, a tape whose kernel cannot be replayed from a
+//! retained body (each checked-in fixture code object the `kernarg_abi::verdict` rejects, named
+//! with the verdict's reasons) and a tape whose artifact names a kernel of two loaded code
+//! objects.
+
+mod tape_fixture;
+
+use hal::Device;
+use kernarg_abi::layout::ArgValue;
+use kernarg_abi::metadata::ValueKind;
+use lowering::plan::{PrepareError, prepare};
+use soft_device::SimDevice;
+use tape_core::Access;
+use tape_core::recorder::Recorder;
+use tape_core::tape::Tape;
+use tape_fixture::{Module, TARGETS, record};
+
+/// A one-launch tape of `m` over 64 work-items: every pointer argument a fresh 256-byte buffer
+/// (written), every by-value argument 1.
+fn one_launch(device: &mut SimDevice, m: &Module) -> Tape {
+    let mut args = Vec::new();
+    let mut pointers = Vec::new();
+    let mut effects = Vec::new();
+    for arg in m.layout.explicit_args() {
+        match arg.kind {
+            ValueKind::GlobalBuffer => {
+                let buffer = device.allocate(256).unwrap();
+                effects.push((pointers.len(), Access::Write, 256));
+                pointers.push((arg.offset, buffer.va));
+                args.push(ArgValue::Pointer(buffer.va));
+            }
+            ValueKind::ByValue if arg.size == 4 => args.push(ArgValue::U32(1)),
+            ValueKind::ByValue if arg.size == 8 => args.push(ArgValue::U64(1)),
+            ref other => panic!("{}: argument {} of kind {other:?} in a fixture", m.name, arg.index),
+        }
+    }
+    let launch = record(device, m, 64, &args, &pointers, &effects);
+    let mut recorder = Recorder::new(4);
+    recorder.begin(0).unwrap();
+    recorder.record(launch, &m.layout).unwrap();
+    recorder.finish().unwrap()
+}
+
+/// The fixture at `fixtures/{target}/{file}` loaded on `device`, with its one kernel.
+fn load_fixture(device: &mut SimDevice, file: &str) -> (Module, kernarg_abi::Verdict) {
+    let target = device.target();
+    let bytes = kernels::artifact(&format!("fixtures/{target}/{file}")).unwrap().bytes;
+    let loaded = device.load_code_object(bytes).unwrap();
+    let co = kernarg_abi::read_any(bytes, Some(target)).unwrap();
+    assert_eq!(co.kernels.len(), 1, "{file}: one kernel");
+    let kernel = &co.kernels[0];
+    let name: &'static str = Box::leak(kernel.metadata.name.clone().into_boxed_str());
+    let verdict = kernarg_abi::verdict(kernel, &co.target);
+    let placed = loaded.kernel(name).unwrap();
+    let module = Module {
+        name,
+        sha256: loaded.sha256,
+        layout: kernel.kernarg_layout().unwrap(),
+        static_lds: placed.group_segment_fixed_size,
+        wave_size: u8::try_from(placed.wavefront_size).unwrap(),
+    };
+    (module, verdict)
+}
+
+#[test]
+fn prepare_refuses_every_fixture_the_verdict_rejects_naming_the_kernel_and_the_reason() {
+    let mut refused = 0;
+    for target in TARGETS {
+        let fixtures: Vec<&str> = kernels::artifacts()
+            .iter()
+            .filter_map(|a| a.path.strip_prefix(&format!("fixtures/{target}/")).filter(|f| f.ends_with(".co")))
+            .collect();
+        assert!(fixtures.contains(&"scratch.co") && fixtures.contains(&"dispatch_ptr.co"), "{target}: {fixtures:?}");
+        for file in fixtures {
+            let mut device = SimDevice::new(target);
+            let (module, verdict) = load_fixture(&mut device, file);
+            let tape = one_launch(&mut device, &module);
+            let before = device.memory().len();
+            match prepare(&mut device, &tape) {
+                Err(PrepareError::UnsupportedKernel { launch, symbol, reasons }) => {
+                    assert!(!verdict.supported, "{target} {file}: refused though the verdict supports it");
+                    assert_eq!((launch, symbol.as_str()), (0, module.name));
+                    for reason in &verdict.reasons {
+                        assert!(reasons.contains(&reason.to_string()), "{target} {file}: {reasons} lacks {reason}");
+                    }
+                    assert_eq!(device.memory().len(), before, "nothing allocated before the refusal");
+                    refused += 1;
+                }
+                other => {
+                    assert!(verdict.supported, "{target} {file}: verdict {verdict:?} but prepare gave {other:?}");
+                }
+            }
+        }
+    }
+    assert!(refused >= 2 * TARGETS.len(), "scratch and dispatch_ptr refused on every target ({refused})");
+}
+
+#[test]
+fn prepare_refuses_an_artifact_that_names_a_kernel_of_two_loaded_code_objects() {
+    let mut device = SimDevice::new(TARGETS[1]);
+    let fill = tape_fixture::load(&mut device, "fill");
+    let tape = one_launch(&mut device, &fill);
+    // The same bytes loaded a second time: two kernels with the recorded digest and symbol.
+    let bytes = kernels::artifact(&format!("{}/fill.co", device.target())).unwrap().bytes;
+    device.load_code_object(bytes).unwrap();
+    let error = prepare(&mut device, &tape).unwrap_err();
+    assert!(
+        matches!(&error, PrepareError::AmbiguousArtifact { launch: 0, symbol, code_objects: 2 } if symbol == "fill"),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("`fill` is in 2 loaded code objects"), "{error}");
+}
