@@ -2,8 +2,7 @@
 //! with one AQL vendor PM4-IB packet (`docs/ARCHITECTURE.md`, "Data flow of one token" and "The
 //! replay controller"). Generic over the HAL's [`Device`]: the same plan runs on every backend.
 //!
-//! [`prepare`] first checks, before it allocates anything, that every launch's artifact names
-//! exactly one loaded kernel ([`PrepareError::AmbiguousArtifact`]) and that the kernel can be
+//! [`prepare`] first checks, before it allocates anything, that every launch's kernel can be
 //! replayed from a retained body (`kernarg_abi::verdict` against its code object's target:
 //! [`PrepareError::UnsupportedKernel`] with the verdict's reasons). It then copies the tape's kernarg blobs into one retained, host-visible kernarg allocation,
 //! lowers the tape into a PM4 IB with those kernarg addresses ([`lower_pm4`]), checks it with
@@ -206,29 +205,22 @@ pub fn prepare_with<D: Device + ?Sized>(
     }
 }
 
-/// Before anything is allocated: every launch's artifact names exactly one loaded kernel, and
-/// that kernel can be replayed from a retained body (`kernarg_abi::verdict` for its code
-/// object's target). A launch whose kernel is not loaded is left to the kernarg placement, which
-/// names it.
-fn check_artifacts(kernels: &KernelTable, tape: &Tape) -> Result<(), PrepareError> {
+/// Before anything is allocated: every launch's kernel can be replayed from a retained body
+/// (`kernarg_abi::verdict` for its code object's target). A launch whose kernel is not loaded is
+/// left to the kernarg placement, which names it. (The same code object loaded twice gives two
+/// identical kernels; either serves, as [`slot_by_artifact`] takes the first.)
+fn check_kernels(kernels: &KernelTable, tape: &Tape) -> Result<(), PrepareError> {
+    let lookup = slot_by_artifact(kernels);
     for (launch, record) in tape.launches().iter().enumerate() {
-        let artifact = &record.artifact;
-        let symbol = || artifact.symbol.to_string();
-        let mut matches = kernels
-            .objects()
-            .iter()
-            .filter(|o| o.sha256 == artifact.code_object_sha256)
-            .filter_map(|o| o.kernel(&artifact.symbol));
-        let Some(first) = matches.next() else { continue };
-        let others = matches.count();
-        if others > 0 {
-            return Err(PrepareError::AmbiguousArtifact { launch, symbol: symbol(), code_objects: others + 1 });
-        }
-        let Some(slot) = kernels.by_kd(first.kd_va) else { continue };
+        let Some(slot) = lookup(&record.artifact) else { continue };
         let verdict = kernarg_abi::verdict(&slot.kernel, &slot.target);
         if !verdict.supported {
             let reasons = verdict.reasons.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
-            return Err(PrepareError::UnsupportedKernel { launch, symbol: symbol(), reasons });
+            return Err(PrepareError::UnsupportedKernel {
+                launch,
+                symbol: record.artifact.symbol.to_string(),
+                reasons,
+            });
         }
     }
     Ok(())
@@ -246,7 +238,7 @@ fn retain_kernargs<D: Device + ?Sized>(device: &mut D, tape: &Tape, held: &mut H
     if tape.launches().is_empty() {
         return Err(PrepareError::EmptyTape);
     }
-    check_artifacts(device.kernels(), tape)?;
+    check_kernels(device.kernels(), tape)?;
     let live = pointer_targets(device, tape)?;
     let (offsets, total) = kernarg_placement(device, tape)?;
     let kernargs = *held.kernargs.insert(device.allocate_kernarg(total)?);

@@ -1,7 +1,6 @@
 //! `prepare` refuses, before it allocates anything, a tape whose kernel cannot be replayed from a
-//! retained body (each checked-in fixture code object the `kernarg_abi::verdict` rejects, named
-//! with the verdict's reasons) and a tape whose artifact names a kernel of two loaded code
-//! objects.
+//! retained body: each checked-in fixture code object the `kernarg_abi::verdict` rejects, named
+//! with the verdict's reasons.
 
 mod tape_fixture;
 
@@ -96,17 +95,12 @@ fn prepare_refuses_every_fixture_the_verdict_rejects_naming_the_kernel_and_the_r
 }
 
 #[test]
-fn prepare_refuses_an_artifact_that_names_a_kernel_of_two_loaded_code_objects() {
+fn the_same_code_object_loaded_twice_is_not_refused() {
+    // Two loads of the same bytes give two identical kernels: either serves the tape.
     let mut device = SimDevice::new(TARGETS[1]);
     let fill = tape_fixture::load(&mut device, "fill");
     let tape = one_launch(&mut device, &fill);
-    // The same bytes loaded a second time: two kernels with the recorded digest and symbol.
     let bytes = kernels::artifact(&format!("{}/fill.co", device.target())).unwrap().bytes;
     device.load_code_object(bytes).unwrap();
-    let error = prepare(&mut device, &tape).unwrap_err();
-    assert!(
-        matches!(&error, PrepareError::AmbiguousArtifact { launch: 0, symbol, code_objects: 2 } if symbol == "fill"),
-        "{error:?}"
-    );
-    assert!(error.to_string().contains("`fill` is in 2 loaded code objects"), "{error}");
+    prepare(&mut device, &tape).unwrap();
 }

@@ -17,7 +17,10 @@ use hal::{Device, QueueHandle, SignalHandle};
 use hsa_device::HsaDevice;
 use tape_core::tape::Tape;
 
-use super::{Harness, PERIOD_SLACK, Row, barrier_packet, group, launch_requests, pin, read_every_line};
+use super::{
+    Harness, PERIOD_SLACK, Row, barrier_packet, floor_half, group, launch_requests, ordinary_half, pin,
+    read_every_line, retained_half,
+};
 
 /// The untimed wait of a token: the soft runtime's processor thread shares its core with the
 /// sweeper and, on a busy machine, with other processes; a token that takes this long fails the
@@ -164,12 +167,7 @@ pub(super) fn floor(c: &mut Criterion, rows: &mut Vec<Row>, hsa: &mut HsaRows) {
                 &mut row,
                 hsa,
                 iters,
-                |h| {
-                    let start = Instant::now();
-                    h.device.write_packet(h.floor_queue, black_box(&h.floor_packet)).unwrap();
-                    black_box(h.device.ring_doorbell(h.floor_queue).unwrap());
-                    start.elapsed()
-                },
+                |h| floor_half(&mut h.device, h.floor_queue, &h.floor_packet),
                 |h| {
                     h.device.wait_signal(h.floor_signal, SignalCondition::Eq, 0, TIMEOUT).unwrap();
                     h.device.store_signal(h.floor_signal, 1).unwrap();
@@ -200,12 +198,7 @@ fn retained_row(c: &mut Criterion, rows: &mut Vec<Row>, device: &mut HsaDevice, 
                 &mut row,
                 &mut state,
                 iters,
-                |(device, plan, position)| {
-                    **position = (**position + 1) % 1024;
-                    let start = Instant::now();
-                    black_box(plan.publish_token(*device, black_box(**position)).unwrap());
-                    start.elapsed()
-                },
+                |(device, plan, position)| retained_half(*device, plan, position),
                 |(device, plan, _)| {
                     plan.complete_token(*device, TIMEOUT).unwrap();
                 },
@@ -228,13 +221,7 @@ fn ordinary_row(c: &mut Criterion, rows: &mut Vec<Row>, device: &mut HsaDevice, 
                 &mut row,
                 &mut state,
                 iters,
-                |(device, requests)| {
-                    let start = Instant::now();
-                    for request in requests.iter() {
-                        device.launch(black_box(request)).unwrap();
-                    }
-                    start.elapsed()
-                },
+                |(device, requests)| ordinary_half(*device, requests),
                 |(device, _)| device.finish().unwrap(),
             )
         });

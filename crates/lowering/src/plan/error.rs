@@ -33,17 +33,6 @@ pub enum PrepareError {
         /// Every reason the verdict gave, joined by "; ".
         reasons: String,
     },
-    /// A launch's artifact names a kernel of more than one loaded code object (the same digest
-    /// loaded twice): which one the tape ran is not known.
-    #[error("launch {launch}: kernel `{symbol}` is in {code_objects} loaded code objects with the recorded digest")]
-    AmbiguousArtifact {
-        /// The launch.
-        launch: usize,
-        /// The kernel's symbol.
-        symbol: String,
-        /// Loaded code objects holding it.
-        code_objects: usize,
-    },
     /// The retained kernarg blobs together exceed the plan's limit.
     #[error("{bytes} bytes of retained kernargs exceed the limit of {limit}")]
     KernargTooLarge {
