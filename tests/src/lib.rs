@@ -6,6 +6,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod route;
+
 use std::time::Duration;
 
 use aql_packets::{AqlPacket, Barrier, PACKET_SIZE, PacketControl, RingSize, SignalCondition};
@@ -50,6 +52,18 @@ pub fn allocation_identity<D: Device>(device: &mut D) {
     device.reset();
     assert_eq!(device.lifetime().epoch, before.epoch + 1);
     assert_eq!(device.resolve(b.va), None, "a reset frees everything");
+}
+
+/// The topology is the backend's: one GPU driven, at least that one visible, and the live caller
+/// queues counted as they are created and destroyed.
+pub fn topology<D: Device>(device: &mut D) {
+    let before = device.topology();
+    assert_eq!(before.gpus_used, 1);
+    assert!(before.gpus_visible >= before.gpus_used, "{before:?}");
+    let queue = device.create_queue(RingSize::new(64).unwrap()).unwrap();
+    assert_eq!(device.topology().queues, before.queues + 1);
+    device.destroy_queue(queue).unwrap();
+    assert_eq!(device.topology(), before);
 }
 
 /// Copies round-trip through every kind of memory, start zeroed, and refuse ranges that leave
@@ -276,7 +290,7 @@ pub fn a_fault_fails_closed<D: Device + FaultInjection>(device: &mut D) {
 /// per token, no ordinary launch in a retained forward) with bit-identical logits.
 pub fn a_model_forward_waits_once<D: Device>(device: &mut D, reference: &mut D) {
     use engine::model::Llama;
-    use engine::replay::{Backend, ReplayConfig, ReplayController, Route};
+    use engine::replay::{Backend, ReplayConfig, ReplayController, Route, Step};
     let file = gguf::Gguf::parse(gguf::tiny_llama(&gguf::TinyLlamaConfig::default())).unwrap();
     let decode = |device: &mut D, backend: Backend| {
         let mut model = Llama::load(device, &file, 32).unwrap();
@@ -289,7 +303,8 @@ pub fn a_model_forward_waits_once<D: Device>(device: &mut D, reference: &mut D) 
         for position in 0..12u32 {
             model.set_token(40 + position).unwrap();
             let before = device.stats();
-            let report = controller.forward(device, &mut funnel, &mut model, position, true).unwrap();
+            let step = if position == 0 { Step::Prompt } else { Step::Continuation };
+            let report = controller.forward(device, &mut funnel, &mut model, position, step).unwrap();
             logits.push(model.logits(device).unwrap());
             let after = device.stats();
             if report.route == Route::Retained {
@@ -417,6 +432,114 @@ macro_rules! suite {
             $run(stringify!(a_fault_fails_closed), &|| {
                 for target in $crate::TARGETS {
                     $crate::a_fault_fails_closed(&mut ($make)(target));
+                }
+            });
+        }
+
+        #[test]
+        fn replay_failure_is_worded_and_sticky() {
+            $run(stringify!(replay_failure_is_worded_and_sticky), &|| {
+                for target in $crate::TARGETS {
+                    $crate::route::replay_failure_is_worded_and_sticky(&mut ($make)(target));
+                }
+            });
+        }
+
+        #[test]
+        fn manual_shadow_failure_is_worded_and_changes_no_route() {
+            $run(stringify!(manual_shadow_failure_is_worded_and_changes_no_route), &|| {
+                for target in $crate::TARGETS {
+                    $crate::route::manual_shadow_failure_is_worded_and_changes_no_route(&mut ($make)(target));
+                }
+            });
+        }
+
+        #[test]
+        fn preparation_failure_is_worded_and_sticky() {
+            $run(stringify!(preparation_failure_is_worded_and_sticky), &|| {
+                for target in $crate::TARGETS {
+                    $crate::route::preparation_failure_is_worded_and_sticky(&mut ($make)(target), &mut ($make)(target));
+                }
+            });
+        }
+
+        #[test]
+        fn recorder_capacity_is_named_and_sticky() {
+            $run(stringify!(recorder_capacity_is_named_and_sticky), &|| {
+                for target in $crate::TARGETS {
+                    $crate::route::recorder_capacity_is_named_and_sticky(&mut ($make)(target), &mut ($make)(target));
+                }
+            });
+        }
+
+        #[test]
+        fn a_broken_capture_contract_is_named_and_sticky() {
+            $run(stringify!(a_broken_capture_contract_is_named_and_sticky), &|| {
+                for target in $crate::TARGETS {
+                    $crate::route::a_broken_capture_contract_is_named_and_sticky(
+                        &mut ($make)(target),
+                        &mut ($make)(target),
+                    );
+                }
+            });
+        }
+
+        #[test]
+        fn reconfiguration_is_worded_and_re_arms() {
+            $run(stringify!(reconfiguration_is_worded_and_re_arms), &|| {
+                for target in $crate::TARGETS {
+                    $crate::route::reconfiguration_is_worded_and_re_arms(&mut ($make)(target), &mut ($make)(target));
+                }
+            });
+        }
+
+        #[test]
+        fn only_the_next_continuation_replays() {
+            $run(stringify!(only_the_next_continuation_replays), &|| {
+                for target in $crate::TARGETS {
+                    $crate::route::only_the_next_continuation_replays(&mut ($make)(target), &mut ($make)(target));
+                }
+            });
+        }
+
+        #[test]
+        fn a_position_past_the_calibrated_maximum_is_refused_by_name() {
+            $run(stringify!(a_position_past_the_calibrated_maximum_is_refused_by_name), &|| {
+                for target in $crate::TARGETS {
+                    $crate::route::a_position_past_the_calibrated_maximum_is_refused_by_name(
+                        &mut ($make)(target),
+                        &mut ($make)(target),
+                    );
+                }
+            });
+        }
+
+        #[test]
+        fn the_shadow_backend_never_routes_product_forwards() {
+            $run(stringify!(the_shadow_backend_never_routes_product_forwards), &|| {
+                for target in $crate::TARGETS {
+                    $crate::route::the_shadow_backend_never_routes_product_forwards(
+                        &mut ($make)(target),
+                        &mut ($make)(target),
+                    );
+                }
+            });
+        }
+
+        #[test]
+        fn shadow_parity_over_the_whole_context() {
+            $run(stringify!(shadow_parity_over_the_whole_context), &|| {
+                for target in $crate::TARGETS {
+                    $crate::route::shadow_parity_over_the_whole_context(&mut ($make)(target));
+                }
+            });
+        }
+
+        #[test]
+        fn topology() {
+            $run(stringify!(topology), &|| {
+                for target in $crate::TARGETS {
+                    $crate::topology(&mut ($make)(target));
                 }
             });
         }

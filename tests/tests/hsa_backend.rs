@@ -54,3 +54,17 @@ fn in_child(name: &str, body: &dyn Fn()) {
 }
 
 conformance::suite!(open, in_child);
+
+/// The HSA backend's topology is the runtime's: as many GPUs visible as agents it was started
+/// with, one of them driven.
+#[test]
+fn the_topology_counts_the_runtime_agents() {
+    in_child("the_topology_counts_the_runtime_agents", &|| {
+        for target in conformance::TARGETS {
+            let device = open(target);
+            let topology = hal::Device::topology(&device);
+            assert_eq!(topology.gpus_visible, u32::try_from(conformance::TARGETS.len()).unwrap(), "{target}");
+            assert_eq!(topology.gpus_used, 1);
+        }
+    });
+}

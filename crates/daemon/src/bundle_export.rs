@@ -300,7 +300,8 @@ pub fn export(
     }
     let mut manifest_regions = Vec::new();
     let mut expected = Vec::new();
-    for (r, bytes) in regions.iter().zip(&contents) {
+    // The initial bytes move into the files: a model's weights are most of them.
+    for (r, bytes) in regions.iter().zip(contents) {
         let name = region_name(r);
         let role = match (r.read, r.written) {
             (true, true) => Role::State,
@@ -309,7 +310,7 @@ pub fn export(
         };
         let file = (!bytes.is_empty()).then(|| format!("regions/{name}.bin"));
         if let Some(f) = &file {
-            files.push((f.clone(), bytes.clone()));
+            files.push((f.clone(), bytes));
         }
         manifest_regions.push(Region { name: name.clone(), va: Va(r.va), size: r.size, file, role, dtype: None });
         let mut after = vec![0u8; usize::try_from(r.size).unwrap_or(0)];

@@ -1,5 +1,8 @@
-//! `redline lower`: a tape (from a file or a built-in example) validated, lowered into a PM4 IB
-//! for one architecture, and written as an IB bundle that `redline sim run` executes.
+//! `redline lower`: a tape (from a file, a built-in example or one decode step of a GGUF model)
+//! validated, lowered into a PM4 IB for one architecture, and written as an IB bundle that
+//! `redline sim run` executes.
+
+pub mod model;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -30,17 +33,41 @@ use tape_core::tape::Tape;
 /// crate's kernels at three positions and calibrated; the bundle starts from the workload's
 /// state after those steps and is patched for the next position.
 ///
-/// Exit codes: 0 bundle written and checked; 1 the tape or example cannot be lowered (the
-/// message says why); 2 usage or I/O error.
+/// With `--model ALIAS|PATH --position P`, the bundle is one decode step of a GGUF llama (an
+/// alias of `redline models`, pulled on first use; `tiny` is built in), its weights, KV cache
+/// and every other state region included. On the soft device the model runs its ordinary
+/// forwards at positions 0..P-3 with a fixed prompt (position 0: the BOS token; position p > 0:
+/// token (p * 7919) mod vocab), is recorded at P-3, P-2 and P-1 (so P must be at least 3) and
+/// takes the token of P; the bundle starts from that state, is patched for P, and its expected
+/// bytes are checked against the model's own step at P. `DIR/model.json` says which region holds
+/// which model surface (logits, k_cache, ...). A 135M-parameter model makes a bundle of a few
+/// hundred MB and takes about half a minute on the soft device; progress goes to stderr.
+///
+/// Exit codes: 0 bundle written and checked; 1 the tape, example or model cannot be lowered as
+/// asked (the message says why: an unknown example or model alias, a file that is not a
+/// supported llama, a position or context the model does not have); 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(after_help = examples_help())]
 pub struct Args {
     /// A stored tape (JSON or the binary `RLTAPE` form).
-    #[arg(long, value_name = "FILE", conflicts_with = "example", required_unless_present_any = ["example", "list_examples"])]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["example", "model"],
+        required_unless_present_any = ["example", "model", "list_examples"]
+    )]
     tape: Option<PathBuf>,
     /// A built-in example instead of a tape file (see --list-examples).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "model")]
     example: Option<String>,
+    /// A GGUF llama model instead of a tape: an alias (`redline models`; `tiny` is built in) or a
+    /// path to a `.gguf` file. Needs --position.
+    #[arg(long, value_name = "ALIAS|PATH", requires = "position")]
+    model: Option<String>,
+    /// KV-cache positions of --model [default: 1024, or the model's trained context when
+    /// shorter].
+    #[arg(long, requires = "model")]
+    context: Option<u32>,
     /// List the built-in examples and exit.
     #[arg(long)]
     list_examples: bool,
@@ -54,7 +81,8 @@ pub struct Args {
     #[arg(long, value_name = "HEX", value_parser = parse_hex)]
     va_base: Option<u64>,
     /// Position the bundle is patched for (default: the tape's recorded position; for an
-    /// example, the position after the recorded ones).
+    /// example, the position after the recorded ones; required with --model, at least 3 and
+    /// below the context).
     #[arg(long)]
     position: Option<u32>,
     /// Print one JSON object instead of text.
@@ -98,9 +126,19 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     }
     let va_base = args.va_base.unwrap_or(DEFAULT_VA_BASE);
     let source;
+    let mut description = None;
     let result = if let Some(name) = &args.example {
         source = format!("example {name}");
         lower_example(name, target, va_base, args.position)
+    } else if let Some(name) = &args.model {
+        source = format!("model {name}");
+        // PANIC: clap requires --position with --model.
+        let position = args.position.expect("--position");
+        let request = model::Request { model: name, context: args.context, position, target, va_base };
+        model::lower(&request)?.map(|lowered| {
+            description = Some(lowered.description);
+            (lowered.tape, lowered.exported)
+        })
     } else {
         // PANIC: clap requires --tape when neither --example nor --list-examples is given.
         let file = args.tape.as_ref().expect("--tape");
@@ -122,7 +160,12 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     export::write(out, &exported).with_context(|| format!("writing the bundle to {}", out.display()))?;
     let tape_json = serde_json::to_vec_pretty(&tape)?;
     std::fs::write(out.join("tape.json"), tape_json).with_context(|| format!("writing {}/tape.json", out.display()))?;
-    report(args, target, &source, &tape, &exported, out)?;
+    if let Some(description) = &description {
+        let path = out.join("model.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(description)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    report(args, target, &source, &tape, &exported, description.as_ref(), out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -134,19 +177,31 @@ fn lower_example(name: &str, target: Target, va_base: u64, position: Option<u32>
     let tape = capture_tape(&mut device, &mut funnel, workload.as_mut(), &EXAMPLE_POSITIONS)?;
     let position = position.unwrap_or(tape.position() + 1);
     let options = ExportOptions { target, position, va_base };
-    let exported = export::export(&tape, options, &mut |region| {
-        let mut bytes = vec![0u8; usize::try_from(region.size).unwrap_or(0)];
-        // A region is an allocation of the example's device; its bytes are the primed state.
-        match hal::Device::read(&mut device, region.va, &mut bytes) {
-            Ok(()) => bytes,
-            Err(_) => Vec::new(),
-        }
-    })
-    .map_err(|e| e.to_string())?;
+    let exported = export::export(&tape, options, &mut device_bytes(&mut device)).map_err(|e| e.to_string())?;
     Ok((tape, exported))
 }
 
-fn report(args: &Args, target: Target, source: &str, tape: &Tape, e: &Exported, out: &std::path::Path) -> Result<()> {
+/// A region's initial bytes read from the device the tape was recorded on: a region is an
+/// allocation of that device, and its bytes there are the primed state.
+fn device_bytes(device: &mut SimDevice) -> impl FnMut(&export::TapeRegion) -> Vec<u8> + '_ {
+    move |region| {
+        let mut bytes = vec![0u8; usize::try_from(region.size).unwrap_or(0)];
+        match hal::Device::read(device, region.va, &mut bytes) {
+            Ok(()) => bytes,
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+fn report(
+    args: &Args,
+    target: Target,
+    source: &str,
+    tape: &Tape,
+    e: &Exported,
+    model: Option<&serde_json::Value>,
+    out: &std::path::Path,
+) -> Result<()> {
     let identity = tape.identity();
     let m = &e.manifest;
     let stdout = std::io::stdout();
@@ -164,6 +219,7 @@ fn report(args: &Args, target: Target, source: &str, tape: &Tape, e: &Exported, 
             "patch_sites": m.patch_sites,
             "expected": m.expected.len(),
             "check": {"dispatches": e.run.dispatches.len(), "pm4_packets": e.run.pm4_packets, "expected_checked": e.run.expected_checked},
+            "model": model,
         });
         serde_json::to_writer_pretty(&mut w, &doc)?;
         writeln!(w)?;
@@ -188,6 +244,17 @@ fn report(args: &Args, target: Target, source: &str, tape: &Tape, e: &Exported, 
         e.run.dispatches.len(),
         e.run.expected_checked
     )?;
+    if let Some(m) = model {
+        writeln!(
+            w,
+            "  model step at position {} (token {}, context {}); its expected bytes match the model's own step; \
+             {}/model.json names the regions",
+            m["position"],
+            m["token"],
+            m["context"],
+            out.display()
+        )?;
+    }
     writeln!(w, "run it again with: redline sim run {}", out.display())?;
     Ok(())
 }

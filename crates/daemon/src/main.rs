@@ -39,7 +39,7 @@ enum Command {
     Golden(daemon::golden::Args),
     Inspect(inspect::Args),
     Lower(lower::Args),
-    Models(daemon::pull::ListArgs),
+    Models(daemon::pull::ModelsArgs),
     Pull(daemon::pull::Args),
     Serve(daemon::serve::Args),
     /// Run IB bundles on the soft device (`sim run`).
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => daemon::generate::run(&args),
         Command::Inspect(args) => inspect::run(&args),
         Command::Lower(args) => lower::run(&args),
-        Command::Models(args) => daemon::pull::list(&args),
+        Command::Models(args) => daemon::pull::models(&args),
         Command::Pull(args) => daemon::pull::run(&args),
         Command::Serve(args) => daemon::serve::run(&args),
         Command::Tape(cmd) => tape::run(&cmd),

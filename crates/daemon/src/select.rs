@@ -110,6 +110,9 @@ impl Device for AnyDevice {
     fn target(&self) -> Target {
         each!(self, d => d.target())
     }
+    fn topology(&self) -> hal::Topology {
+        each!(self, d => d.topology())
+    }
     fn lifetime(&self) -> Lifetime {
         each!(self, d => d.lifetime())
     }

@@ -100,7 +100,7 @@ fn launch(i: usize, l: &LaunchRecord) -> Value {
     })
 }
 
-fn binding_kind(k: &BindingKind) -> Value {
+pub(crate) fn binding_kind(k: &BindingKind) -> Value {
     match *k {
         BindingKind::KernargU32 { offset, addend } => {
             json!({"kind": "kernarg_u32", "offset": offset, "addend": addend})

@@ -55,12 +55,16 @@ fn tiny_model_gives_the_same_tokens_on_the_retained_and_ordinary_routes() {
 fn bad_arguments_fail_with_a_message() {
     let model = tiny_model();
     let model = model.to_str().unwrap();
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["generate", "--model", model, "--device", "sim", "--prompt", "x", "--device", "gpu"], "--device"),
         (&["generate", "--model", "/nonexistent/model.gguf", "--device", "sim", "--prompt", "x"], "model"),
         (&["generate", "--model", model, "--device", "sim", "--prompt", "x", "--replay-backend", "fast"], "fast"),
         (&["generate", "--model", model, "--device", "sim", "--prompt", "x", "--temperature=-1"], "temperature"),
-        (&["generate", "--model", model, "--device", "sim", "--prompt", "x", "--context", "100000"], "context"),
+        (
+            &["generate", "--model", model, "--device", "sim", "--prompt", "x", "--context", "100000"],
+            "--context 100000 exceeds the model's trained context of 256 positions",
+        ),
+        (&["generate", "--model", model, "--device", "sim", "--prompt", "x", "--context", "0"], "--context 0"),
     ];
     for (args, needle) in cases {
         let out = redline(args);

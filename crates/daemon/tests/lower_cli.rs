@@ -1,6 +1,11 @@
 //! `redline lower`: every built-in example on every architecture becomes a bundle that
-//! `redline sim run` executes clean; tape files lower the same way; bad input is refused with a
+//! `redline sim run` executes clean; tape files lower the same way; one decode step of the
+//! built-in tiny llama and of the reference model (`REDLINE_SMOLLM2_GGUF`; under `CI=true` its
+//! absence is a failure) becomes a bundle that runs clean and is that step (the token of the
+//! position, the KV-cache row it writes, the logits it changes); bad input is refused with a
 //! message naming what is wrong.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -12,6 +17,11 @@ const EXAMPLES: [&str; 3] = ["chain", "window", "wide"];
 
 fn redline(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_redline")).args(args).output().unwrap()
+}
+
+/// `redline` with its cache (where `--model tiny` is written) in `home`.
+fn redline_in(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_redline")).args(args).env("REDLINE_HOME", home).output().unwrap()
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -150,4 +160,172 @@ fn bad_input_is_refused_with_a_message_naming_it() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(EXAMPLES.iter().all(|e| text.contains(e)), "{text}");
+}
+
+/// The prompt's documented token at a position after 0: `(position * 7919) mod vocab`.
+fn prompt_token(position: u32, vocab: u32) -> u32 {
+    u32::try_from(u64::from(position) * 7919 % u64::from(vocab)).unwrap()
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The initial and the expected bytes of the bundle region holding the model surface `name`,
+/// and the offset of the surface's first used byte in them.
+fn surface_bytes(dir: &Path, name: &str) -> (Vec<u8>, Vec<u8>, usize) {
+    let model = read_json(&dir.join("model.json"));
+    let manifest = read_json(&dir.join("manifest.json"));
+    let surface = model["surfaces"].as_array().unwrap().iter().find(|s| s["surface"] == name).unwrap();
+    let region = surface["region"].as_str().unwrap();
+    let entry = manifest["regions"].as_array().unwrap().iter().find(|r| r["name"] == region).unwrap();
+    let expected = manifest["expected"].as_array().unwrap().iter().find(|e| e["region"] == region).unwrap();
+    let initial = std::fs::read(dir.join(entry["file"].as_str().unwrap())).unwrap();
+    let after = std::fs::read(dir.join(expected["file"].as_str().unwrap())).unwrap();
+    (initial, after, usize::try_from(surface["offset_bytes"].as_u64().unwrap()).unwrap())
+}
+
+/// Checks that the bundle in `dir` is the decode step at `position` of the GGUF at `model`
+/// with a KV cache of `context` positions, and that `redline sim run` runs it clean.
+fn assert_model_step_bundle(dir: &Path, model: &Path, position: u32, context: u32) {
+    let file = gguf::Gguf::open(model).unwrap();
+    let layers = file.u32("llama.block_count").unwrap();
+    let dim = file.u32("llama.embedding_length").unwrap();
+    let heads = file.u32("llama.attention.head_count").unwrap();
+    let kv_heads = file.u32("llama.attention.head_count_kv").unwrap();
+    let vocab = u32::try_from(file.tensor("token_embd.weight").unwrap().dims()[1]).unwrap();
+    let tape = read_json(&dir.join("tape.json"));
+    let launches = tape["launches"].as_array().unwrap().len() as u64;
+    // The step: the embedding row, 16 launches per layer, the final norm and the logits.
+    assert_eq!(launches, 3 + 16 * u64::from(layers), "the tape holds one decode step");
+
+    let run = sim_run(dir);
+    assert_eq!(run["ok"], true, "{run}");
+    assert_eq!(run["packets"], 1, "one AQL packet calls the IB");
+    assert_eq!(run["dispatches"].as_array().unwrap().len() as u64, launches);
+
+    let described = read_json(&dir.join("model.json"));
+    assert_eq!(described["position"], position);
+    assert_eq!(described["context"], context);
+    assert_eq!(described["recorded_positions"], serde_json::json!([position - 3, position - 2, position - 1]));
+
+    // The token region holds the prompt's token of the position (its host preparation ran).
+    let (token, _, at) = surface_bytes(dir, "token");
+    let token = u32::from_le_bytes(token[at..at + 4].try_into().unwrap());
+    assert_eq!(token, prompt_token(position, vocab));
+
+    // Each layer's K and V rows: positions before `position` are the prefix's and stay; the
+    // step writes row `position`; the rows after it stay zero.
+    let row_bytes = 4 * usize::try_from(kv_heads * (dim / heads)).unwrap();
+    let layer_bytes = row_bytes * usize::try_from(context).unwrap();
+    let p = usize::try_from(position).unwrap();
+    for name in ["k_cache", "v_cache"] {
+        let (before, after, at) = surface_bytes(dir, name);
+        for layer in 0..usize::try_from(layers).unwrap() {
+            let row = |bytes: &[u8], pos: usize| {
+                let start = at + layer * layer_bytes + pos * row_bytes;
+                bytes[start..start + row_bytes].to_vec()
+            };
+            let zero = vec![0u8; row_bytes];
+            assert_ne!(row(&before, p - 1), zero, "{name} layer {layer}: the prefix filled row {}", p - 1);
+            assert_eq!(row(&before, p - 1), row(&after, p - 1), "{name} layer {layer}: row {} kept", p - 1);
+            assert_eq!(row(&before, p), zero, "{name} layer {layer}: row {p} starts empty");
+            assert_ne!(row(&after, p), zero, "{name} layer {layer}: the step writes row {p}");
+            if p + 1 < usize::try_from(context).unwrap() {
+                assert_eq!(row(&after, p + 1), zero, "{name} layer {layer}: row {} stays empty", p + 1);
+            }
+        }
+    }
+
+    // The logits change and are finite numbers.
+    let (before, after, at) = surface_bytes(dir, "logits");
+    let used = at..at + 4 * usize::try_from(vocab).unwrap();
+    assert_ne!(before[used.clone()], after[used.clone()], "the step writes new logits");
+    assert!(after[used].chunks_exact(4).all(|c| f32::from_le_bytes(c.try_into().unwrap()).is_finite()));
+}
+
+#[test]
+fn a_tiny_llama_decode_step_lowers_to_a_bundle_that_runs_clean() {
+    let home = scratch("tiny-home");
+    for arch in ["gfx1100", "gfx1201"] {
+        let dir = scratch(&format!("tiny-{arch}"));
+        let d = dir.to_str().unwrap();
+        let out =
+            redline_in(&home, &["lower", "--model", "tiny", "--position", "5", "--arch", arch, "--out", d, "--json"]);
+        let lowered = json(&out);
+        assert_eq!(lowered["arch"], arch);
+        assert_eq!(lowered["model"]["position"], 5);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("running the ordinary path at positions 0..=1"), "{stderr}");
+        // `tiny` is the generated model, written into the cache on first use.
+        let cached = home.join("models/tiny/tiny-llama.gguf");
+        assert_eq!(std::fs::read(&cached).unwrap(), gguf::tiny_llama(&gguf::TinyLlamaConfig::default()));
+        // The tiny model's trained context is 256, below the default of 1024.
+        assert_model_step_bundle(&dir, &cached, 5, 256);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+#[test]
+fn the_reference_model_decode_step_lowers_to_a_bundle_that_runs_clean() {
+    let Some(model) = common::reference_model() else { return };
+    let dir = scratch("smollm2-gfx1100");
+    let d = dir.to_str().unwrap();
+    let started = std::time::Instant::now();
+    let out = redline(&["lower", "--model", &model, "--position", "40", "--arch", "gfx1100", "--out", d, "--json"]);
+    let lowered = json(&out);
+    println!("lowering SmolLM2 at position 40 took {:.1} s", started.elapsed().as_secs_f64());
+    assert_eq!(lowered["check"]["dispatches"], 3 + 16 * 30, "SmolLM2-135M has 30 layers");
+    // Its trained context is 8192; the default KV cache is 1024 positions.
+    assert_model_step_bundle(&dir, Path::new(&model), 40, 1024);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_model_input_is_refused_with_a_message_naming_it() {
+    let home = scratch("bad-model-home");
+    let dir = scratch("bad-model");
+    let d = dir.to_str().unwrap();
+    let lower = |extra: &[&str]| {
+        let out = redline_in(&home, &[&["lower", "--arch", "gfx1100", "--out", d][..], extra].concat());
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+
+    // Usage (exit 2): --model with another source, without --position; --context without --model.
+    for extra in [
+        &["--model", "tiny", "--position", "5", "--example", "chain"][..],
+        &["--model", "tiny", "--position", "5", "--tape", "t.json"][..],
+    ] {
+        let (code, stderr) = lower(extra);
+        assert_eq!(code, Some(2), "{extra:?}: {stderr}");
+        assert!(stderr.contains("cannot be used with"), "{extra:?}: {stderr}");
+    }
+    let (code, stderr) = lower(&["--model", "tiny"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--position"), "{stderr}");
+    let (code, stderr) = lower(&["--example", "chain", "--context", "8"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--model"), "{stderr}");
+
+    // The model cannot be lowered as asked (exit 1).
+    let cases: [(&[&str], &[&str]); 5] = [
+        (&["--model", "tiny", "--position", "256"], &["position 256", "context of 256 positions", "at most 256"]),
+        (&["--model", "tiny", "--position", "64", "--context", "64"], &["position 64", "context of 64 positions"]),
+        (&["--model", "tiny", "--position", "2"], &["position 2", "at least 3"]),
+        (&["--model", "tiny", "--position", "5", "--context", "300"], &["--context 300", "1..=256"]),
+        (&["--model", "llama-70b", "--position", "5"], &["\"llama-70b\"", "smollm2-135m, tiny (built in)"]),
+    ];
+    for (extra, needles) in cases {
+        let (code, stderr) = lower(extra);
+        assert_eq!(code, Some(1), "{extra:?}: {stderr}");
+        assert!(needles.iter().all(|n| stderr.contains(n)), "{extra:?}: {stderr}");
+    }
+    let garbage = home.join("garbage.gguf");
+    std::fs::write(&garbage, b"not a model at all").unwrap();
+    let (code, stderr) = lower(&["--model", garbage.to_str().unwrap(), "--position", "5"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("garbage.gguf") && stderr.contains("bad magic"), "{stderr}");
+    assert!(!dir.exists(), "nothing written on failure");
+    std::fs::remove_dir_all(&home).unwrap();
 }

@@ -147,6 +147,47 @@ fn models_lists_the_catalogue_as_not_pulled_in_an_empty_cache() {
 }
 
 #[test]
+fn models_lists_the_built_in_model_and_writes_it_to_a_path() {
+    let home = scratch("tiny");
+    let bytes = gguf::tiny_llama(&gguf::TinyLlamaConfig::default());
+    let (digest, len) = pull::sha256_reader(&bytes[..]).unwrap();
+    let listed = report(&redline(&home, None, &["models", "--json"]));
+    let rows = listed.as_array().unwrap();
+    assert_eq!(rows.len(), models::CATALOGUE.len() + 1, "the catalogue and the built-in model");
+    assert_eq!((&rows[0]["alias"], &rows[0]["builtin"]), (&Value::from(ALIAS), &Value::from(false)));
+    let tiny = rows.last().unwrap();
+    assert_eq!(tiny["alias"], "tiny");
+    assert_eq!(tiny["builtin"], true);
+    assert_eq!(tiny["pulled"], false, "not written before first use");
+    assert_eq!((tiny["bytes"].as_u64(), tiny["sha256"].as_str()), (Some(len), Some(digest.as_str())));
+    assert_eq!(tiny["path"], home.join("models/tiny/tiny-llama.gguf").display().to_string());
+    let text = String::from_utf8_lossy(&redline(&home, None, &["models"]).stdout).into_owned();
+    assert!(text.contains("tiny  built in (no download)"), "{text}");
+    assert!(text.contains("smollm2-135m  not pulled"), "{text}");
+
+    let path = home.join("copy.gguf");
+    let p = path.to_str().unwrap();
+    let written = report(&redline(&home, None, &["models", "write-tiny", p, "--json"]));
+    assert_eq!((written["bytes"].as_u64(), written["sha256"].as_str()), (Some(len), Some(digest.as_str())));
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    let again = redline(&home, None, &["models", "write-tiny", p]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("exists") && stderr.contains("--force"), "{stderr}");
+    std::fs::write(&path, b"other").unwrap();
+    let forced = redline(&home, None, &["models", "write-tiny", p, "--force"]);
+    assert!(forced.status.success() && String::from_utf8_lossy(&forced.stdout).contains(p), "{forced:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+
+    // Built in, never pulled: pip is not started.
+    let pulled = redline(&home, Some("/nonexistent/python3"), &["pull", "tiny"]);
+    let stderr = String::from_utf8_lossy(&pulled.stderr);
+    assert_eq!(pulled.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("tiny is built in") && stderr.contains("write-tiny"), "{stderr}");
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+#[test]
 fn verify_file_names_expected_and_actual_size_and_digest() {
     let dir = scratch("verify");
     let file = dir.join("f.bin");

@@ -71,7 +71,10 @@ fn a_queue_fault_in_a_retained_token_fails_that_request_and_falls_back() {
     let status = server.get("/redline/status").json();
     assert_eq!(status["controller"]["state"], "fallback", "{status}");
     let reason = status["controller"]["fallback_reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("replay"), "{reason}");
+    let sentence = "Replay failed; this forward errored; later forwards fall back.";
+    assert!(reason.starts_with(&format!("{sentence} Detail: position ")), "{reason}");
+    assert_eq!(status["controller"]["fallback"]["sentence"], sentence, "{status}");
+    assert_eq!(status["controller"]["fallback"]["kind"], "replay_failed", "{status}");
     let retained = status["observations"]["retained"].as_u64().unwrap();
     assert_eq!(retained, 0, "the faulting token is not counted as retained: {status}");
     // Later forwards run ordinary launches: the request succeeds and nothing is retained.

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use engine::funnel::Funnel;
 use engine::model::Llama;
-use engine::replay::{Backend, ReplayConfig, ReplayController, State};
+use engine::replay::{Backend, ReplayConfig, ReplayController, State, Step};
 use gguf::Gguf;
 use pm4_encoding::Target;
 use soft_device::SimDevice;
@@ -56,7 +56,11 @@ impl Arm {
     fn token(&mut self) {
         self.model.set_token(7042).unwrap();
         let position = self.position;
-        self.controller.forward(&mut self.device, &mut self.funnel, &mut self.model, position, true).unwrap();
+        // The first forward is the prompt; every later one continues it. The forward after a
+        // wrap back to FIRST continues no earlier position, so it runs ordinarily (once every
+        // CONTEXT - FIRST tokens).
+        let step = if position == 0 { Step::Prompt } else { Step::Continuation };
+        self.controller.forward(&mut self.device, &mut self.funnel, &mut self.model, position, step).unwrap();
         // A forward returns once its launches are published: a token ends with its logits.
         std::hint::black_box(self.model.logits(&mut self.device).unwrap());
         self.position = if position + 1 >= CONTEXT { FIRST } else { position + 1 };

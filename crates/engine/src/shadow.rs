@@ -10,8 +10,10 @@
 //!
 //! Every [`Surface`] of the workload is read whole, guard regions included, after each arm. The
 //! oracle passes at a position when the three snapshots of every surface are identical and no
-//! guard byte lost its pattern; the state then moves on to what the arms produced, so a run over
-//! several positions checks a real sequence of steps. The host work of
+//! guard byte lost its pattern. The state then moves on to what the ordinary arm produced (it is
+//! written back after the retained arm), so a run over several positions checks a real sequence
+//! of steps, and a forward the oracle ran has the ordinary path's result whatever the other arms
+//! did. The host work of
 //! [`Workload::prepare_step`] runs once per position, before the snapshot, for all arms.
 
 use serde::Serialize;
@@ -160,6 +162,8 @@ pub fn run<D: Device>(
                 }
             }
         }
+        // The forward's result is the ordinary arm's, not the retained arm's.
+        restore(device, &surfaces, &ordinary, position)?;
         report.positions.push(position);
     }
     Ok(report)

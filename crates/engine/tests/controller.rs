@@ -1,14 +1,14 @@
 //! The replay controller on the soft device: the automatic and manual lifecycles over every
-//! built-in example on every family, with both transports, and every fail-closed row of the
-//! controller's table with injected faults.
+//! built-in example on every family, with both transports. The fail-closed rows, the
+//! eligibility rules and the `shadow` backend are checked on every backend by the conformance
+//! suite (`tests/src/route.rs`).
 
 use engine::examples::{self, EXAMPLES};
 use engine::funnel::{Funnel, Kernel, Launch, Use};
 use engine::plan::Transport;
-use engine::replay::{Backend, FallbackReason, ForwardError, ReplayConfig, ReplayController, Route, State};
+use engine::replay::{Backend, ForwardError, ReplayConfig, ReplayController, Route, State, Step};
 use engine::workload::{GUARD_BYTES, Surface, Workload, WorkloadError};
 use hal::Device;
-use hal::{FaultInjection, Injection};
 use kernarg_abi::layout::ArgValue;
 use pm4_encoding::Target;
 use soft_device::SimDevice;
@@ -31,8 +31,16 @@ fn run(target: Target, example: &str, config: ReplayConfig) -> Run {
 }
 
 impl Run {
-    fn forward(&mut self, position: u32, eligible: bool) -> Result<engine::replay::ForwardReport, ForwardError> {
-        self.controller.forward(&mut self.device, &mut self.funnel, self.workload.as_mut(), position, eligible)
+    fn forward(&mut self, position: u32, step: Step) -> Result<engine::replay::ForwardReport, ForwardError> {
+        self.controller.forward(&mut self.device, &mut self.funnel, self.workload.as_mut(), position, step)
+    }
+
+    /// A prompt step at 0, then continuations at `positions`: their routes.
+    fn decode(&mut self, positions: std::ops::Range<u32>) -> Vec<Route> {
+        assert_eq!(self.forward(0, Step::Prompt).unwrap().route, Route::Ordinary);
+        positions
+            .map(|p| self.forward(p, Step::Continuation).unwrap_or_else(|e| panic!("position {p}: {e}")).route)
+            .collect()
     }
 
     fn surfaces(&mut self) -> Vec<Vec<u8>> {
@@ -50,7 +58,7 @@ fn reference(target: Target, example: &str, positions: &[u32]) -> Vec<Vec<u8>> {
     let mut r = run(target, example, config(Backend::Hip, Transport::Pm4));
     assert_eq!(r.controller.state(), &State::Hip);
     for &p in positions {
-        assert_eq!(r.forward(p, true).unwrap().route, Route::Ordinary);
+        assert_eq!(r.forward(p, Step::Continuation).unwrap().route, Route::Ordinary);
     }
     r.surfaces()
 }
@@ -61,12 +69,14 @@ fn every_example_on_every_family_reaches_ready_through_shadow_validation_and_rep
         for (example, _) in EXAMPLES {
             for transport in [Transport::Pm4, Transport::Aql] {
                 let what = format!("{target} {example} {transport:?}");
-                let mut r = run(target, example, config(Backend::Shadow, transport));
+                let validated = ReplayConfig { validate_first: true, ..config(Backend::Auto, transport) };
+                let mut r = run(target, example, validated);
                 assert_eq!(r.controller.state(), &State::Armed, "{what}");
-                let positions: Vec<u32> = (0..24).collect();
+                assert_eq!(r.forward(0, Step::Prompt).unwrap().route, Route::Ordinary, "{what}");
+                let positions: Vec<u32> = (1..25).collect();
                 let mut routes = Vec::new();
                 for &p in &positions {
-                    let report = r.forward(p, true).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let report = r.forward(p, Step::Continuation).unwrap_or_else(|e| panic!("{what}: {e}"));
                     routes.push(report.route);
                     match report.route {
                         Route::Retained => assert_eq!(report.ordinary_launches, 0, "{what}"),
@@ -101,10 +111,12 @@ fn every_example_on_every_family_reaches_ready_through_shadow_validation_and_rep
                     }
                 }
                 // The whole run's state equals the ordinary-only run's, bit for bit.
-                assert_eq!(r.surfaces(), reference(target, example, &positions), "{what}");
+                let all: Vec<u32> = (0..25).collect();
+                assert_eq!(r.surfaces(), reference(target, example, &all), "{what}");
                 let json = serde_json::to_value(&proof).unwrap();
                 assert_eq!(json["state"], "ready");
-                assert_eq!(json["request"]["backend"], "shadow");
+                assert_eq!(json["request"]["backend"], "auto");
+                assert_eq!(json["request"]["validate_first"], true);
             }
         }
     }
@@ -114,21 +126,23 @@ fn every_example_on_every_family_reaches_ready_through_shadow_validation_and_rep
 fn auto_backend_is_ready_right_after_the_warm_up_and_ineligible_forwards_stay_ordinary() {
     let mut r = run(Target::Gfx1100, "window", config(Backend::Auto, Transport::Pm4));
     let mut positions = Vec::new();
-    for p in 0..12u32 {
-        let eligible = p % 4 != 3;
-        let report = r.forward(p, eligible).unwrap();
+    for p in 0..13u32 {
+        // Every fourth forward is a prompt step (a new prompt token), the rest continue.
+        let step = if p % 4 == 0 { Step::Prompt } else { Step::Continuation };
+        let report = r.forward(p, step).unwrap();
         positions.push(p);
         let expected = match p {
-            0..=2 => Route::Recorded,
-            _ if !eligible => Route::Ordinary,
+            _ if step == Step::Prompt => Route::Ordinary,
+            1..=3 => Route::Recorded,
             _ => Route::Retained,
         };
         assert_eq!(report.route, expected, "position {p}");
+        assert_eq!(report.eligible, step == Step::Continuation, "position {p}");
     }
     let proof = r.controller.route_proof();
     assert_eq!(proof.state, "ready");
-    assert_eq!(proof.observations.replay_positions, vec![4, 5, 6, 8, 9, 10]);
-    assert_eq!(proof.observations.ineligible_forwards, 3);
+    assert_eq!(proof.observations.replay_positions, vec![5, 6, 7, 9, 10, 11]);
+    assert_eq!(proof.observations.ineligible_forwards, 4);
     assert_eq!(r.surfaces(), reference(Target::Gfx1100, "window", &positions));
 }
 
@@ -147,188 +161,9 @@ fn a_controller_without_admission_or_explicit_request_stays_hip() {
     assert_eq!(hip.state(), &State::Hip);
 }
 
-fn fallback(r: &Run) -> FallbackReason {
-    match r.controller.state() {
-        State::Fallback { reason } => reason.clone(),
-        other => panic!("expected a fallback, found {other:?}"),
-    }
-}
-
-/// Row 1: preparation fails after a successful ordinary warm-up.
-#[test]
-fn preparation_failure_after_warm_up_lets_the_forward_succeed_and_falls_back_for_good() {
-    let mut r = run(Target::Gfx1100, "chain", config(Backend::Auto, Transport::Pm4));
-    r.forward(0, true).unwrap();
-    r.forward(1, true).unwrap();
-    r.device.inject(Injection::IbAllocation).unwrap();
-    let report = r.forward(2, true).expect("the warm-up forward ran ordinarily and succeeds");
-    assert_eq!(report.route, Route::Recorded);
-    assert!(matches!(fallback(&r), FallbackReason::PreparationFailed { ref detail } if detail.contains("injected")));
-    assert!(r.controller.plan().is_none());
-    for p in 3..8 {
-        assert_eq!(r.forward(p, true).unwrap().route, Route::Ordinary, "sticky");
-    }
-    assert!(matches!(r.controller.state(), State::Fallback { .. }));
-    assert_eq!(r.surfaces(), reference(Target::Gfx1100, "chain", &(0..8).collect::<Vec<_>>()));
-}
-
-/// Row 2: replay execution fails (a queue fault, or a hang that times out).
-#[test]
-fn replay_failure_returns_an_error_without_retry_and_falls_back_for_good() {
-    for injection in [Injection::QueueFault, Injection::Hang] {
-        for transport in [Transport::Pm4, Transport::Aql] {
-            let what = format!("{injection:?} {transport:?}");
-            let mut r = run(Target::Gfx1201, "chain", config(Backend::Auto, transport));
-            for p in 0..4 {
-                r.forward(p, true).unwrap();
-            }
-            assert_eq!(r.controller.state(), &State::Ready, "{what}");
-            let submitted = r.controller.plan().unwrap().submitted();
-            let launches = r.funnel.launches();
-            r.device.inject(injection).unwrap();
-            let err = r.forward(4, true).expect_err(&what);
-            assert!(matches!(err, ForwardError::Replay { position: 4, .. }), "{what}: {err}");
-            if injection == Injection::Hang {
-                let text = err.to_string();
-                assert!(text.contains("is 1, not HSA_SIGNAL_CONDITION_EQ 0"), "{what}: {text}");
-            }
-            assert_eq!(r.controller.plan().unwrap().submitted(), submitted + 1, "{what}: exactly one submission");
-            assert_eq!(r.funnel.launches(), launches, "{what}: no same-token retry on the ordinary path");
-            assert!(matches!(fallback(&r), FallbackReason::ReplayFailed { position: 4, .. }), "{what}");
-            for p in 5..8 {
-                assert_eq!(r.forward(p, true).unwrap().route, Route::Ordinary, "{what}: sticky");
-            }
-            assert_eq!(r.controller.observations().fallbacks, 1, "{what}");
-        }
-    }
-}
-
-/// Row 3: the recorder's capacity is exceeded.
-#[test]
-fn recorder_capacity_aborts_the_capture_installs_nothing_and_falls_back_until_reset() {
-    let mut r = run(Target::Gfx1100, "chain", config(Backend::Auto, Transport::Pm4));
-    r.funnel = Funnel::new(2);
-    let report = r.forward(0, true).unwrap();
-    assert_eq!(report.route, Route::Recorded, "the forward itself ran ordinarily");
-    assert!(matches!(fallback(&r), FallbackReason::CaptureAborted { ref detail } if detail.contains("capacity")));
-    assert!(r.controller.tape().is_none() && r.controller.plan().is_none());
-    for p in 1..6 {
-        assert_eq!(r.forward(p, true).unwrap().route, Route::Ordinary);
-    }
-    assert_eq!(r.surfaces(), reference(Target::Gfx1100, "chain", &(0..6).collect::<Vec<_>>()));
-    r.controller.reset_for_model(&mut r.device);
-    assert_eq!(r.controller.state(), &State::Armed, "re-armed by the reset");
-}
-
-/// A step that moves a pointer with the position: the capture contract (pointers fixed) is
-/// broken, calibration refuses it.
-struct MovingPointer {
-    fill: Kernel,
-    surfaces: Vec<Surface>,
-}
-
-impl Workload for MovingPointer {
-    fn name(&self) -> &str {
-        "moving-pointer"
-    }
-
-    fn step(&mut self, device: &mut dyn Device, funnel: &mut Funnel, position: u32) -> Result<(), WorkloadError> {
-        let base = self.surfaces[0].va;
-        let va = base + 4 * u64::from(position % 16);
-        let args = [ArgValue::Pointer(va), ArgValue::F32(1.0), ArgValue::U32(1)];
-        funnel.launch(device, &Launch::linear(&self.fill, &args, 1, 1, &[Use::write(base, 64)]))?;
-        Ok(())
-    }
-
-    fn surfaces(&self) -> &[Surface] {
-        &self.surfaces
-    }
-
-    fn max_position(&self) -> u32 {
-        64
-    }
-}
-
-#[test]
-fn a_broken_capture_contract_aborts_the_capture_and_falls_back() {
-    let mut device = SimDevice::new(Target::Gfx1100);
-    let bytes = kernels::artifact("gfx1100/fill.co").unwrap().bytes;
-    let fill = Kernel::load_all(&mut device, bytes, &["fill"]).unwrap().remove(0);
-    let surfaces = vec![Surface::allocate(&mut device, "out", 64, GUARD_BYTES).unwrap()];
-    let mut r = Run {
-        device,
-        funnel: Funnel::new(16),
-        workload: Box::new(MovingPointer { fill, surfaces }),
-        controller: ReplayController::new(config(Backend::Auto, Transport::Pm4)),
-    };
-    r.controller.configure_model_default(true);
-    for p in 0..3 {
-        assert_eq!(r.forward(p, true).unwrap().route, Route::Recorded);
-    }
-    assert!(matches!(fallback(&r), FallbackReason::CaptureAborted { ref detail } if detail.contains("calibrating")));
-    assert!(r.controller.plan().is_none());
-    assert_eq!(r.forward(3, true).unwrap().route, Route::Ordinary);
-}
-
-/// A step that does host work of its own (an undeclared host input): calibration cannot see
-/// it, the shadow oracle does.
-struct HostWriteInStep {
-    inner: Box<dyn Workload>,
-}
-
-impl Workload for HostWriteInStep {
-    fn name(&self) -> &str {
-        "host-write-in-step"
-    }
-
-    fn step(&mut self, device: &mut dyn Device, funnel: &mut Funnel, position: u32) -> Result<(), WorkloadError> {
-        // The chain's input `x`: written by the host inside the step, so the retained route
-        // (which skips the step) never sees it.
-        let x = self.inner.surfaces()[1].va;
-        // CAST: small exact values.
-        #[allow(clippy::cast_precision_loss)]
-        let value = position as f32;
-        device.write(x, &value.to_le_bytes())?;
-        self.inner.step(device, funnel, position)
-    }
-
-    fn surfaces(&self) -> &[Surface] {
-        self.inner.surfaces()
-    }
-
-    fn max_position(&self) -> u32 {
-        self.inner.max_position()
-    }
-}
-
-/// Row 4: manual shadow validation fails.
-#[test]
-fn manual_shadow_validation_failure_changes_no_route_and_falls_back() {
-    let mut device = SimDevice::new(Target::Gfx1100);
-    let inner = examples::example("chain", &mut device).unwrap();
-    let manual = ReplayConfig { manual_capture: true, ..config(Backend::Shadow, Transport::Pm4) };
-    let mut r = Run {
-        device,
-        funnel: Funnel::new(64),
-        workload: Box::new(HostWriteInStep { inner }),
-        controller: ReplayController::new(manual),
-    };
-    r.controller.configure_model_default(true);
-    assert_eq!(r.forward(0, true).unwrap().route, Route::Ordinary, "manual capture: forwards never capture");
-    let first = r.controller.observe_shadow(&mut r.device, &mut r.funnel, r.workload.as_mut(), 1).unwrap();
-    assert!(first.is_none());
-    let report = r.controller.observe_shadow(&mut r.device, &mut r.funnel, r.workload.as_mut(), 2).unwrap().unwrap();
-    assert!(!report.is_exact());
-    assert!(report.divergences.iter().any(|d| d.surface == "x"), "{report:?}");
-    assert!(matches!(fallback(&r), FallbackReason::ShadowMismatch { .. }));
-    assert!(r.controller.install_prepared_plan().is_err());
-    assert_eq!(r.forward(20, true).unwrap().route, Route::Ordinary);
-    assert_eq!(r.controller.observations().retained, 0);
-}
-
 #[test]
 fn manual_lifecycle_validates_then_installs() {
-    let manual = ReplayConfig { manual_capture: true, ..config(Backend::Shadow, Transport::Pm4) };
+    let manual = ReplayConfig { manual_capture: true, ..config(Backend::Auto, Transport::Pm4) };
     let mut r = run(Target::Gfx1030, "window", manual);
     assert!(r.controller.install_prepared_plan().is_err(), "nothing to install yet");
     assert!(r.controller.observe_shadow(&mut r.device, &mut r.funnel, r.workload.as_mut(), 0).unwrap().is_none());
@@ -336,37 +171,11 @@ fn manual_lifecycle_validates_then_installs() {
     assert!(report.is_exact(), "{report:?}");
     assert_eq!(report.positions, (2..=9).collect::<Vec<u32>>());
     assert_eq!(r.controller.state(), &State::ShadowValidated);
-    assert_eq!(r.forward(10, true).unwrap().route, Route::Ordinary, "validated is not installed");
+    assert_eq!(r.forward(10, Step::Prompt).unwrap().route, Route::Ordinary, "validated is not installed");
     r.controller.install_prepared_plan().unwrap();
     for p in 11..15 {
-        assert_eq!(r.forward(p, true).unwrap().route, Route::Retained);
+        assert_eq!(r.forward(p, Step::Continuation).unwrap().route, Route::Retained);
     }
-}
-
-/// Row 5: model reload / reset / reallocation.
-#[test]
-fn reset_for_model_clears_everything_and_re_arms() {
-    let mut r = run(Target::Gfx1100, "chain", config(Backend::Auto, Transport::Pm4));
-    for p in 0..5 {
-        r.forward(p, true).unwrap();
-    }
-    assert_eq!(r.controller.state(), &State::Ready);
-    r.device.inject(Injection::QueueFault).unwrap();
-    assert!(r.forward(5, true).is_err());
-    assert!(matches!(r.controller.state(), State::Fallback { .. }));
-
-    // The model is reloaded: the device's allocations are gone, the workload is rebuilt.
-    r.device.reset();
-    r.controller.reset_for_model(&mut r.device);
-    assert_eq!(r.controller.state(), &State::Armed);
-    assert!(r.controller.tape().is_none());
-    assert!(r.controller.plan().is_none());
-    assert_eq!(r.controller.observations(), &engine::replay::Observations::default());
-    assert_eq!(r.controller.route_proof().fallback_reason, None);
-    r.workload = examples::example("chain", &mut r.device).unwrap();
-    let routes: Vec<Route> = (0..6).map(|p| r.forward(p, true).unwrap().route).collect();
-    assert_eq!(routes[..3], [Route::Recorded; 3]);
-    assert_eq!(routes[3..], [Route::Retained; 3]);
 }
 
 #[test]
@@ -465,7 +274,7 @@ fn more_bindings_than_the_mailbox_holds_replay_bit_exact_on_both_transports() {
             controller: ReplayController::new(config(Backend::Auto, transport)),
         };
         r.controller.configure_model_default(true);
-        let routes: Vec<Route> = (0..20).map(|p| r.forward(p, true).unwrap().route).collect();
+        let routes = r.decode(1..20);
         assert_eq!(routes[..3], [Route::Recorded; 3], "{transport:?}");
         assert!(
             routes[3..].iter().all(|&x| x == Route::Retained),

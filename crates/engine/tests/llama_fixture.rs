@@ -6,7 +6,7 @@
 
 use engine::funnel::Funnel;
 use engine::model::Llama;
-use engine::replay::{Backend, ReplayConfig, ReplayController, State};
+use engine::replay::{Backend, ReplayConfig, ReplayController, State, Step};
 use engine::workload::Workload;
 use gguf::Gguf;
 use pm4_encoding::Target;
@@ -85,9 +85,9 @@ fn decode_fixture(file: &Gguf, target: Target, config: ReplayConfig, steps: usiz
     controller.configure_model_default(true);
     let prompt = [504, 3575, 282, 4649, 314];
     let mut position = 0;
-    for (i, &t) in prompt.iter().enumerate() {
+    for &t in &prompt {
         model.set_token(t).unwrap();
-        controller.forward(&mut device, &mut funnel, &mut model, position, i + 1 == prompt.len()).unwrap();
+        controller.forward(&mut device, &mut funnel, &mut model, position, Step::Prompt).unwrap();
         position += 1;
     }
     let mut tokens = Vec::new();
@@ -97,7 +97,7 @@ fn decode_fixture(file: &Gguf, target: Target, config: ReplayConfig, steps: usiz
         let next = u32::try_from(next).unwrap();
         tokens.push(next);
         model.set_token(next).unwrap();
-        controller.forward(&mut device, &mut funnel, &mut model, position, true).unwrap();
+        controller.forward(&mut device, &mut funnel, &mut model, position, Step::Continuation).unwrap();
         position += 1;
     }
     (tokens, controller)
@@ -114,7 +114,7 @@ fn smollm2_shadow_parity_at_16_positions_then_retained_on_gfx1100_and_gfx1201() 
             decode_fixture(&file, target, ReplayConfig { backend: Backend::Hip, ..base.clone() }, STEPS);
         assert_eq!(hip.observations().retained, 0);
         let (retained, controller) =
-            decode_fixture(&file, target, ReplayConfig { backend: Backend::Shadow, ..base }, STEPS);
+            decode_fixture(&file, target, ReplayConfig { backend: Backend::Auto, validate_first: true, ..base }, STEPS);
         assert_eq!(retained, ordinary, "{target}: generated tokens differ with the retained route");
         assert_eq!(controller.state(), &State::Ready, "{target}");
         let obs = controller.observations();
@@ -123,10 +123,50 @@ fn smollm2_shadow_parity_at_16_positions_then_retained_on_gfx1100_and_gfx1201() 
         assert_eq!(obs.shadow, 16, "{target}: {obs:?}");
         let proof = controller.route_proof();
         assert!(proof.shadow.as_ref().is_some_and(engine::shadow::ShadowReport::is_exact), "{target}");
-        // Positions: prompt 0..=4 (4 is the first continuation), decode forwards 5..=4+STEPS.
-        // Recorded 4..=6, shadow 7..=22, every later forward retained.
-        let retained_positions: Vec<u32> = (4 + 3 + 16..=4 + u32::try_from(STEPS).unwrap()).collect();
+        // Positions: prompt 0..=4, decode forwards (continuations) 5..=4+STEPS.
+        // Recorded 5..=7, shadow 8..=23, every later forward retained.
+        let retained_positions: Vec<u32> = (5 + 3 + 16..=4 + u32::try_from(STEPS).unwrap()).collect();
         assert_eq!(obs.replay_positions, retained_positions, "{target}");
         assert_eq!(obs.ordinary_launches_in_retained_forwards, 0);
     }
+}
+
+/// Long context: with a KV cache of 1024 positions, SmolLM2's tape captured at the start passes
+/// the shadow oracle (all three arms, every surface — logits, KV cache, activations, guards — bit
+/// for bit) near position 0, at 500, 1000 and the last position.
+#[test]
+fn smollm2_shadow_parity_near_0_500_1000_and_the_last_position_of_a_1024_context() {
+    let Some(path) = fixture_path() else { return };
+    let file = Gguf::open(&path).unwrap();
+    const CONTEXT: u32 = 1024;
+    let mut device = SimDevice::new(Target::Gfx1100);
+    let mut model = Llama::load(&mut device, &file, CONTEXT).unwrap();
+    let mut funnel = Funnel::new(4096);
+    let mut controller =
+        ReplayController::new(ReplayConfig { backend: Backend::Auto, explicit: true, ..ReplayConfig::default() });
+    controller.configure_model_default(true);
+    // "The capital of France is": prompt steps, then continuations until the plan is Ready.
+    let prompt = [504, 3575, 282, 4649, 314];
+    for (position, &token) in (0u32..).zip(&prompt) {
+        model.set_token(token).unwrap();
+        controller.forward(&mut device, &mut funnel, &mut model, position, Step::Prompt).unwrap();
+    }
+    for position in 5..8u32 {
+        model.set_token(7042).unwrap();
+        controller.forward(&mut device, &mut funnel, &mut model, position, Step::Continuation).unwrap();
+    }
+    assert_eq!(controller.state(), &State::Ready);
+    let tape = controller.tape().unwrap().clone();
+    let mut plan = engine::plan::prepare(&mut device, &tape).unwrap();
+    let positions = [8, 500, 1000, CONTEXT - 1];
+    let timeout = std::time::Duration::from_secs(60);
+    let report =
+        engine::shadow::run(&mut device, &mut funnel, &mut model, &tape, &mut plan, &positions, timeout).unwrap();
+    assert_eq!(report.positions, positions);
+    assert!(report.is_exact(), "{:?}", report.divergences);
+    assert!(report.surfaces >= 3, "logits, the KV cache and activations: {}", report.surfaces);
+    // The comparison covers the whole KV cache of 1024 positions.
+    let p = model.params();
+    let kv_bytes = 2 * u64::from(p.layers) * u64::from(CONTEXT) * u64::from(p.kv_heads * p.head_dim) * 4;
+    assert!(report.bytes_per_arm >= kv_bytes, "{} < {kv_bytes}", report.bytes_per_arm);
 }

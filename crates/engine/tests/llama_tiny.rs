@@ -5,7 +5,7 @@
 use engine::funnel::Funnel;
 use engine::model::Llama;
 use engine::plan::Transport;
-use engine::replay::{Backend, ReplayConfig, ReplayController, State};
+use engine::replay::{Backend, ReplayConfig, ReplayController, State, Step};
 use engine::workload::Workload;
 use gguf::{Gguf, TinyLlamaConfig, tiny_llama};
 use pm4_encoding::Target;
@@ -34,21 +34,25 @@ fn decode(target: Target, backend: Backend, prompt: &[u32], steps: usize) -> Dec
     let mut device = SimDevice::new(target);
     let mut model = Llama::load(&mut device, &file, CONTEXT).unwrap();
     let mut funnel = Funnel::new(4096);
+    // `shadow` here means the product route validated first: `auto` with the oracle before Ready
+    // (the `shadow` backend itself is a diagnostic that never replays a product forward).
+    let validate_first = backend == Backend::Shadow;
+    let backend = if validate_first { Backend::Auto } else { backend };
     let mut controller = ReplayController::new(ReplayConfig {
         backend,
         transport: Transport::Pm4,
         explicit: true,
+        validate_first,
         ..ReplayConfig::default()
     });
     controller.configure_model_default(true);
     let mut tokens = prompt.to_vec();
     let mut all_logits = Vec::new();
     let mut position = 0u32;
-    for (i, &t) in prompt.iter().enumerate() {
+    for &t in prompt {
         model.set_token(t).unwrap();
-        // The prompt is prefill: ineligible, except its last token starts the continuation.
-        let eligible = i + 1 == prompt.len();
-        controller.forward(&mut device, &mut funnel, &mut model, position, eligible).unwrap();
+        // The prompt is prefill, its last token included: never eligible.
+        controller.forward(&mut device, &mut funnel, &mut model, position, Step::Prompt).unwrap();
         position += 1;
     }
     for _ in 0..steps {
@@ -57,7 +61,7 @@ fn decode(target: Target, backend: Backend, prompt: &[u32], steps: usize) -> Dec
         all_logits.push(logits);
         tokens.push(next);
         model.set_token(next).unwrap();
-        controller.forward(&mut device, &mut funnel, &mut model, position, true).unwrap();
+        controller.forward(&mut device, &mut funnel, &mut model, position, Step::Continuation).unwrap();
         position += 1;
     }
     let surfaces = model.surfaces().iter().map(|s| s.snapshot(&mut device).unwrap()).collect();

@@ -234,6 +234,18 @@ pub struct QueueProgress {
     pub write_index: u64,
 }
 
+/// The devices a [`Device`] sees and drives, as its backend reports them (admission and the
+/// bench report read it; nothing assumes a constant).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Topology {
+    /// GPUs the backend's runtime reports on this machine (the soft device: its one simulated GPU).
+    pub gpus_visible: u32,
+    /// GPUs this device drives: a route runs on each of them.
+    pub gpus_used: u32,
+    /// Caller queues ([`Device::create_queue`]) live now.
+    pub queues: u32,
+}
+
 /// Counters of the ordinary path, for tests and reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct DeviceStats {
@@ -278,6 +290,9 @@ pub trait FaultInjection {
 pub trait Device {
     /// The GPU target this device executes.
     fn target(&self) -> Target;
+
+    /// The GPUs this device sees and drives, and its live queues.
+    fn topology(&self) -> Topology;
 
     /// The device's current [`Lifetime`].
     fn lifetime(&self) -> Lifetime;

@@ -145,6 +145,14 @@ impl Device for HsaDevice {
         self.target
     }
 
+    fn topology(&self) -> hal::Topology {
+        hal::Topology {
+            gpus_visible: self.gpus_visible,
+            gpus_used: 1,
+            queues: u32::try_from(self.queues.len()).unwrap_or(u32::MAX),
+        }
+    }
+
     fn lifetime(&self) -> Lifetime {
         self.lifetime
     }

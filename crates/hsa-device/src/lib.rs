@@ -35,11 +35,15 @@
 //! - **Fault injection.** [`hal::FaultInjection`] works when the runtime is the soft HSA runtime
 //!   (`soft-hsa`), which exports the Redline extension `redline_soft_hsa_inject`; a real ROCr
 //!   lacks it and injection is [`BackendError::Unsupported`].
+//! - **Identity.** [`HsaDevice::identity`]: the agent's name, vendor, product name, chip id, PCI
+//!   domain and BDFID, UUID, and the runtime's specification version and build identifier, each
+//!   attribute read on its own (`hsa_agent_get_info`, `hsa_system_get_info`).
 
 mod code;
 mod device;
 mod discover;
 pub mod hip;
+mod identity;
 mod launch;
 mod memory;
 mod queue;
@@ -57,6 +61,7 @@ use pm4_encoding::Target;
 
 pub use code::{CODE_OBJECT_BYTES_MAX, CODE_OBJECTS_MAX, LDS_BYTES_MAX};
 pub use discover::{AGENTS_MAX, ISA_NAME_BYTES_MAX, ISA_PREFIX, ISAS_MAX, POOLS_MAX, runtime_status, target_of_isa};
+pub use identity::{AGENT_NAME_BYTES, AGENT_UUID_BYTES, AgentIdentity, BUILD_VERSION_BYTES_MAX, pci_address};
 pub use queue::WAIT_SLICE;
 
 use discover::check;
@@ -137,6 +142,8 @@ pub struct HsaDevice {
     kernels: KernelTable,
     registry: Registry,
     queues: BTreeMap<QueueHandle, UserQueue>,
+    /// GPU agents the runtime reported at open.
+    gpus_visible: u32,
     next_queue: NonZeroU32,
     signals: BTreeSet<u64>,
     launch: Option<LaunchPath>,
@@ -183,6 +190,7 @@ impl HsaDevice {
         let hsa = guard.hsa();
         let gpus = discover::gpu_agents(hsa)?;
         let agent = *gpus.get(agent_index).ok_or(HsaOpenError::NoGpuAgent { index: agent_index, found: gpus.len() })?;
+        let gpus_visible = u32::try_from(gpus.len()).unwrap_or(u32::MAX);
         let isa =
             discover::isa_names(hsa, agent)?.into_iter().next().ok_or(HsaOpenError::NoIsa { index: agent_index })?;
         let target =
@@ -201,6 +209,7 @@ impl HsaDevice {
         Ok(Self {
             hsa: guard.release(),
             agent,
+            gpus_visible,
             target,
             isa,
             pools,
@@ -252,6 +261,12 @@ impl HsaDevice {
     #[must_use]
     pub fn runtime(&self) -> &Arc<Hsa> {
         &self.hsa
+    }
+
+    /// What the runtime reports about the agent and itself (names, PCI location, versions).
+    #[must_use]
+    pub fn identity(&self) -> AgentIdentity {
+        identity::query(&self.hsa, self.agent)
     }
 
     /// The staging buffer (`Some` until drop).

@@ -327,6 +327,16 @@ pub fn hidden_size(kind: &ValueKind) -> Option<u32> {
     })
 }
 
+impl KernargArg {
+    /// The alignment the argument's offset must have ([`KernargLayout::new`] checks it): the
+    /// natural alignment of its size, at most 8, for kinds with a fixed scalar or pointer type; 1
+    /// for `by_value` arguments and unknown kinds.
+    #[must_use]
+    pub fn required_align(&self) -> u32 {
+        required_align(&self.kind, self.size)
+    }
+}
+
 /// Alignment an argument's offset must have. Kinds with a fixed scalar or pointer type use the
 /// natural alignment of their size (largest power of two dividing it, at most 8). `by_value`
 /// arguments and unknown kinds get 1: a by-value struct's alignment is its members', not its

@@ -212,16 +212,51 @@ pub fn prepare_with<D: Device + ?Sized>(
 fn check_kernels(kernels: &KernelTable, tape: &Tape) -> Result<(), PrepareError> {
     let lookup = slot_by_artifact(kernels);
     for (launch, record) in tape.launches().iter().enumerate() {
+        let symbol = &record.artifact.symbol;
+        // One name must name one kernel: a code object whose metadata gives two kernels the
+        // name (an alias of two descriptors) leaves the launch's kernel undecided. The same
+        // bytes loaded twice are two identical kernels, not an ambiguity.
+        for object in kernels.objects().iter().filter(|o| o.sha256 == record.artifact.code_object_sha256) {
+            let named: Vec<u64> = object.kernels.iter().filter(|k| k.name == **symbol).map(|k| k.kd_va).collect();
+            if named.len() > 1 {
+                return Err(PrepareError::AmbiguousKernel { launch, symbol: symbol.to_string(), descriptors: named });
+            }
+        }
         let Some(slot) = lookup(&record.artifact) else { continue };
         let verdict = kernarg_abi::verdict(&slot.kernel, &slot.target);
         if !verdict.supported {
             let reasons = verdict.reasons.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
-            return Err(PrepareError::UnsupportedKernel {
-                launch,
-                symbol: record.artifact.symbol.to_string(),
-                reasons,
-            });
+            return Err(PrepareError::UnsupportedKernel { launch, symbol: symbol.to_string(), reasons });
         }
+        check_kernarg_alignment(slot).map_err(|detail| PrepareError::KernargAlignment {
+            launch,
+            symbol: symbol.to_string(),
+            detail,
+        })?;
+    }
+    Ok(())
+}
+
+/// The kernarg alignment the retained blob is placed at must be the metadata's, and the
+/// metadata's must keep every typed argument aligned (a segment aligned to less than its
+/// widest argument would place that argument misaligned).
+fn check_kernarg_alignment(slot: &hal::KernelSlot) -> Result<(), String> {
+    let metadata = &slot.kernel.metadata;
+    let (placed, declared) = (slot.loaded.kernarg_segment_align, metadata.kernarg_segment_align);
+    if placed != declared {
+        return Err(format!(
+            "the device reports kernarg alignment {placed}, the metadata's .kernarg_segment_align is {declared}"
+        ));
+    }
+    let layout = slot.kernel.kernarg_layout().map_err(|e| format!("kernarg layout: {e}"))?;
+    if let Some(arg) = layout.args().iter().find(|a| a.required_align() > declared) {
+        return Err(format!(
+            ".kernarg_segment_align {declared} is below the {}-byte alignment of argument {} ({}) at offset {}",
+            arg.required_align(),
+            arg.index,
+            arg.kind,
+            arg.offset
+        ));
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `prepare` refuses, before it allocates anything, a tape whose kernel cannot be replayed from a
 //! retained body: each checked-in fixture code object the `kernarg_abi::verdict` rejects, named
-//! with the verdict's reasons.
+//! with the verdict's reasons; a kernel name that names two descriptors of its code object (an
+//! ambiguous alias); a kernarg segment alignment that cannot keep the arguments aligned.
 
 mod tape_fixture;
 
@@ -103,4 +104,89 @@ fn the_same_code_object_loaded_twice_is_not_refused() {
     let bytes = kernels::artifact(&format!("{}/fill.co", device.target())).unwrap().bytes;
     device.load_code_object(bytes).unwrap();
     prepare(&mut device, &tape).unwrap();
+}
+
+/// `bytes` with the one occurrence of `from` replaced by `to` (same length).
+fn patched(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let at: Vec<usize> = bytes.windows(from.len()).enumerate().filter(|(_, w)| *w == from).map(|(i, _)| i).collect();
+    assert_eq!(at.len(), 1, "{:?} occurs {} times", String::from_utf8_lossy(from), at.len());
+    let mut out = bytes.to_vec();
+    out[at[0]..at[0] + to.len()].copy_from_slice(to);
+    out
+}
+
+/// A module of the code object `bytes` (already loaded on `device`) for kernel `name`.
+fn module_of(device: &mut SimDevice, bytes: &[u8], name: &'static str, sha256: [u8; 32]) -> Module {
+    let co = kernarg_abi::read_any(bytes, Some(device.target())).unwrap();
+    let kernel = co.kernel(name).unwrap();
+    Module {
+        name,
+        sha256,
+        layout: kernel.kernarg_layout().unwrap(),
+        static_lds: kernel.metadata.group_segment_fixed_size,
+        wave_size: u8::try_from(kernel.metadata.wavefront_size).unwrap(),
+    }
+}
+
+#[test]
+fn a_kernel_name_that_names_two_descriptors_is_refused() {
+    for target in TARGETS {
+        // `elementwise.co` holds `add` and `mul`; renaming `mul`'s metadata `.name` to `add`
+        // leaves two descriptors (`add.kd`, `mul.kd`) under one name: an ambiguous alias.
+        let original = kernels::artifact(&format!("{target}/elementwise.co")).unwrap().bytes;
+        let bytes = patched(original, b"\xa5.name\xa3mul", b"\xa5.name\xa3add");
+        let mut device = SimDevice::new(target);
+        let loaded = device.load_code_object(&bytes).unwrap();
+        let descriptors: Vec<u64> = loaded.kernels.iter().filter(|k| k.name == "add").map(|k| k.kd_va).collect();
+        assert_eq!(descriptors.len(), 2, "{target}: the patched object names two kernels add");
+        assert_ne!(descriptors[0], descriptors[1]);
+        let module = module_of(&mut device, &bytes, "add", loaded.sha256);
+        let tape = one_launch(&mut device, &module);
+        let before = device.memory().len();
+        match prepare(&mut device, &tape) {
+            Err(PrepareError::AmbiguousKernel { launch: 0, symbol, descriptors: named }) => {
+                assert_eq!(symbol, "add");
+                assert_eq!(named, descriptors);
+            }
+            other => panic!("{target}: {other:?}"),
+        }
+        assert_eq!(device.memory().len(), before, "nothing allocated before the refusal");
+        let text = prepare(&mut device, &tape).unwrap_err().to_string();
+        assert!(text.contains("kernel name `add` is ambiguous"), "{text}");
+
+        // The unpatched object, on a fresh device, prepares.
+        let mut device = SimDevice::new(target);
+        let loaded = device.load_code_object(original).unwrap();
+        let module = module_of(&mut device, original, "add", loaded.sha256);
+        let tape = one_launch(&mut device, &module);
+        prepare(&mut device, &tape).unwrap();
+    }
+}
+
+#[test]
+fn a_kernarg_alignment_below_the_arguments_is_refused() {
+    for target in TARGETS {
+        // `fill(out: pointer, value: f32, n: u32)` declares `.kernarg_segment_align 8`; 4 would
+        // place its pointer misaligned.
+        let original = kernels::artifact(&format!("{target}/fill.co")).unwrap().bytes;
+        let bytes = patched(original, b"\xb6.kernarg_segment_align\x08", b"\xb6.kernarg_segment_align\x04");
+        let mut device = SimDevice::new(target);
+        let loaded = device.load_code_object(&bytes).unwrap();
+        assert_eq!(loaded.kernel("fill").unwrap().kernarg_segment_align, 4);
+        let module = module_of(&mut device, &bytes, "fill", loaded.sha256);
+        let tape = one_launch(&mut device, &module);
+        let before = device.memory().len();
+        match prepare(&mut device, &tape) {
+            Err(PrepareError::KernargAlignment { launch: 0, symbol, detail }) => {
+                assert_eq!(symbol, "fill");
+                assert!(
+                    detail.contains(".kernarg_segment_align 4 is below the 8-byte alignment of argument 0"),
+                    "{detail}"
+                );
+            }
+            other => panic!("{target}: {other:?}"),
+        }
+        assert_eq!(device.memory().len(), before, "nothing allocated before the refusal");
+    }
 }

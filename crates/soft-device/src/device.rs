@@ -434,6 +434,10 @@ impl Device for SimDevice {
         self.target
     }
 
+    fn topology(&self) -> hal::Topology {
+        hal::Topology { gpus_visible: 1, gpus_used: 1, queues: u32::try_from(self.queues.len()).unwrap_or(u32::MAX) }
+    }
+
     fn lifetime(&self) -> Lifetime {
         self.lifetime
     }

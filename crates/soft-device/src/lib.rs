@@ -29,4 +29,9 @@ pub mod memory;
 pub mod signal;
 
 pub use device::SimDevice;
+
+/// This crate's name, as records of a run name the soft device (`redline bench`'s report).
+pub const CRATE_NAME: &str = env!("CARGO_PKG_NAME");
+/// This crate's version.
+pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub use fault::{EffectViolation, SoftFault};

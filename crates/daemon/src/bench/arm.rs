@@ -3,8 +3,8 @@
 //! line per command on its standard output.
 //!
 //! Worker protocol (one command per line on standard input): `row` → a [`RowRecord`];
-//! `proof` → the route proof; `inject replay-timeout|queue-fault` → `{"ok": true}`. End of input
-//! ends the worker.
+//! `proof` → the route proof; `tape` → the captured tape's fact ([`super::tape_record::fact`]);
+//! `inject replay-timeout|queue-fault` → `{"ok": true}`. End of input ends the worker.
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -28,11 +28,15 @@ pub struct RowRecord {
     pub decode_forwards: u32,
     /// The generated token ids.
     pub tokens: Vec<u32>,
+    /// Their decoded text.
+    pub text: String,
+    /// Why generation ended (`length`, `stop`, `cancelled`; empty when the row failed).
+    pub finish_reason: String,
     /// Forwards of this row that replayed the plan.
     pub retained: u64,
     /// Positions this row replayed, in order.
     pub replay_positions: Vec<u32>,
-    /// The eligible positions of this row (the last prompt token, then every decode forward).
+    /// The eligible positions of this row (every decode continuation).
     pub eligible_positions: Vec<u32>,
     /// The tape and submission identity after the row (`null` before preparation).
     pub identity: Value,
@@ -57,15 +61,19 @@ pub fn run_row(session: &mut Session<AnyDevice>, prompt: &[u32], options: &Gener
             let tok_s = generation.tokens_per_second();
             let forwards = generation.decode_forwards;
             let ms = (forwards > 0).then(|| generation.decode_time.as_secs_f64() * 1e3 / f64::from(forwards));
-            let first = u32::try_from(prompt.len()).unwrap_or(u32::MAX).saturating_sub(1);
+            // The prompt steps, the last included, are not eligible (docs/ARCHITECTURE.md,
+            // "Eligibility"): the decode continuations are, from the position after the prompt.
+            let first = u32::try_from(prompt.len()).unwrap_or(u32::MAX);
             RowRecord {
                 tok_s: (tok_s > 0.0).then_some(tok_s),
                 ms_per_token: ms,
                 decode_forwards: forwards,
                 tokens: generation.tokens,
+                text: generation.text,
+                finish_reason: generation.finish_reason.to_owned(),
                 retained,
                 replay_positions,
-                eligible_positions: (first..=first + forwards).collect(),
+                eligible_positions: (first..first.saturating_add(forwards)).collect(),
                 identity,
                 state,
                 error: None,
@@ -76,6 +84,8 @@ pub fn run_row(session: &mut Session<AnyDevice>, prompt: &[u32], options: &Gener
             ms_per_token: None,
             decode_forwards: 0,
             tokens: Vec::new(),
+            text: String::new(),
+            finish_reason: String::new(),
             retained,
             replay_positions,
             eligible_positions: Vec::new(),
@@ -84,6 +94,13 @@ pub fn run_row(session: &mut Session<AnyDevice>, prompt: &[u32], options: &Gener
             error: Some(error.to_string()),
         },
     }
+}
+
+/// The fact of `session`'s captured tape.
+#[must_use]
+pub fn tape_fact(session: &Session<AnyDevice>) -> Value {
+    let controller = session.controller();
+    super::tape_record::fact(controller.tape(), controller.state().name())
 }
 
 /// Parses an `--inject-fault` value.
@@ -127,6 +144,17 @@ impl Arm {
         match self {
             Arm::Resident(session) => Ok(serde_json::to_value(session.route_proof())?),
             Arm::Fresh(worker) => worker.ask("proof"),
+        }
+    }
+
+    /// The captured tape's fact: its summary, or why there is none.
+    ///
+    /// # Errors
+    /// Only a broken worker.
+    pub fn tape(&mut self) -> Result<Value> {
+        match self {
+            Arm::Resident(session) => Ok(tape_fact(session)),
+            Arm::Fresh(worker) => worker.ask("tape"),
         }
     }
 

@@ -7,7 +7,10 @@
 //! runs `--warmup` rows, then rows until its stationarity gate ([`engine::stationarity`]) passes
 //! or gives up, then (both arms, in `--order`) `--runs` timed rows. The report records the
 //! environment, the workload, every setting, per-arm results and route proofs, and a list of
-//! gates; `valid` is true only when every gate passed.
+//! gates; `valid` is true only when every gate passed. The `--promotion-rule` ([`promotion`]) is
+//! printed and written to the report file before the first timed row; the report ends with the
+//! disposition it gives (`promote` or `hold`, with the reason). `docs/bench-report.schema.json`
+//! is the report's schema; `README.md` ("The bench report") describes its fields.
 //!
 //! Fault injection (hidden, for testing the gates): `--inject-fault replay-timeout` (the soft
 //! device's `Hang`: the retained token's completion never arrives) or `--inject-fault
@@ -15,9 +18,14 @@
 //! fails, the controller falls back for good, and the report must say `valid: false`.
 
 pub mod arm;
+pub mod facts;
+pub mod health;
+pub mod identity;
 pub mod plot;
+pub mod promotion;
 pub mod report;
 pub mod run;
+pub mod tape_record;
 pub mod worker;
 
 use std::path::PathBuf;
@@ -122,6 +130,14 @@ pub struct Params {
     /// Stationarity gate: rows after which it gives up.
     #[arg(long, default_value_t = 120)]
     pub gate_rows_max: usize,
+    /// The promotion rule, declared before the timed rows: comma-separated clauses that must all
+    /// hold for the disposition `promote` (else `hold`). Clauses: `ratio>=X` or `ratio>X`
+    /// (retained over ordinary median tok/s), `delta_tok_s>=X` or `delta_tok_s>X` (retained minus
+    /// ordinary median tok/s), `gates=pass` (every validity gate passed), `health=pass` (both
+    /// arms' decoded output is healthy). The default promotes a valid, healthy bench whose
+    /// retained route is at least 10% faster.
+    #[arg(long, default_value = promotion::DEFAULT_RULE, value_parser = promotion::parse_arg)]
+    pub promotion_rule: promotion::PromotionRule,
     /// Testing only: arm a soft-device fault on the retained arm before its first timed row
     /// (`replay-timeout`, `queue-fault`).
     #[arg(long, hide = true, value_parser = parse_fault_name)]
@@ -176,18 +192,20 @@ pub struct Args {
 /// # Errors
 /// Usage and I/O errors (exit 2).
 pub fn run(args: &Args) -> Result<ExitCode> {
-    let outcome = match run::execute(&args.params)? {
+    let utc = report::utc_now();
+    let out = match &args.out {
+        Some(path) => path.clone(),
+        None => PathBuf::from("target/redline-bench").join(format!("{}.json", report::utc_stamp(&utc))),
+    };
+    let plot = args.plot.clone().unwrap_or_else(|| out.with_extension("svg"));
+    let to = run::Destination { utc: &utc, report: Some(&out), plot: Some(&plot) };
+    let outcome = match run::execute_to(&args.params, to)? {
         Ok(outcome) => outcome,
         Err(message) => {
             eprintln!("redline: {message}");
             return Ok(ExitCode::from(1));
         }
     };
-    let out = match &args.out {
-        Some(path) => path.clone(),
-        None => PathBuf::from("target/redline-bench").join(format!("{}.json", report::utc_stamp(&outcome.utc))),
-    };
-    let plot = args.plot.clone().unwrap_or_else(|| out.with_extension("svg"));
     for path in [&out, &plot] {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

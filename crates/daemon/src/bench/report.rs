@@ -1,6 +1,9 @@
-//! The bench report: environment, workload, settings, per-arm results and route proofs, gates.
+//! The bench report: environment, workload, settings, per-arm results and route proofs, gates,
+//! output health, correctness and the promotion rule's disposition. Facts that can be unknown are
+//! `{"value": V, "why": null}` or `{"value": null, "why": "..."}` ([`super::facts`]).
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use engine::stationarity::{GateStatus, Summary};
@@ -8,7 +11,10 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use super::Params;
-use super::run::{ArmRun, Setup};
+use super::facts::{fact, known, unknown};
+use super::health::RowOutput;
+use super::promotion::Measured;
+use super::run::{ArmRun, Destination, Setup};
 
 /// Now as RFC 3339 UTC with seconds (`2026-12-01T03:17:29Z`).
 #[must_use]
@@ -39,27 +45,6 @@ pub fn utc_stamp(utc: &str) -> String {
     utc.chars().filter(|c| *c != '-' && *c != ':').collect()
 }
 
-/// The source checkout's commit and dirty state, captured at run time with `git` in the
-/// current directory; `unknown` outside a checkout.
-#[must_use]
-pub fn source() -> Value {
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-    };
-    match (git(&["rev-parse", "HEAD"]), git(&["status", "--porcelain"])) {
-        (Some(commit), Some(status)) => json!({
-            "commit": commit, "dirty": !status.is_empty(),
-            "captured": "run time: git rev-parse HEAD and git status --porcelain in the working directory",
-        }),
-        _ => json!({"commit": "unknown", "dirty": "unknown", "captured": "run time: not in a git checkout"}),
-    }
-}
-
 /// SHA-256 of the running binary.
 #[must_use]
 pub fn binary_digest() -> String {
@@ -67,6 +52,12 @@ pub fn binary_digest() -> String {
         .and_then(std::fs::File::open)
         .and_then(|f| crate::pull::sha256_reader(std::io::BufReader::new(f)))
         .map_or_else(|e| format!("unknown: {e}"), |(digest, _)| digest)
+}
+
+/// SHA-256 of bytes, lower-case hex.
+#[must_use]
+pub fn bytes_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// SHA-256 of token ids as little-endian u32.
@@ -183,7 +174,7 @@ fn gates(params: &Params, runs: &[ArmRun]) -> Gates {
     gates
 }
 
-fn arm_result(run: &ArmRun) -> Value {
+fn arm_result(run: &ArmRun, health: &Value) -> Value {
     let tok_s: Vec<f64> = timed(run).filter_map(|r| r.record.tok_s).collect();
     let ms: Vec<f64> = timed(run).filter_map(|r| r.record.ms_per_token).collect();
     let (gate_start, gate_end) = match run.gate {
@@ -199,48 +190,220 @@ fn arm_result(run: &ArmRun) -> Value {
         "gate": run.gate, "settled_rows": [gate_start, gate_end],
         "lifecycle_route_proof": run.lifecycle_proof, "timed_route_proof": run.timed_proof,
         "admission": run.admission,
+        "output_health": health,
         "rows": run.rows,
+    })
+}
+
+/// What the report needs besides the parameters, the setup and the runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    /// The start, RFC 3339 UTC.
+    pub utc: &'a str,
+    /// Where the report and plot go.
+    pub to: Destination<'a>,
+    /// The promotion rule's declaration ([`declaration`]).
+    pub declaration: &'a Value,
+}
+
+fn path_fact(path: Option<&Path>, why: &str) -> Value {
+    match path {
+        Some(path) => known(std::path::absolute(path).unwrap_or_else(|_| path.to_owned()).display().to_string()),
+        None => unknown(why),
+    }
+}
+
+/// The promotion rule as declared; [`declare_now`] stamps it when it is printed and written.
+#[must_use]
+pub fn declaration(params: &Params, to: Destination<'_>) -> Value {
+    let rule = &params.promotion_rule;
+    json!({
+        "rule": rule.to_string(),
+        "clauses": rule.clauses().iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "declared_utc": null,
+        "declared": "before the first timed row of either arm: printed on standard error and written to the report file",
+        "report_file": path_fact(to.report, "no report file: the bench runs inside redline golden"),
+    })
+}
+
+/// Stamps a declaration with the time it is made.
+pub fn declare_now(declaration: &mut Value) {
+    declaration["declared_utc"] = json!(utc_now());
+}
+
+fn invocation(to: Destination<'_>) -> Value {
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    json!({
+        "argv": argv,
+        "cwd": fact(std::env::current_dir().map(|d| d.display().to_string())),
+        "report_path": path_fact(to.report, "no report file: the bench runs inside redline golden"),
+        "plot_path": path_fact(to.plot, "no plot file: the bench runs inside redline golden"),
+    })
+}
+
+fn median(run: &ArmRun, of: impl Fn(&super::arm::RowRecord) -> Option<f64>) -> Option<f64> {
+    Summary::of(&timed(run).filter_map(|r| of(&r.record)).collect::<Vec<_>>()).map(|s| s.median)
+}
+
+/// Retained against ordinary medians: the ratio with the absolute delta beside it.
+fn versus(hip: Option<f64>, auto: Option<f64>, unit: &str) -> Value {
+    match (hip, auto) {
+        (Some(h), Some(a)) if h > 0.0 => known(json!({
+            "ordinary_median": h, "retained_median": a, "ratio": a / h, format!("delta_{unit}"): a - h,
+        })),
+        (Some(_), Some(_)) => unknown("the ordinary median is 0: no ratio"),
+        (None, _) => unknown("the ordinary arm has no timed row with a measurement"),
+        (_, None) => unknown("the retained arm has no timed row with a measurement"),
+    }
+}
+
+fn health(runs: &[ArmRun]) -> (Value, Vec<String>) {
+    let mut unhealthy = Vec::new();
+    let mut arms = serde_json::Map::new();
+    for run in runs {
+        let rows: Vec<RowOutput<'_>> = timed(run)
+            .map(|r| RowOutput {
+                index: r.index,
+                error: r.record.error.as_deref(),
+                text: &r.record.text,
+                finish_reason: &r.record.finish_reason,
+                tokens: &r.record.tokens,
+            })
+            .collect();
+        let value = super::health::arm(&rows);
+        for failure in value["failures"].as_array().into_iter().flatten() {
+            unhealthy.push(format!("{}: {}", run.name, failure.as_str().unwrap_or_default()));
+        }
+        arms.insert(run.name.to_owned(), value);
+    }
+    let value = json!({"pass": unhealthy.is_empty(), "criteria": super::health::criteria(), "arms": arms});
+    (value, unhealthy)
+}
+
+fn correctness(runs: &[ArmRun], gates: &Gates) -> Value {
+    let tokens_match = gates.0.iter().any(|(name, r)| name == "tokens_match" && r.is_ok());
+    let shadow = &runs[1].timed_proof["shadow"];
+    let shadow = if shadow.is_null() {
+        unknown(
+            "the shadow oracle did not run (--retained-backend auto); --retained-backend shadow compares every surface bit for bit",
+        )
+    } else {
+        known(
+            json!({"positions": shadow["positions"], "divergences": shadow["divergences"], "bytes_per_arm": shadow["bytes_per_arm"]}),
+        )
+    };
+    json!({
+        "tolerance": "bit-exact",
+        "why": "the retained route runs the same kernels with the same kernarg bytes in the same order as the \
+                ordinary path (docs/ARCHITECTURE.md), so its logits and KV cache are bit-identical: there is no \
+                numeric tolerance to allow",
+        "compared": "the generated token ids of every timed row of both arms against the first timed ordinary row \
+                     (gate tokens_match)",
+        "tokens_match": tokens_match,
+        "shadow": shadow,
+    })
+}
+
+fn topology(params: &Params, setup: &Setup, runs: &[ArmRun]) -> Value {
+    let fresh = params.process == super::Process::Fresh;
+    let devices: Vec<Value> = runs
+        .iter()
+        .map(|run| {
+            let submission = &run.timed_proof["submission"];
+            let retained = if submission.is_null() {
+                unknown(format!("the {} arm prepared no retained plan", run.name))
+            } else {
+                known(json!({
+                    "queues": submission["queues"], "queue_id": submission["queue_id"],
+                    "packets_per_token": submission["packets"], "transport": submission["transport"],
+                }))
+            };
+            json!({
+                "arm": run.name, "kind": setup.device.0, "arch": setup.target.name(),
+                "agent_index": setup.device_record.agent_index,
+                "process": if fresh { "its own redline bench-worker process" } else { "the bench process" },
+                // Both backends keep one queue for ordinary launches (the HAL's in-order stream).
+                "ordinary_launch_queues": 1,
+                "retained_queues": retained,
+            })
+        })
+        .collect();
+    json!({
+        "gpus": setup.device_record.gpus,
+        "device_instances": runs.len(),
+        "processes": if fresh { 1 + runs.len() } else { 1 },
+        "devices": devices,
     })
 }
 
 /// The report of a finished bench.
 #[must_use]
-pub fn build(params: &Params, setup: &Setup, utc: &str, runs: &[ArmRun]) -> Value {
+pub fn build(params: &Params, setup: &Setup, cx: &Context<'_>, runs: &[ArmRun]) -> Value {
     let gates = gates(params, runs);
     let invalid: Vec<String> =
         gates.0.iter().filter_map(|(name, r)| r.as_ref().err().map(|e| format!("{name}: {e}"))).collect();
-    let median = |run: &ArmRun| Summary::of(&timed(run).filter_map(|r| r.record.tok_s).collect::<Vec<_>>());
-    let ratio = match (median(&runs[0]), median(&runs[1])) {
-        (Some(hip), Some(auto)) if hip.median > 0.0 => Some(auto.median / hip.median),
-        _ => None,
-    };
-    let auto = &runs[1].timed_proof;
+    let (hip, auto_run) = (&runs[0], &runs[1]);
+    let tok_s = versus(median(hip, |r| r.tok_s), median(auto_run, |r| r.tok_s), "tok_s");
+    let ms = versus(median(hip, |r| r.ms_per_token), median(auto_run, |r| r.ms_per_token), "ms");
+    let (ratio, delta) = (tok_s["value"]["ratio"].as_f64(), tok_s["value"]["delta_tok_s"].as_f64());
+    let (output_health, unhealthy) = health(runs);
+    let measured = Measured { ratio, delta_tok_s: delta, invalid: invalid.clone(), unhealthy };
+    let mut promotion = cx.declaration.clone();
+    if let (Some(target), Value::Object(verdict)) = (promotion.as_object_mut(), params.promotion_rule.judge(&measured))
+    {
+        target.extend(verdict);
+    }
+    let auto = &auto_run.timed_proof;
+    let mut device = json!({"kind": setup.device.0, "arch": setup.target.name(), "selected": setup.device.1});
+    let mut model = json!({"path": setup.model_path, "sha256": setup.model_sha256});
+    if let (Some(d), Some(m)) = (device.as_object_mut(), model.as_object_mut()) {
+        d.extend(setup.device_record.fields.clone());
+        m.extend(setup.model_record.clone());
+    }
+    let prompt = params.prompt_text().as_bytes();
     json!({
-        "utc": utc,
-        "source": source(),
+        "schema": "docs/bench-report.schema.json",
+        "utc": cx.utc,
+        "source": super::facts::source(),
         "binary_sha256": binary_digest(),
-        "device": {"kind": setup.device.0, "arch": setup.target.name(), "selected": setup.device.1},
-        "model": {"path": setup.model_path, "sha256": setup.model_sha256},
+        "invocation": invocation(cx.to),
+        "host": super::facts::host(),
+        "clocks": super::facts::clocks(setup.device_record.gpu_clock.clone()),
+        "device": device,
+        "topology": topology(params, setup, runs),
+        "model": model,
+        "kv_cache": setup.kv_cache,
         "admission": setup.admission,
         "workload": {
             "prompt_sha256": tokens_sha256(&setup.prompt), "prompt_tokens": setup.prompt.len(),
+            "prompt_bytes_sha256": bytes_sha256(prompt), "prompt_bytes": prompt.len(),
             "decode_tokens_per_row": params.tokens, "context": params.context,
             "sampler": {"temperature": params.temperature, "top_k": 0, "top_p": 1.0}, "seed": params.seed,
         },
+        "environment": super::facts::environment(),
         "settings": {
             "transport": params.transport, "retained_backend": params.retained_backend,
             "order": params.order, "process": params.process, "warmup": params.warmup, "runs": params.runs,
             "gate": params.gate(), "inject_fault": params.inject_fault,
+            "promotion_rule": params.promotion_rule.to_string(),
             "arms": runs.iter().map(|r| json!({"name": r.name, "config": r.config})).collect::<Vec<_>>(),
         },
         "tape": auto["tape"], "submission": auto["submission"], "shadow": auto["shadow"],
-        "arms": runs.iter().map(|r| (r.name.to_owned(), arm_result(r))).collect::<serde_json::Map<_, _>>(),
+        "retained_tape": auto_run.tape,
+        "arms": runs.iter().map(|r| {
+            (r.name.to_owned(), arm_result(r, &output_health["arms"][r.name]))
+        }).collect::<serde_json::Map<_, _>>(),
+        "output_health": output_health,
+        "correctness": correctness(runs, &gates),
         "gates": gates.0.iter().map(|(name, r)| json!({
             "name": name, "pass": r.is_ok(), "detail": r.as_ref().err(),
         })).collect::<Vec<_>>(),
         "valid": invalid.is_empty(),
         "invalid_reasons": invalid,
         "ratio_retained_over_ordinary_tok_s": ratio,
+        "delta_retained_minus_ordinary_tok_s": delta,
+        "comparison": {"tok_s": tok_s, "ms_per_token": ms},
+        "promotion": promotion,
     })
 }
 
@@ -250,11 +413,21 @@ pub fn print_summary(report: &Value) {
         let t = &report["arms"][arm]["tok_s"];
         eprintln!("{arm}: tok/s min {} median {} max {}", t["min"], t["median"], t["max"]);
     }
-    eprintln!("ratio auto/hip: {}", report["ratio_retained_over_ordinary_tok_s"]);
+    eprintln!(
+        "ratio auto/hip: {} (delta {} tok/s)",
+        report["ratio_retained_over_ordinary_tok_s"], report["delta_retained_minus_ordinary_tok_s"]
+    );
     eprintln!("valid: {}", report["valid"]);
     for reason in report["invalid_reasons"].as_array().into_iter().flatten() {
         eprintln!("invalid: {}", reason.as_str().unwrap_or_default());
     }
+    let promotion = &report["promotion"];
+    eprintln!(
+        "promotion: {} under {} ({})",
+        promotion["disposition"].as_str().unwrap_or("?"),
+        promotion["rule"].as_str().unwrap_or("?"),
+        promotion["reason"].as_str().unwrap_or("?")
+    );
 }
 
 #[cfg(test)]

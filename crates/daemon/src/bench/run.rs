@@ -1,5 +1,6 @@
 //! The bench's orchestration: set up both arms, warm up, settle, time, collect proofs.
 
+use std::path::Path;
 use std::str::FromStr;
 
 use crate::select::{DeviceKind, select_for_model};
@@ -49,6 +50,8 @@ pub struct ArmRun {
     pub lifecycle_proof: Value,
     /// Route proof after the timed rows.
     pub timed_proof: Value,
+    /// The captured tape's fact after the timed rows ([`super::tape_record::fact`]).
+    pub tape: Value,
     /// The session's admission decision.
     pub admission: AdmissionDecision,
 }
@@ -70,6 +73,24 @@ pub struct Setup {
     pub device: (String, String),
     /// The admission decision for this model and device.
     pub admission: AdmissionDecision,
+    /// The device's facts.
+    pub device_record: super::identity::DeviceRecord,
+    /// The model's facts beyond path and digest.
+    pub model_record: serde_json::Map<String, Value>,
+    /// The KV cache's layout fact.
+    pub kv_cache: Value,
+}
+
+/// Where the report goes and when the bench started.
+#[derive(Clone, Copy, Debug)]
+pub struct Destination<'a> {
+    /// The start, RFC 3339 UTC.
+    pub utc: &'a str,
+    /// The report file, which holds the predeclared promotion rule before the first timed row
+    /// and the full report at the end (`None`: no file, as for `redline golden`).
+    pub report: Option<&'a Path>,
+    /// The plot file.
+    pub plot: Option<&'a Path>,
 }
 
 /// A finished bench.
@@ -92,10 +113,14 @@ impl Outcome {
 }
 
 fn config(backend: &str, transport: &str) -> Result<ReplayConfig> {
+    // The engine's `shadow` backend is a diagnostic that never routes a forward through its plan;
+    // the bench's shadow arm is the retained route validated by the shadow oracle first.
+    let validate_first = backend == "shadow";
+    let backend = if validate_first { "auto" } else { backend };
     let flags =
         ConfigFlags { backend: Some(backend.to_owned()), transport: Some(transport.to_owned()), manual_capture: None };
     // The arms' settings are the flags', never the environment's: both arms must match.
-    Ok(ReplayConfig::resolve(&flags, |_| None)?)
+    Ok(ReplayConfig { validate_first, ..ReplayConfig::resolve(&flags, |_| None)? })
 }
 
 /// Checks the parameters that do not need the model.
@@ -122,14 +147,24 @@ pub fn validate(params: &Params) -> Result<()> {
     Ok(())
 }
 
-/// Runs the bench. The outer error is a usage or I/O error; the inner one a model or device
-/// that could not run.
+/// Runs the bench without a report file. The outer error is a usage or I/O error; the inner
+/// one a model or device that could not run.
 ///
 /// # Errors
 /// As above.
 pub fn execute(params: &Params) -> Result<Result<Outcome, String>> {
-    validate(params)?;
     let utc = report::utc_now();
+    execute_to(params, Destination { utc: &utc, report: None, plot: None })
+}
+
+/// Runs the bench that started at `to.utc` and writes its declaration to `to.report` before the
+/// first timed row (the caller writes the final report there). Errors as [`execute`].
+///
+/// # Errors
+/// As [`execute`].
+pub fn execute_to(params: &Params, to: Destination<'_>) -> Result<Result<Outcome, String>> {
+    validate(params)?;
+    let utc = to.utc.to_owned();
     let (setup, file) = match prepare(params)? {
         Ok(prepared) => prepared,
         Err(message) => return Ok(Err(message)),
@@ -144,10 +179,27 @@ pub fn execute(params: &Params) -> Result<Result<Outcome, String>> {
         };
         arms.push((name, config, arm));
     }
-    let runs = run_arms(params, &setup, arms)?;
-    let report = report::build(params, &setup, &utc, &runs);
+    let mut declaration = report::declaration(params, to);
+    let runs = run_arms(params, &setup, arms, || declare(&mut declaration, to.report))?;
+    let report = report::build(params, &setup, &report::Context { utc: &utc, to, declaration: &declaration }, &runs);
     let plot = PlotData { arms: runs.iter().map(PlotArm::of).collect() };
     Ok(Ok(Outcome { utc, report, plot }))
+}
+
+/// Prints the predeclared promotion rule and writes it to the report file, before the first
+/// timed row.
+fn declare(declaration: &mut Value, report: Option<&Path>) -> Result<()> {
+    report::declare_now(declaration);
+    eprintln!("bench: promotion rule (declared before the timed rows): {}", declaration["rule"].as_str().unwrap_or(""));
+    if let Some(path) = report {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let stub = serde_json::json!({"status": "running: timed rows not finished", "promotion": declaration});
+        std::fs::write(path, serde_json::to_string_pretty(&stub)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Resolves the model, tokenizes the prompt, selects the device and decides admission.
@@ -167,8 +219,10 @@ fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
         bail!("--context {}: {} prompt tokens + {} tokens + 1 do not fit", params.context, prompt.len(), params.tokens);
     }
     // The arms open their own devices; this one only says which device and why.
-    let (kind_name, target, reason) = match select_for_model(kind, Some(target)) {
-        Ok((device, reason)) => (device.kind().name().to_owned(), device.target(), reason),
+    let (kind_name, target, reason, device_record) = match select_for_model(kind, Some(target)) {
+        Ok((device, reason)) => {
+            (device.kind().name().to_owned(), device.target(), reason, super::identity::device(&device))
+        }
         Err(error) => return Ok(Err(error.to_string())),
     };
     let registry = crate::admit::load(None)?;
@@ -187,6 +241,9 @@ fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
             target,
             device: (kind_name, reason),
             admission,
+            device_record,
+            model_record: super::identity::model(&resolved.path, &file),
+            kv_cache: super::identity::kv_cache(&file, params.context),
         },
         file,
     )))
@@ -223,7 +280,12 @@ fn gate_text(status: &GateStatus) -> String {
     }
 }
 
-fn run_arms(params: &Params, setup: &Setup, arms: Vec<(&'static str, ReplayConfig, Arm)>) -> Result<Vec<ArmRun>> {
+fn run_arms(
+    params: &Params,
+    setup: &Setup,
+    arms: Vec<(&'static str, ReplayConfig, Arm)>,
+    declare: impl FnOnce() -> Result<()>,
+) -> Result<Vec<ArmRun>> {
     let mut sessions = Vec::new();
     let mut runs = Vec::new();
     for (name, config, mut arm) in arms {
@@ -252,6 +314,7 @@ fn run_arms(params: &Params, setup: &Setup, arms: Vec<(&'static str, ReplayConfi
             gate_first_row,
             lifecycle_proof,
             timed_proof: Value::Null,
+            tape: Value::Null,
             admission: setup.admission.clone(),
         });
         sessions.push(arm);
@@ -260,6 +323,7 @@ fn run_arms(params: &Params, setup: &Setup, arms: Vec<(&'static str, ReplayConfi
         eprintln!("bench: injecting {fault} into the auto arm");
         sessions[1].inject(fault)?;
     }
+    declare()?;
     for which in super::Order::schedule(params.order, params.runs) {
         let record = sessions[which].row(&setup.prompt, &setup.options)?;
         let run = &mut runs[which];
@@ -269,6 +333,26 @@ fn run_arms(params: &Params, setup: &Setup, arms: Vec<(&'static str, ReplayConfi
     }
     for (run, arm) in runs.iter_mut().zip(&mut sessions) {
         run.timed_proof = arm.proof()?;
+        run.tape = arm.tape()?;
     }
     Ok(runs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::declare;
+    use serde_json::json;
+
+    #[test]
+    fn the_declaration_is_stamped_and_written_before_the_timed_rows() {
+        let dir = std::env::temp_dir().join(format!("redline-declare-{}", std::process::id()));
+        let path = dir.join("nested/report.json");
+        let mut declaration = json!({"rule": "gates=pass", "declared_utc": null});
+        declare(&mut declaration, Some(&path)).unwrap();
+        assert!(declaration["declared_utc"].as_str().unwrap().ends_with('Z'), "{declaration}");
+        let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(written["promotion"], declaration);
+        assert!(written["status"].as_str().unwrap().starts_with("running"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

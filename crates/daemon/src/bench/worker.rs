@@ -15,7 +15,7 @@ use pm4_encoding::Target;
 use tokenizer::SamplerConfig;
 
 use super::Params;
-use super::arm::{parse_fault, run_row};
+use super::arm::{parse_fault, run_row, tape_fact};
 use super::run::Setup;
 
 /// One bench arm in this process (used by `redline bench --process fresh`).
@@ -42,6 +42,9 @@ pub struct Args {
     /// `pm4` or `aql`.
     #[arg(long)]
     pub transport: String,
+    /// Validate the prepared plan with the shadow oracle before the route is ready.
+    #[arg(long)]
+    pub validate_first: bool,
     /// Prompt token ids, comma-separated.
     #[arg(long, value_delimiter = ',', required = true)]
     pub prompt_ids: Vec<u32>,
@@ -86,6 +89,7 @@ pub fn command_line(params: &Params, setup: &Setup, config: &ReplayConfig) -> Ve
         &params.seed.to_string(),
     ]
     .iter()
+    .chain(config.validate_first.then_some(&"--validate-first"))
     .map(|s| (*s).to_owned())
     .collect()
 }
@@ -120,6 +124,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         let reply = match line.trim().split_once(' ').unwrap_or((line.trim(), "")) {
             ("row", "") => serde_json::to_value(run_row(&mut session, &args.prompt_ids, &options))?,
             ("proof", "") => serde_json::to_value(session.route_proof())?,
+            ("tape", "") => tape_fact(&session),
             ("inject", fault) => match parse_fault(fault) {
                 Ok(fault) => match session.device_mut().inject(fault) {
                     Ok(()) => serde_json::json!({"ok": true}),
@@ -142,7 +147,7 @@ fn start(args: &Args) -> Result<Session<AnyDevice>> {
         transport: Some(args.transport.clone()),
         manual_capture: None,
     };
-    let config = ReplayConfig::resolve(&flags, |_| None)?;
+    let config = ReplayConfig { validate_first: args.validate_first, ..ReplayConfig::resolve(&flags, |_| None)? };
     let file = gguf::Gguf::open(&args.model).with_context(|| format!("reading {}", args.model))?;
     let registry = crate::admit::load(None)?;
     let (device, _) = select_for_model(kind, Some(target))?;

@@ -186,7 +186,7 @@ fn seal(args: &Args, id: &str) -> Result<ExitCode> {
         },
         sealed: Sealed {
             utc: outcome.utc.clone(),
-            commit: r["source"]["commit"].as_str().unwrap_or("unknown").to_owned(),
+            commit: r["source"]["commit"]["value"].as_str().unwrap_or("unknown").to_owned(),
             retained_tok_s: round3(retained),
             ordinary_tok_s: round3(ordinary),
             ratio: round3(ratio),

@@ -195,6 +195,7 @@ impl FixtureBench {
             gate_drift_pct: self.gate.drift_max_pct,
             gate_confirm: self.gate.confirm_rows,
             gate_rows_max: self.gate.rows_max,
+            promotion_rule: crate::bench::promotion::PromotionRule::default(),
             inject_fault: None,
         }
     }

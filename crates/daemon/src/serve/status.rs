@@ -26,9 +26,12 @@ pub(crate) fn report(model: &ServedModel, device: &DeviceInfo, metrics: &Metrics
         json!({
             "state": p.state,
             "fallback_reason": p.fallback_reason,
+            "fallback": p.fallback,
+            "reconfiguration": p.reconfiguration,
             "request": p.request,
             "transport": p.transport,
             "last_eligible": p.last_eligible,
+            "last_ineligible": p.last_ineligible,
         })
     });
     json!({

@@ -84,6 +84,53 @@ mod s {
     pub(super) const COUNT: usize = 16;
 }
 
+/// How the KV cache lies in device memory: one K and one V surface (`k_cache`, `v_cache`), each
+/// `[layer][position][kv_head][head_dim]` of little-endian f32, row-major. `rope_store` writes
+/// the rotated K row and `kv_store` the V row of a position, `attention` reads positions
+/// `0..=pos` of its layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct KvCacheLayout {
+    /// Layers, each with its own K and V block.
+    pub layers: u32,
+    /// Positions per layer (the session's context).
+    pub positions: u32,
+    /// Key/value heads per position.
+    pub kv_heads: u32,
+    /// Elements per head.
+    pub head_dim: u32,
+    /// The element type.
+    pub element: &'static str,
+    /// Bytes per element.
+    pub element_bytes: u32,
+    /// Bytes from one position's row to the next (`kv_heads × head_dim × element_bytes`).
+    pub position_stride_bytes: u64,
+    /// Bytes from one layer's block to the next (`positions × position_stride_bytes`).
+    pub layer_stride_bytes: u64,
+    /// Bytes of the K surface, and of the V surface (`layers × layer_stride_bytes`).
+    pub surface_bytes: u64,
+}
+
+impl KvCacheLayout {
+    /// The layout of a cache of `context` positions for a model of `p`.
+    #[must_use]
+    pub fn of(p: &LlamaParams, context: u32) -> Self {
+        let element_bytes = 4;
+        let position_stride_bytes = u64::from(element_bytes) * u64::from(p.kv_dim());
+        let layer_stride_bytes = position_stride_bytes * u64::from(context);
+        Self {
+            layers: p.layers,
+            positions: context,
+            kv_heads: p.kv_heads,
+            head_dim: p.head_dim,
+            element: "f32",
+            element_bytes,
+            position_stride_bytes,
+            layer_stride_bytes,
+            surface_bytes: layer_stride_bytes * u64::from(p.layers),
+        }
+    }
+}
+
 /// A llama model on a device, with a KV cache of `context` positions.
 #[derive(Debug)]
 pub struct Llama {
@@ -154,6 +201,12 @@ impl Llama {
     #[must_use]
     pub const fn context(&self) -> u32 {
         self.context
+    }
+
+    /// How the KV cache is laid out.
+    #[must_use]
+    pub fn kv_cache_layout(&self) -> KvCacheLayout {
+        KvCacheLayout::of(&self.params, self.context)
     }
 
     /// The token the next step embeds.
@@ -253,7 +306,7 @@ impl Llama {
         let (d, kv) = (p.dim, p.kv_dim());
         let [x, h, q, k, v, att, tmp, scores, table] =
             [s::X, s::H, s::Q, s::K, s::V, s::ATT, s::TMP, s::SCORES, s::ROPE_TABLE].map(|i| self.va(i));
-        let cache_row_bytes = 4 * u64::from(kv) * u64::from(self.context);
+        let cache_row_bytes = self.kv_cache_layout().layer_stride_bytes;
         let k_cache = self.va(s::K_CACHE) + u64::from(index) * cache_row_bytes;
         let v_cache = self.va(s::V_CACHE) + u64::from(index) * cache_row_bytes;
         let table_bytes = self.surfaces[s::ROPE_TABLE].bytes;
@@ -414,7 +467,7 @@ fn load_kernels(device: &mut dyn Device) -> Result<Kernels, WorkloadError> {
 fn allocate_surfaces(device: &mut dyn Device, p: &LlamaParams, context: u32) -> Result<Vec<Surface>, WorkloadError> {
     let floats = |n: u64| 4 * n;
     let (d, f, kv, ctx) = (u64::from(p.dim), u64::from(p.ffn), u64::from(p.kv_dim()), u64::from(context));
-    let cache = floats(u64::from(p.layers) * ctx * kv);
+    let cache = KvCacheLayout::of(p, context).surface_bytes;
     let shapes: [(&str, u64); s::COUNT] = [
         ("token", 4),
         ("x", floats(d)),
@@ -457,4 +510,32 @@ pub fn rope_table(p: &LlamaParams, context: u32) -> Vec<f32> {
 
 fn f32_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KvCacheLayout, LlamaParams};
+
+    #[test]
+    fn the_kv_layout_is_layer_then_position_then_head_of_f32() {
+        // SmolLM2-135M's shape: 30 layers, 9 heads of 64, 3 KV heads.
+        let p = LlamaParams {
+            layers: 30,
+            dim: 576,
+            ffn: 1536,
+            heads: 9,
+            kv_heads: 3,
+            head_dim: 64,
+            vocab: 49_152,
+            context_train: 8192,
+            rope_base: 100_000.0,
+            eps: 1e-5,
+            tied_output: true,
+        };
+        let layout = KvCacheLayout::of(&p, 256);
+        assert_eq!(layout.position_stride_bytes, 3 * 64 * 4);
+        assert_eq!(layout.layer_stride_bytes, 256 * 768);
+        assert_eq!(layout.surface_bytes, 30 * 196_608);
+        assert_eq!((layout.element, layout.element_bytes), ("f32", 4));
+    }
 }

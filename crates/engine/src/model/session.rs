@@ -1,5 +1,6 @@
-//! Text generation on the soft device: tokenizer from the GGUF, prefill as ineligible forwards,
-//! decode as eligible continuations through the [`ReplayController`], sampling and stops.
+//! Text generation on a device: tokenizer from the GGUF, prefill as prompt steps, decode as
+//! continuations through the [`ReplayController`] (which decides each one's eligibility),
+//! sampling and stops.
 
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use tokenizer::{Decoder, Sampler, SamplerConfig, StopMatcher, Tokenizer, Vocab};
 use super::Llama;
 use crate::admission::AdmissionDecision;
 use crate::funnel::Funnel;
-use crate::replay::{ForwardError, ReplayConfig, ReplayController, RouteProof};
+use crate::replay::{ForwardError, ReplayConfig, ReplayController, RouteProof, Step};
 use crate::workload::WorkloadError;
 use hal::Device;
 
@@ -156,6 +157,32 @@ impl<D: Device> Session<D> {
         Ok(Self { device, model, funnel: Funnel::new(FUNNEL_CAPACITY), controller, tokenizer, admission })
     }
 
+    /// Swaps the model: the controller releases its plan and drops tape and observations (the
+    /// route proof's `reconfiguration` says why, with `why` as the detail), every object of the
+    /// old model on the device is freed by a device reset, `file` is loaded with a KV cache of
+    /// `context` positions and its tokenizer, and the controller is re-armed from `admission`.
+    /// A reload of the same file goes the same way.
+    ///
+    /// # Errors
+    /// [`SessionError`] for the new model's tokenizer or load; the session then holds no model
+    /// it can run and must be reconfigured again before generating.
+    pub fn reconfigure(
+        &mut self,
+        file: &Gguf,
+        context: u32,
+        admission: AdmissionDecision,
+        why: &str,
+    ) -> Result<(), SessionError> {
+        self.controller.reset_for_model(&mut self.device, why);
+        self.device.reset();
+        self.funnel = Funnel::new(FUNNEL_CAPACITY);
+        self.tokenizer = tokenizer_from_gguf(file)?;
+        self.model = Llama::load(&mut self.device, file, context)?;
+        self.controller.configure_model_default(admission.admitted);
+        self.admission = admission;
+        Ok(())
+    }
+
     /// The admission decision the controller was configured with.
     #[must_use]
     pub const fn admission(&self) -> &AdmissionDecision {
@@ -225,14 +252,16 @@ impl<D: Device> Session<D> {
             controller: &mut self.controller,
         };
         let mut position = 0u32;
-        // Prefill: every prompt token but the last is ineligible; the last one is the first plain
-        // single-token continuation.
+        // A new sequence from position 0: the plan, when valid, stays installed. Prefill: every
+        // prompt token, the last included, is a prompt step; the decode forwards after it are
+        // continuations (the controller decides their eligibility).
+        parts.controller.begin_sequence();
         let (mut text, mut tokens) = (String::new(), Vec::new());
         let mut decode_time = Duration::ZERO;
         let mut decode_forwards = 0u32;
         for (i, &token) in prompt.iter().enumerate() {
             let last = i + 1 == prompt.len();
-            parts.forward(token, position, last)?;
+            parts.forward(token, position, Step::Prompt)?;
             position += 1;
             if !last && on_text("").is_break() {
                 let prompt_tokens = prompt.len();
@@ -269,7 +298,7 @@ impl<D: Device> Session<D> {
                 break;
             }
             let start = Instant::now();
-            parts.forward(token, position, true)?;
+            parts.forward(token, position, Step::Continuation)?;
             logits = parts.model.logits(parts.device)?;
             decode_time += start.elapsed();
             decode_forwards += 1;
@@ -294,9 +323,9 @@ struct Parts<'a, D: Device> {
 }
 
 impl<D: Device> Parts<'_, D> {
-    fn forward(&mut self, token: u32, position: u32, eligible: bool) -> Result<(), SessionError> {
+    fn forward(&mut self, token: u32, position: u32, step: Step) -> Result<(), SessionError> {
         self.model.set_token(token)?;
-        self.controller.forward(self.device, self.funnel, self.model, position, eligible)?;
+        self.controller.forward(self.device, self.funnel, self.model, position, step)?;
         Ok(())
     }
 }

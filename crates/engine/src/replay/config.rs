@@ -23,7 +23,10 @@ pub enum Backend {
     Hip,
     /// The retained route once a capture is prepared.
     Auto,
-    /// The retained route once the shadow oracle has validated the prepared plan.
+    /// A diagnostic: the shadow oracle validates the prepared plan at
+    /// [`ReplayConfig::shadow_positions`] eligible forwards and the controller stops in
+    /// `ShadowValidated`. It never routes product forwards: every forward's result is the
+    /// ordinary path's, and its plan is never installed.
     Shadow,
 }
 
@@ -77,6 +80,10 @@ pub struct ReplayConfig {
     pub transport: Transport,
     /// Captures only through the manual/certification path.
     pub manual_capture: bool,
+    /// Backend `auto` only: the shadow oracle validates the prepared plan at
+    /// [`ReplayConfig::shadow_positions`] eligible forwards (each forward's result the ordinary
+    /// arm's) before the route is `Ready`.
+    pub validate_first: bool,
     /// Launches a capture may hold.
     pub capacity_launches: usize,
     /// Recorded warm-up forwards before preparation (at least 2: bindings are calibrated from
@@ -100,6 +107,7 @@ impl Default for ReplayConfig {
             explicit: false,
             transport: Transport::Pm4,
             manual_capture: false,
+            validate_first: false,
             capacity_launches: 4096,
             warmup_samples: 3,
             shadow_positions: 8,
@@ -121,6 +129,15 @@ fn unknown(source_name: String, value: &str, accepted: &[&'static str]) -> Confi
 }
 
 impl ReplayConfig {
+    /// Whether eligible forwards of a captured, prepared tape run the shadow oracle before any
+    /// route change: backend `shadow`, or `auto` with [`ReplayConfig::validate_first`], outside
+    /// the manual lifecycle.
+    #[must_use]
+    pub fn validates(&self) -> bool {
+        !self.manual_capture
+            && (self.backend == Backend::Shadow || (self.backend == Backend::Auto && self.validate_first))
+    }
+
     /// The configuration from `flags`, then the environment as `env` reads it, then defaults.
     ///
     /// # Errors

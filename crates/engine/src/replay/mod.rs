@@ -8,23 +8,26 @@
 //! # Automatic lifecycle
 //! [`ReplayController::configure_model_default`] after a successful model load: `Armed` when the
 //! admission predicate holds or the backend was asked for explicitly, else `Hip`. Then every
-//! eligible forward (a plain single-token continuation) runs ordinarily while the funnel records
-//! it (`RecordingWarmup`) until [`ReplayConfig::warmup_samples`] recordings exist; the bindings
-//! are calibrated from the first two and must come out identical from every later consecutive
-//! pair, and consecutive recordings must be stable (tape-core's stability check) → `Captured` →
-//! preparation → `Ready` (backend `auto`), or → shadow validation of the next
-//! [`ReplayConfig::shadow_positions`] eligible forwards → `ShadowValidated` → `Ready` (backend
-//! `shadow`; validation installs the plan at once, so the automatic lifecycle does not stop in
-//! `ShadowValidated`). In `Ready`, an eligible forward whose transport matches replays the plan; any other
-//! forward runs ordinarily.
+//! eligible forward ([`eligibility`]: the next sequential single-token continuation) runs
+//! ordinarily while the funnel records it (`RecordingWarmup`) until
+//! [`ReplayConfig::warmup_samples`] recordings exist; the bindings are calibrated from the first
+//! two and must come out identical from every later consecutive pair, and consecutive recordings
+//! must be stable (tape-core's stability check) → `Captured` → preparation → `Ready` (backend
+//! `auto`). With [`ReplayConfig::validate_first`], or backend `shadow`, the next
+//! [`ReplayConfig::shadow_positions`] eligible forwards run the shadow oracle (each keeps the
+//! ordinary arm's result) → `Ready` for `auto`, `ShadowValidated` for `shadow`: the `shadow`
+//! backend is a diagnostic and never routes a product forward through its plan. In `Ready`, an
+//! eligible forward whose transport matches replays the plan; any other forward runs ordinarily.
 //!
 //! # Manual (certification) lifecycle
 //! With [`ReplayConfig::manual_capture`], forwards never capture. [`ReplayController::observe_shadow`]
 //! records a sample; the second call calibrates, prepares and runs the shadow oracle at
 //! `shadow_positions` positions → `ShadowValidated`; [`ReplayController::install_prepared_plan`]
-//! → `Ready`.
+//! → `Ready` (refused for backend `shadow`).
 //!
 //! # Failing closed
+//! Each row's reason is a fixed sentence followed by the detail ([`fallback`]).
+//!
 //! | failure | current forward | later forwards |
 //! |---|---|---|
 //! | preparation fails after a successful ordinary warm-up | succeeds (it ran ordinarily) | sticky `Fallback`, ordinary path |
@@ -34,8 +37,6 @@
 //! | model reload / reset / reallocation | — | tape, bindings, plans, observations, fallback cleared; re-armed |
 //!
 //! [`ReplayController::reset_for_model`] is the only way out of `Fallback`.
-
-use std::fmt;
 
 use hal::Device;
 use serde::Serialize;
@@ -50,50 +51,14 @@ use lowering::lower::{slot_by_artifact, with_hidden_grid_bindings};
 use lowering::plan::{PreparedPlan, ReplayError, SubmissionIdentity, Transport, prepare_with};
 
 pub mod config;
+pub mod eligibility;
+pub mod fallback;
 
 pub use config::{Backend, ConfigError, ConfigFlags, ReplayConfig};
+pub use eligibility::{Ineligible, Step};
+pub use fallback::{CaptureError, CaptureFailure, FallbackProof, FallbackReason, Reconfiguration};
 
-/// Why the controller fell back to ordinary launches for good (until a reset).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum FallbackReason {
-    /// A capture was aborted: recorder capacity, a launch that is not a valid tape entry,
-    /// calibration or stability failure.
-    CaptureAborted {
-        /// Why.
-        detail: String,
-    },
-    /// Preparation failed after a successful ordinary warm-up.
-    PreparationFailed {
-        /// Why.
-        detail: String,
-    },
-    /// A retained token failed on the device.
-    ReplayFailed {
-        /// The token's position.
-        position: u32,
-        /// Why.
-        detail: String,
-    },
-    /// The shadow oracle found the routes different, or could not run.
-    ShadowMismatch {
-        /// Why.
-        detail: String,
-    },
-}
-
-impl fmt::Display for FallbackReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FallbackReason::CaptureAborted { detail } => write!(f, "capture aborted: {detail}"),
-            FallbackReason::PreparationFailed { detail } => write!(f, "preparation failed: {detail}"),
-            FallbackReason::ReplayFailed { position, detail } => {
-                write!(f, "replay failed at position {position}: {detail}")
-            }
-            FallbackReason::ShadowMismatch { detail } => write!(f, "shadow validation failed: {detail}"),
-        }
-    }
-}
+use eligibility::Sequence;
 
 /// The controller's state.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -152,12 +117,14 @@ pub enum Route {
 }
 
 /// What one forward did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ForwardReport {
     /// The position.
     pub position: u32,
     /// Whether the forward was eligible for the retained route.
     pub eligible: bool,
+    /// Why not, when it was not.
+    pub ineligible: Option<Ineligible>,
     /// The route taken.
     pub route: Route,
     /// Ordinary launches the funnel issued during the forward.
@@ -206,6 +173,9 @@ pub enum ManualError {
         /// The state.
         state: &'static str,
     },
+    /// The backend is `shadow`, a diagnostic: its plan is never installed.
+    #[error("install_prepared_plan: the shadow backend is a diagnostic and never routes product forwards")]
+    ShadowIsDiagnostic,
     /// The recording's step failed.
     #[error(transparent)]
     Forward(Box<ForwardError>),
@@ -256,10 +226,16 @@ pub struct RouteProof {
     pub transport: Option<Transport>,
     /// Whether the last forward was eligible.
     pub last_eligible: Option<bool>,
+    /// Why the last forward was not eligible, when it was not.
+    pub last_ineligible: Option<Ineligible>,
     /// The controller's state name.
     pub state: &'static str,
-    /// The fallback reason, in `Fallback`.
+    /// In `Fallback`: the row's fixed sentence, then `Detail:` and the detail.
     pub fallback_reason: Option<String>,
+    /// In `Fallback`: the row, its sentence and its detail apart.
+    pub fallback: Option<FallbackProof>,
+    /// The last model load, reset or swap that reconfigured the controller.
+    pub reconfiguration: Option<Reconfiguration>,
     /// The tape's identity, once captured.
     pub tape: Option<TapeIdentity>,
     /// The plan's submission identity, once prepared.
@@ -316,6 +292,9 @@ pub struct ReplayController {
     shadow_passed: u32,
     last_shadow: Option<ShadowReport>,
     last_eligible: Option<bool>,
+    last_ineligible: Option<Ineligible>,
+    sequence: Sequence,
+    reconfiguration: Option<Reconfiguration>,
     observations: Observations,
 }
 
@@ -333,6 +312,9 @@ impl ReplayController {
             shadow_passed: 0,
             last_shadow: None,
             last_eligible: None,
+            last_ineligible: None,
+            sequence: Sequence::default(),
+            reconfiguration: None,
             observations: Observations::default(),
         }
     }
@@ -377,19 +359,45 @@ impl ReplayController {
     /// Model load, reset or swap: the plan is released, tape, samples, observations and the
     /// fallback reason are dropped, and the controller is re-armed as `configure_model_default`
     /// last decided. The device's allocation identities restart with its own reset; a plan
-    /// from before is stale there by epoch.
-    pub fn reset_for_model<D: Device>(&mut self, device: &mut D) {
-        if let Some(plan) = self.plan.take() {
-            // Best effort: a plan of an earlier epoch owns nothing any more.
-            let _ = plan.release(device);
-        }
+    /// from before is stale there by epoch. The route proof's `reconfiguration` then says
+    /// [`fallback::RECONFIGURED`], with `why` (what was reconfigured) and what the old plan was
+    /// as the detail.
+    pub fn reset_for_model<D: Device>(&mut self, device: &mut D, why: &str) {
+        let old = match (self.plan.take(), &self.state) {
+            (Some(plan), _) => {
+                let identity = plan.submission_identity();
+                // Best effort: a plan of an earlier epoch owns nothing any more.
+                let released = match plan.release(device) {
+                    Ok(()) => "released".to_owned(),
+                    Err(e) => format!("released with an error: {e}"),
+                };
+                format!("the {} plan of {} dispatches ({released})", identity.transport.name(), identity.dispatches)
+            }
+            (None, State::Fallback { reason }) => format!("no plan; the fallback is cleared ({})", reason.kind()),
+            (None, _) if self.tape.is_some() => "a tape without a plan".to_owned(),
+            (None, _) => "no plan had been prepared".to_owned(),
+        };
+        let count = self.reconfiguration.as_ref().map_or(0, |r| r.count) + 1;
+        self.reconfiguration = Some(Reconfiguration {
+            count,
+            sentence: fallback::RECONFIGURED,
+            detail: format!("{why}; old plan: {old}"),
+        });
         self.samples.clear();
         self.tape = None;
         self.shadow_passed = 0;
         self.last_shadow = None;
         self.last_eligible = None;
+        self.last_ineligible = None;
+        self.sequence.restart();
         self.observations = Observations::default();
         self.state = if self.armed { State::Armed } else { State::Hip };
+    }
+
+    /// A new sequence starts (a new request, from a reset KV cache): the next forward continues
+    /// nothing, so it is not eligible. A plan that is still valid stays installed.
+    pub fn begin_sequence(&mut self) {
+        self.sequence.restart();
     }
 
     fn fall_back(&mut self, reason: FallbackReason) {
@@ -397,8 +405,10 @@ impl ReplayController {
         self.state = State::Fallback { reason };
     }
 
-    /// One forward at `position`; `eligible` says whether it is a plain single-token
-    /// continuation (the adapter decides before every forward).
+    /// One forward at `position`. `step` is what the adapter knows of it; whether it is
+    /// eligible for the retained route the controller decides before it runs
+    /// ([`eligibility`]): the next sequential single-token continuation, at a position every
+    /// binding of the tape has a value for.
     ///
     /// # Errors
     /// [`ForwardError`]: the ordinary step failed, or the retained token failed (the controller
@@ -409,9 +419,13 @@ impl ReplayController {
         funnel: &mut Funnel,
         workload: &mut dyn Workload,
         position: u32,
-        eligible: bool,
+        step: Step,
     ) -> Result<ForwardReport, ForwardError> {
+        let decision = self.sequence.decide(position, step, self.tape.as_ref());
+        let eligible = decision.is_ok();
+        let ineligible = decision.err();
         self.last_eligible = Some(eligible);
+        self.last_ineligible.clone_from(&ineligible);
         if eligible {
             self.observations.eligible_forwards += 1;
         } else {
@@ -437,7 +451,7 @@ impl ReplayController {
                 self.recorded(device, funnel, workload, position)?;
                 Route::Recorded
             }
-            State::Captured if eligible && self.config.backend == Backend::Shadow && self.plan.is_some() => {
+            State::Captured if eligible && self.config.validates() && self.plan.is_some() => {
                 self.shadow_forward(device, funnel, workload, position)?;
                 Route::Shadow
             }
@@ -467,7 +481,7 @@ impl ReplayController {
             Route::Recorded => self.observations.recorded += 1,
             Route::Shadow => self.observations.shadow += 1,
         }
-        Ok(ForwardReport { position, eligible, route, ordinary_launches, retained_submissions })
+        Ok(ForwardReport { position, eligible, ineligible, route, ordinary_launches, retained_submissions })
     }
 
     fn retained<D: Device>(&mut self, device: &mut D, position: u32) -> Result<(), ForwardError> {
@@ -493,9 +507,9 @@ impl ReplayController {
         if self.record_sample(device, funnel, workload, position)?
             && self.samples.len() >= self.config.warmup_samples.max(2)
         {
-            if let Err(detail) = self.finish_warmup(device, workload) {
+            if let Err(error) = self.finish_warmup(device, workload) {
                 self.samples.clear();
-                self.fall_back(FallbackReason::CaptureAborted { detail });
+                self.fall_back(FallbackReason::capture(error));
                 return Ok(());
             }
             self.install(device);
@@ -517,13 +531,19 @@ impl ReplayController {
         if let Err(e) = funnel.begin_capture(position) {
             funnel.abort_capture();
             self.samples.clear();
-            self.fall_back(FallbackReason::CaptureAborted { detail: e.to_string() });
+            self.fall_back(FallbackReason::capture(CaptureError::new(
+                CaptureFailure::of_record_error(&e),
+                format!("position {position}: {e}"),
+            )));
             return workload.step(device, funnel, position).map(|()| false).map_err(workload_error);
         }
         if let Err(source) = workload.step(device, funnel, position) {
             funnel.abort_capture();
             self.samples.clear();
-            self.fall_back(FallbackReason::CaptureAborted { detail: format!("the recorded step failed: {source}") });
+            self.fall_back(FallbackReason::capture(CaptureError::new(
+                CaptureFailure::StepFailed,
+                format!("position {position}: {source}"),
+            )));
             return Err(workload_error(source));
         }
         match funnel.finish_capture() {
@@ -534,14 +554,17 @@ impl ReplayController {
             }
             Err(e) => {
                 self.samples.clear();
-                self.fall_back(FallbackReason::CaptureAborted { detail: e.to_string() });
+                self.fall_back(FallbackReason::capture(CaptureError::new(
+                    CaptureFailure::of_record_error(&e),
+                    format!("position {position}: {e}"),
+                )));
                 Ok(false)
             }
         }
     }
 
     /// Calibrates the samples into the tape (`Captured`), or says why not.
-    fn finish_warmup<D: Device>(&mut self, device: &D, workload: &dyn Workload) -> Result<(), String> {
+    fn finish_warmup<D: Device>(&mut self, device: &D, workload: &dyn Workload) -> Result<(), CaptureError> {
         let samples = std::mem::take(&mut self.samples);
         self.tape = Some(calibrate_samples(device, workload, samples)?);
         self.state = State::Captured;
@@ -549,14 +572,14 @@ impl ReplayController {
     }
 
     /// Prepares the captured tape: `Ready` (auto), or stays `Captured` awaiting shadow
-    /// validation (shadow); a failure is a sticky fallback.
+    /// validation (shadow, auto validated first, manual); a failure is a sticky fallback.
     fn install<D: Device>(&mut self, device: &mut D) {
         // PANIC: called right after `finish_warmup` succeeded.
         let tape = self.tape.as_ref().expect("a captured tape");
         match prepare_with(device, tape, self.config.transport) {
             Ok(plan) => {
                 self.plan = Some(plan);
-                if self.config.backend == Backend::Auto && !self.config.manual_capture {
+                if self.config.backend == Backend::Auto && !self.config.manual_capture && !self.config.validate_first {
                     self.state = State::Ready;
                 }
             }
@@ -564,7 +587,10 @@ impl ReplayController {
         }
     }
 
-    /// A `shadow` backend forward: the oracle at `position`; enough passes make the route Ready.
+    /// A validating forward (backend `shadow`, or `auto` validated first): the oracle at
+    /// `position`, the forward's result the ordinary arm's. Enough passes make an `auto` route
+    /// `Ready`; the `shadow` backend is a diagnostic and stops in `ShadowValidated`, its later
+    /// forwards ordinary.
     fn shadow_forward<D: Device>(
         &mut self,
         device: &mut D,
@@ -575,13 +601,11 @@ impl ReplayController {
         let report = self.run_shadow(device, funnel, workload, &[position])?;
         if report.is_exact() {
             self.shadow_passed += 1;
-            // Automatic lifecycle: validation installs the plan at once; `ShadowValidated` is
-            // held only in the manual lifecycle, until `install_prepared_plan`.
             if self.shadow_passed >= self.config.shadow_positions {
-                self.state = State::Ready;
+                self.state = if self.config.backend == Backend::Auto { State::Ready } else { State::ShadowValidated };
             }
         } else {
-            self.fall_back(FallbackReason::ShadowMismatch { detail: divergence_summary(&report) });
+            self.fall_back(FallbackReason::ShadowMismatch { manual: false, detail: divergence_summary(&report) });
         }
         Ok(())
     }
@@ -603,7 +627,8 @@ impl ReplayController {
             }
             Err(source) => {
                 let position = positions.first().copied().unwrap_or(0);
-                self.fall_back(FallbackReason::ShadowMismatch { detail: source.to_string() });
+                let manual = self.config.manual_capture;
+                self.fall_back(FallbackReason::ShadowMismatch { manual, detail: source.to_string() });
                 Err(ForwardError::Shadow { position, source: Box::new(source) })
             }
         }
@@ -636,9 +661,9 @@ impl ReplayController {
         if self.samples.len() < 2 {
             return Ok(None);
         }
-        if let Err(detail) = self.finish_warmup(device, workload) {
+        if let Err(error) = self.finish_warmup(device, workload) {
             self.samples.clear();
-            self.fall_back(FallbackReason::CaptureAborted { detail });
+            self.fall_back(FallbackReason::capture(error));
             return Ok(None);
         }
         self.install(device);
@@ -651,7 +676,7 @@ impl ReplayController {
         if report.is_exact() {
             self.state = State::ShadowValidated;
         } else {
-            self.fall_back(FallbackReason::ShadowMismatch { detail: divergence_summary(&report) });
+            self.fall_back(FallbackReason::ShadowMismatch { manual: true, detail: divergence_summary(&report) });
         }
         Ok(Some(report))
     }
@@ -659,8 +684,13 @@ impl ReplayController {
     /// Manual lifecycle: `ShadowValidated` → `Ready`.
     ///
     /// # Errors
-    /// [`ManualError::WrongState`] in any other state.
+    /// [`ManualError::ShadowIsDiagnostic`] when the backend is `shadow` (a diagnostic: it
+    /// never routes product forwards); [`ManualError::WrongState`] in any state but
+    /// `ShadowValidated`.
     pub fn install_prepared_plan(&mut self) -> Result<(), ManualError> {
+        if self.config.backend == Backend::Shadow {
+            return Err(ManualError::ShadowIsDiagnostic);
+        }
         if self.state != State::ShadowValidated {
             return Err(ManualError::WrongState { operation: "install_prepared_plan", state: self.state.name() });
         }
@@ -675,11 +705,17 @@ impl ReplayController {
             request: self.config.clone(),
             transport: self.plan.as_ref().map(|p| p.submission_identity().transport),
             last_eligible: self.last_eligible,
+            last_ineligible: self.last_ineligible.clone(),
             state: self.state.name(),
             fallback_reason: match &self.state {
                 State::Fallback { reason } => Some(reason.to_string()),
                 _ => None,
             },
+            fallback: match &self.state {
+                State::Fallback { reason } => Some(reason.into()),
+                _ => None,
+            },
+            reconfiguration: self.reconfiguration.clone(),
             tape: self.tape.as_ref().map(Tape::identity),
             submission: self.plan.as_ref().map(|p| p.submission_identity().into()),
             shadow: self.last_shadow.clone(),
@@ -695,24 +731,36 @@ impl ReplayController {
 /// (tape-core's stability check). Returns the last recording with the bindings.
 ///
 /// # Errors
-/// A message naming the positions and what failed.
-pub fn calibrate_samples<D: Device>(device: &D, workload: &dyn Workload, samples: Vec<Tape>) -> Result<Tape, String> {
+/// [`CaptureError`]: calibration or stability, with a detail naming the positions.
+pub fn calibrate_samples<D: Device>(
+    device: &D,
+    workload: &dyn Workload,
+    samples: Vec<Tape>,
+) -> Result<Tape, CaptureError> {
     if samples.len() < 2 {
-        return Err(format!("{} recording(s): calibration needs at least two", samples.len()));
+        return Err(CaptureError::new(
+            CaptureFailure::Calibration,
+            format!("{} recording(s): calibration needs at least two", samples.len()),
+        ));
     }
     let rules = workload.grid_rules();
     let max = workload.max_position();
     let mut first_bindings = None;
     for pair in samples.windows(2) {
-        let bindings = calibrate(sample(&pair[0]), sample(&pair[1]), rules, max)
-            .map_err(|e| format!("calibrating positions {} and {}: {e}", pair[0].position(), pair[1].position()))?;
+        let bindings = calibrate(sample(&pair[0]), sample(&pair[1]), rules, max).map_err(|e| {
+            let detail = format!("calibrating positions {} and {}: {e}", pair[0].position(), pair[1].position());
+            CaptureError::new(CaptureFailure::Calibration, detail)
+        })?;
         match &first_bindings {
             None => first_bindings = Some(bindings),
             Some(first) if *first != bindings => {
-                return Err(format!(
-                    "the bindings calibrated from positions {} and {} differ from those of the first pair",
-                    pair[0].position(),
-                    pair[1].position()
+                return Err(CaptureError::new(
+                    CaptureFailure::Calibration,
+                    format!(
+                        "the bindings calibrated from positions {} and {} differ from those of the first pair",
+                        pair[0].position(),
+                        pair[1].position()
+                    ),
                 ));
             }
             Some(_) => {}
@@ -721,29 +769,38 @@ pub fn calibrate_samples<D: Device>(device: &D, workload: &dyn Workload, samples
     let mut bindings = first_bindings.unwrap_or_default();
     if let Some(last) = samples.last() {
         let position = last.position();
-        let calibrated =
-            last.clone().with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?;
+        let calibrated = last
+            .clone()
+            .with_bindings(bindings.clone())
+            .map_err(|e| CaptureError::new(CaptureFailure::Calibration, format!("position {position}: {e}")))?;
         let lookup = slot_by_artifact(device.kernels());
-        bindings = with_hidden_grid_bindings(&calibrated, &lookup).map_err(|e| e.to_string())?;
+        bindings = with_hidden_grid_bindings(&calibrated, &lookup)
+            .map_err(|e| CaptureError::new(CaptureFailure::Calibration, e.to_string()))?;
     }
     let mut tapes = Vec::with_capacity(samples.len());
     for t in samples {
         let position = t.position();
-        tapes.push(t.with_bindings(bindings.clone()).map_err(|e| format!("position {position}: {e}"))?);
+        tapes.push(
+            t.with_bindings(bindings.clone())
+                .map_err(|e| CaptureError::new(CaptureFailure::Calibration, format!("position {position}: {e}")))?,
+        );
     }
     for pair in tapes.windows(2) {
         let report = stability::compare(&pair[0], &pair[1]);
         if !report.is_stable() {
             let drifts: Vec<String> = report.drifts().iter().take(3).map(ToString::to_string).collect();
-            return Err(format!(
-                "recordings at positions {} and {} are not stable: {}",
-                pair[0].position(),
-                pair[1].position(),
-                drifts.join("; ")
+            return Err(CaptureError::new(
+                CaptureFailure::Stability,
+                format!(
+                    "recordings at positions {} and {} are not stable: {}",
+                    pair[0].position(),
+                    pair[1].position(),
+                    drifts.join("; ")
+                ),
             ));
         }
     }
-    tapes.pop().ok_or_else(|| "no recording".to_owned())
+    tapes.pop().ok_or_else(|| CaptureError::new(CaptureFailure::Calibration, "no recording"))
 }
 
 /// Records the step at each of `positions` (ordinary launches, host preparation included) and
@@ -767,7 +824,7 @@ pub fn capture_tape<D: Device>(
         }
         samples.push(funnel.finish_capture().map_err(|e| format!("position {position}: {e}"))?);
     }
-    calibrate_samples(device, workload, samples)
+    calibrate_samples(device, workload, samples).map_err(|e| e.detail)
 }
 
 fn sample(t: &Tape) -> Sample<'_> {

@@ -33,6 +33,27 @@ pub enum PrepareError {
         /// Every reason the verdict gave, joined by "; ".
         reasons: String,
     },
+    /// A launch's kernel name names more than one kernel of its code object.
+    #[error("launch {launch}: kernel name `{symbol}` is ambiguous: it names the descriptors at {descriptors:#x?}")]
+    AmbiguousKernel {
+        /// The launch.
+        launch: usize,
+        /// The kernel's name.
+        symbol: String,
+        /// The descriptor VAs it names.
+        descriptors: Vec<u64>,
+    },
+    /// A launch's kernarg alignment differs from its metadata's, or the metadata's cannot keep
+    /// its arguments aligned.
+    #[error("launch {launch}: kernel `{symbol}`: kernarg alignment: {detail}")]
+    KernargAlignment {
+        /// The launch.
+        launch: usize,
+        /// The kernel's name.
+        symbol: String,
+        /// What differs.
+        detail: String,
+    },
     /// The retained kernarg blobs together exceed the plan's limit.
     #[error("{bytes} bytes of retained kernargs exceed the limit of {limit}")]
     KernargTooLarge {
