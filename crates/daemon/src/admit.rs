@@ -6,7 +6,9 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 use engine::admission::{AdmissionDecision, AdmissionQuery, AdmissionRegistry, ModelFormat};
-use pm4_encoding::Target;
+use engine::model::{KvCacheLayout, LlamaParams};
+use engine::plan::Transport;
+use hal::Device;
 
 /// `registry/admissions.json` as built into the binary.
 pub const EMBEDDED_ADMISSIONS: &str = include_str!("../../../registry/admissions.json");
@@ -37,21 +39,41 @@ pub fn load(path: Option<&Path>) -> Result<AdmissionRegistry> {
     }
 }
 
-/// The decision for `file` (SHA-256 `sha256`) on one device of `kind` and `arch`.
+/// What a session would run with, as admission compares it.
+#[derive(Clone, Copy, Debug)]
+pub struct Setting<'a> {
+    /// The device kind's name (`sim`, `hsa`).
+    pub kind: &'a str,
+    /// KV-cache positions.
+    pub context: u32,
+    /// The retained route's transport.
+    pub transport: Transport,
+}
+
+/// The decision for `file` (SHA-256 `sha256`) on `device` (its architecture and topology) with
+/// `setting`. The KV layout is the one the engine's llama gives `file` at the context; a file
+/// that is not a llama has none a row can name.
 #[must_use]
 pub fn decide(
     registry: &AdmissionRegistry,
     file: &gguf::Gguf,
     sha256: &str,
-    arch: Target,
-    kind: &str,
+    device: &dyn Device,
+    setting: Setting<'_>,
 ) -> AdmissionDecision {
     let model_format = ModelFormat::of_gguf(file);
+    let kv_layout = match LlamaParams::from_gguf(file) {
+        Ok(params) => KvCacheLayout::of(&params, setting.context).scheme(),
+        Err(e) => format!("none ({e})"),
+    };
     registry.decide(&AdmissionQuery {
-        arch,
-        device_kind: kind,
-        devices: 1,
+        arch: device.target(),
+        device_kind: setting.kind,
+        devices: device.topology().gpus_used,
         model_format: &model_format,
         model_sha256: sha256,
+        context: setting.context,
+        kv_layout: &kv_layout,
+        transport: setting.transport,
     })
 }

@@ -9,7 +9,6 @@ use crate::select::AnyDevice;
 use crate::select::select_for_model;
 use anyhow::{Context as _, Result, bail};
 use engine::model::{GenerateOptions, Session};
-use hal::Device;
 use tokenizer::{ChatTemplate, Message, SamplerConfig};
 
 use crate::model_args::ModelArgs;
@@ -68,8 +67,12 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     };
     eprintln!("device: {reason}");
     let sha256 = opened.sha256()?;
-    let admission =
-        crate::admit::decide(&opened.admissions, &opened.file, &sha256, device.target(), device.kind().name());
+    let setting = crate::admit::Setting {
+        kind: device.kind().name(),
+        context: opened.context,
+        transport: opened.config.transport,
+    };
+    let admission = crate::admit::decide(&opened.admissions, &opened.file, &sha256, &device, setting);
     eprintln!("admission: {}", admission.reason);
     let mut session = match Session::with_admission(device, &opened.file, opened.context, opened.config, admission) {
         Ok(session) => session,

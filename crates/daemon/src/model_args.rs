@@ -1,5 +1,7 @@
 //! The arguments of the commands that run a model as a session (`generate`, `serve`): the
 //! model, the device, the KV-cache size and the replay route, checked and opened in one place.
+//! `generate` takes one `--model` ([`ModelArgs`]); `serve` repeats it over the same
+//! [`DeviceArgs`] and [`SessionArgs`].
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -12,29 +14,25 @@ use pm4_encoding::Target;
 
 use crate::models::{self, ResolvedModel};
 
-/// The model and the device it runs on (`generate`, `serve`, `bench`, `golden`).
+/// The device a model runs on (`--device`, `--arch`).
 #[derive(Debug, Clone, clap::Args)]
-pub struct ModelDevice {
-    /// A model alias (`redline models`; `tiny` is built in) or a path to a `.gguf` file. An
-    /// alias not yet pulled is pulled first.
-    #[arg(long, default_value = models::DEFAULT_ALIAS)]
-    pub model: String,
+pub struct DeviceArgs {
     /// `sim` (the soft device), `hsa` (an AMD GPU through ROCr: checked, but models are not
     /// wired to it yet), or `auto` (the soft device, saying whether a GPU was found).
-    #[arg(long, default_value = "auto")]
-    pub device: String,
+    #[arg(id = "device", long = "device", value_name = "DEVICE", default_value = "auto")]
+    pub name: String,
     /// The soft device's architecture.
     #[arg(long, default_value = "gfx1100")]
     pub arch: String,
 }
 
-impl ModelDevice {
+impl DeviceArgs {
     /// `--device`, parsed.
     ///
     /// # Errors
     /// Not a device kind; the message lists the accepted ones.
     pub fn kind(&self) -> Result<DeviceKind> {
-        DeviceKind::from_str(&self.device).map_err(|e| anyhow::anyhow!("--device: {e}"))
+        DeviceKind::from_str(&self.name).map_err(|e| anyhow::anyhow!("--device: {e}"))
     }
 
     /// `--arch`, parsed.
@@ -44,22 +42,58 @@ impl ModelDevice {
     pub fn target(&self) -> Result<Target> {
         Target::from_str(&self.arch).map_err(|e| anyhow::anyhow!("--arch: {e}"))
     }
+}
+
+/// The model and the device it runs on (`generate`, `bench`, `golden`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelDevice {
+    /// A model alias (`redline models`; `tiny` is built in) or a path to a `.gguf` file. An
+    /// alias not yet pulled is pulled first.
+    #[arg(long, default_value = models::DEFAULT_ALIAS)]
+    pub model: String,
+    /// The device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
+}
+
+impl ModelDevice {
+    /// `--device`, parsed.
+    ///
+    /// # Errors
+    /// Not a device kind; the message lists the accepted ones.
+    pub fn kind(&self) -> Result<DeviceKind> {
+        self.device.kind()
+    }
+
+    /// `--arch`, parsed.
+    ///
+    /// # Errors
+    /// Not a supported architecture.
+    pub fn target(&self) -> Result<Target> {
+        self.device.target()
+    }
 
     /// The model file, pulled when it is an alias not yet fetched.
     ///
     /// # Errors
     /// The alias is unknown, the fetch failed or the path does not exist.
     pub fn resolve(&self) -> Result<ResolvedModel> {
-        models::resolve_model(&self.model, true).with_context(|| format!("--model {}", self.model))
+        resolve(&self.model)
     }
 }
 
-/// The model, its device and its replay route (`generate`, `serve`).
+/// The model file `model` (an alias or a path) names, pulled when it is an alias not yet
+/// fetched.
+///
+/// # Errors
+/// The alias is unknown, the fetch failed or the path does not exist, naming `--model`.
+pub fn resolve(model: &str) -> Result<ResolvedModel> {
+    models::resolve_model(model, true).with_context(|| format!("--model {model}"))
+}
+
+/// The KV-cache size and the replay route of a session (`generate`, `serve`).
 #[derive(Debug, Clone, clap::Args)]
-pub struct ModelArgs {
-    /// The model and the device.
-    #[command(flatten)]
-    pub model: ModelDevice,
+pub struct SessionArgs {
     /// KV-cache positions, the most a prompt and its new tokens may take, up to the model's
     /// trained context [default: 1024, or the trained context when shorter].
     #[arg(long)]
@@ -76,6 +110,74 @@ pub struct ModelArgs {
     /// --replay-backend (or REDLINE_REPLAY_BACKEND) arms it regardless.
     #[arg(long)]
     pub admissions: Option<PathBuf>,
+}
+
+/// The model, its device and its replay route (`generate`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelArgs {
+    /// The model and the device.
+    #[command(flatten)]
+    pub model: ModelDevice,
+    /// The KV cache and the replay route.
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+/// What [`DeviceArgs`] and [`SessionArgs`] name, checked: everything but the model.
+#[derive(Debug)]
+pub struct SessionSetup {
+    /// `--device`.
+    pub kind: DeviceKind,
+    /// `--arch`.
+    pub target: Target,
+    /// The replay configuration from the flags and the environment.
+    pub config: ReplayConfig,
+    /// The admissions registry.
+    pub admissions: AdmissionRegistry,
+}
+
+/// One model file, resolved and open, with the KV-cache positions it gets.
+#[derive(Debug)]
+pub struct ModelFile {
+    /// The model file, pulled when it was an alias not yet fetched.
+    pub resolved: ResolvedModel,
+    /// The opened GGUF.
+    pub file: gguf::Gguf,
+    /// KV-cache positions: `--context` checked against the file, or its default.
+    pub context: u32,
+}
+
+impl SessionArgs {
+    /// Checks the device and route arguments and loads the admissions registry.
+    ///
+    /// # Errors
+    /// An argument that does not parse, naming the flag; an unreadable registry.
+    pub fn check(&self, device: &DeviceArgs) -> Result<SessionSetup> {
+        let kind = device.kind()?;
+        let target = device.target()?;
+        let config = ReplayConfig::from_flags_and_env(&ConfigFlags {
+            backend: self.replay_backend.clone(),
+            transport: self.transport.clone(),
+            manual_capture: None,
+        })?;
+        let admissions = crate::admit::load(self.admissions.as_deref()).context("--admissions")?;
+        Ok(SessionSetup { kind, target, config, admissions })
+    }
+
+    /// Resolves `model` (pulling an alias on first use), opens it and checks `--context`
+    /// against it.
+    ///
+    /// # Errors
+    /// A model that cannot be fetched or read; a context the model cannot take.
+    pub fn open_model(&self, model: &str) -> Result<ModelFile> {
+        let resolved = resolve(model)?;
+        let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
+        let context = match self.context {
+            Some(context) => check_context(&file, context)?,
+            None => default_context(&file),
+        };
+        Ok(ModelFile { resolved, file, context })
+    }
 }
 
 /// What [`ModelArgs`] name, checked, with the model file open.
@@ -103,20 +205,8 @@ impl ModelArgs {
     /// # Errors
     /// An argument that does not parse, naming the flag; a model that cannot be fetched or read.
     pub fn open(&self) -> Result<OpenedModel> {
-        let kind = self.model.kind()?;
-        let target = self.model.target()?;
-        let config = ReplayConfig::from_flags_and_env(&ConfigFlags {
-            backend: self.replay_backend.clone(),
-            transport: self.transport.clone(),
-            manual_capture: None,
-        })?;
-        let admissions = crate::admit::load(self.admissions.as_deref()).context("--admissions")?;
-        let resolved = self.model.resolve()?;
-        let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
-        let context = match self.context {
-            Some(context) => check_context(&file, context)?,
-            None => default_context(&file),
-        };
+        let SessionSetup { kind, target, config, admissions } = self.session.check(&self.model.device)?;
+        let ModelFile { resolved, file, context } = self.session.open_model(&self.model.model)?;
         Ok(OpenedModel { kind, target, config, admissions, resolved, file, context })
     }
 }

@@ -96,6 +96,11 @@ fn the_registries_hold_one_sealed_fixture_per_architecture_with_its_admission() 
     let archs = ["gfx1030", "gfx1100", "gfx1151", "gfx1200", "gfx1201"];
     let fixtures = fixtures["fixtures"].as_array().unwrap();
     let admissions = admissions["admissions"].as_array().unwrap();
+    // The engine's KV-cache layout scheme (it does not depend on the sizes).
+    let tiny = gguf::Gguf::parse(gguf::tiny_llama(&gguf::TinyLlamaConfig::default())).unwrap();
+    let params = engine::model::LlamaParams::from_gguf(&tiny).unwrap();
+    let kv_layout = engine::model::KvCacheLayout::of(&params, 1).scheme();
+    assert_eq!(kv_layout, "f32:layer,position,kv_head,head_dim");
     assert_eq!(fixtures.len(), archs.len());
     assert_eq!(admissions.len(), archs.len());
     for arch in archs {
@@ -116,6 +121,10 @@ fn the_registries_hold_one_sealed_fixture_per_architecture_with_its_admission() 
         assert_eq!(row["fixture"], id);
         assert_eq!(row["model_sha256"], sha);
         assert_eq!(row["device_kind"], "sim");
+        // The row claims no more than its evidence ran: its context, transport and KV layout.
+        assert_eq!(row["max_context"], fixture["bench"]["context"], "{id}");
+        assert_eq!(row["transport"], fixture["bench"]["transport"], "{id}");
+        assert_eq!(row["kv_layout"].as_str(), Some(kv_layout.as_str()), "{id}");
     }
     // The binary parses the embedded admissions against the embedded fixtures: a generate run
     // with a registry naming an unknown fixture is refused naming the row and field.

@@ -24,7 +24,7 @@ fn prompt_tokens(text: &str) -> u64 {
 #[test]
 fn completions_whole_and_streamed_agree() {
     let server = server();
-    let request = json!({"model": "tiny", "prompt": "the cat", "max_tokens": 12, "temperature": 0});
+    let request = json!({"model": "api", "prompt": "the cat", "max_tokens": 12, "temperature": 0});
     let whole = server.post("/v1/completions", &request);
     assert_eq!(whole.status, 200, "{}", whole.text());
     let body = whole.json();
@@ -166,7 +166,8 @@ fn models_health_metrics_and_status_describe_the_server() {
 fn a_model_without_an_admission_row_is_served_on_ordinary_launches_and_says_why() {
     let model = tiny_model("unadmitted", 256);
     let server = Server::start(&["--model", model.to_str().unwrap(), "--device", "sim"]);
-    let request = json!({"model": "m", "prompt": "abc", "max_tokens": 6, "temperature": 0});
+    // No `model`: the first (here the only) served model.
+    let request = json!({"prompt": "abc", "max_tokens": 6, "temperature": 0});
     assert_eq!(server.post("/v1/completions", &request).status, 200);
     let status = server.get("/redline/status").json();
     assert_eq!(status["admission"]["admitted"], false, "{status}");

@@ -3,23 +3,28 @@
 //!
 //! The admissions registry (`registry/admissions.json`) holds evidence-bound rows. Each row names
 //! one exact architecture, one device kind, one model format (container, model architecture and
-//! the exact set of tensor types) with the model file's SHA-256, and the sealed fixture
+//! the exact set of tensor types) with the model file's SHA-256, the longest context, the KV-cache
+//! layout and the transport its evidence covers, and the sealed fixture
 //! (`registry/fixtures.json`) that is its evidence. Nothing is inferred: a wildcard, an empty
 //! field or an unknown fixture id is a parse error, and a combination without its own row is not
 //! admitted. The runtime default predicate ([`AdmissionRegistry::decide`]) admits exactly one
-//! device whose architecture, kind and model match a row; anything else fails closed to the
-//! ordinary path with the reason recorded in the [`AdmissionDecision`].
+//! device (as the device's topology reports it) whose architecture, kind and model match a row,
+//! with a context no longer than the row's, the row's KV layout and its transport; anything else
+//! fails closed to the ordinary path with the reason recorded in the [`AdmissionDecision`].
 //!
 //! # File format
 //! ```json
 //! {"admissions": [{"arch": "gfx1100", "device_kind": "sim",
 //!   "model_format": {"container": "gguf", "architecture": "llama", "tensor_types": ["F32", "Q4_1", "Q8_0"]},
-//!   "model_sha256": "<64 hex digits>", "fixture": "smollm2-135m-gfx1100-sim"}]}
+//!   "model_sha256": "<64 hex digits>", "max_context": 1024,
+//!   "kv_layout": "f32:layer,position,kv_head,head_dim", "transport": "pm4",
+//!   "fixture": "smollm2-135m-gfx1100-sim"}]}
 //! ```
 
 use std::collections::BTreeSet;
 use std::str::FromStr;
 
+use lowering::plan::Transport;
 use pm4_encoding::Target;
 use serde::Serialize;
 use serde_json::Value;
@@ -114,6 +119,13 @@ pub struct AdmissionRow {
     pub model_format: ModelFormat,
     /// SHA-256 of the certified model file, lowercase hex.
     pub model_sha256: String,
+    /// The longest KV-cache context (positions) the evidence covers.
+    pub max_context: u32,
+    /// The KV-cache layout scheme the evidence ran with
+    /// ([`crate::model::KvCacheLayout::scheme`]).
+    pub kv_layout: String,
+    /// The transport the evidence's retained route used.
+    pub transport: Transport,
     /// The sealed fixture that is this row's evidence.
     pub fixture: String,
 }
@@ -125,12 +137,18 @@ pub struct AdmissionQuery<'a> {
     pub arch: Target,
     /// The device kind (`sim` or `hsa`).
     pub device_kind: &'a str,
-    /// Devices the model would run on.
+    /// Devices the model would run on (the device's topology).
     pub devices: u32,
     /// The model's format.
     pub model_format: &'a ModelFormat,
     /// The model file's SHA-256, lowercase hex.
     pub model_sha256: &'a str,
+    /// The KV-cache context (positions) the session would use.
+    pub context: u32,
+    /// The session's KV-cache layout scheme.
+    pub kv_layout: &'a str,
+    /// The transport the retained route would use.
+    pub transport: Transport,
 }
 
 /// The admission predicate's answer, with its reason (reported in route status).
@@ -229,9 +247,31 @@ impl AdmissionRegistry {
         let matching =
             for_kind.iter().find(|r| r.model_sha256 == query.model_sha256 && &r.model_format == query.model_format);
         match matching {
+            Some(row) if query.context > row.max_context => AdmissionDecision::refused(format!(
+                "context {} exceeds the {} positions row {} (fixture {}) certifies",
+                query.context, row.max_context, row.index, row.fixture
+            )),
+            Some(row) if query.kv_layout != row.kv_layout => AdmissionDecision::refused(format!(
+                "KV layout {} is not the {} row {} (fixture {}) certifies",
+                query.kv_layout, row.kv_layout, row.index, row.fixture
+            )),
+            Some(row) if query.transport != row.transport => AdmissionDecision::refused(format!(
+                "transport {} is not the {} row {} (fixture {}) certifies",
+                query.transport.name(),
+                row.transport.name(),
+                row.index,
+                row.fixture
+            )),
             Some(row) => AdmissionDecision {
                 admitted: true,
-                reason: format!("admitted by row {} (fixture {})", row.index, row.fixture),
+                reason: format!(
+                    "admitted by row {} (fixture {}: context up to {}, KV layout {}, transport {})",
+                    row.index,
+                    row.fixture,
+                    row.max_context,
+                    row.kv_layout,
+                    row.transport.name()
+                ),
                 row: Some((**row).clone()),
             },
             None => AdmissionDecision::refused(format!(
@@ -292,7 +332,31 @@ fn parse_row(index: usize, item: &Value) -> Result<AdmissionRow, AdmissionError>
     let fixture = exact_str(index, item, "fixture")?;
     let format = item.get("model_format").ok_or_else(|| field_err("model_format", "missing".into()))?;
     let model_format = parse_format(index, format)?;
-    Ok(AdmissionRow { index, arch, device_kind, model_format, model_sha256, fixture })
+    let max_context =
+        match item.get("max_context") {
+            None => return Err(field_err("max_context", "missing".into())),
+            Some(v) => v.as_u64().and_then(|n| u32::try_from(n).ok()).filter(|&n| n >= 1).ok_or_else(|| {
+                field_err("max_context", format!("expected a context of at least 1 position, found {v}"))
+            })?,
+        };
+    let kv_layout = exact_str(index, item, "kv_layout")?;
+    let transport_text = exact_str(index, item, "transport")?;
+    let transport = match transport_text.as_str() {
+        "pm4" => Transport::Pm4,
+        "aql" => Transport::Aql,
+        other => return Err(field_err("transport", format!("{other:?}: accepted values: pm4, aql"))),
+    };
+    Ok(AdmissionRow {
+        index,
+        arch,
+        device_kind,
+        model_format,
+        model_sha256,
+        max_context,
+        kv_layout,
+        transport,
+        fixture,
+    })
 }
 
 fn parse_format(row: usize, format: &Value) -> Result<ModelFormat, AdmissionError> {

@@ -12,13 +12,15 @@ use pm4_encoding::Target;
 use soft_device::SimDevice;
 use tokenizer::SamplerConfig;
 
+const KV_LAYOUT: &str = "f32:layer,position,kv_head,head_dim";
 const TINY_SHA: &str = "1111111111111111111111111111111111111111111111111111111111111111";
 
 fn registry_for(file: &Gguf, arch: &str) -> AdmissionRegistry {
     let format = ModelFormat::of_gguf(file);
     let text = serde_json::json!({"admissions": [{
         "arch": arch, "device_kind": "sim", "model_format": format,
-        "model_sha256": TINY_SHA, "fixture": "tiny-evidence",
+        "model_sha256": TINY_SHA, "max_context": 64, "kv_layout": KV_LAYOUT, "transport": "pm4",
+        "fixture": "tiny-evidence",
     }]})
     .to_string();
     let fixtures: BTreeSet<String> = ["tiny-evidence".to_owned()].into();
@@ -33,6 +35,9 @@ fn decide(file: &Gguf, registry_arch: &str) -> AdmissionDecision {
         devices: 1,
         model_format: &format,
         model_sha256: TINY_SHA,
+        context: 64,
+        kv_layout: KV_LAYOUT,
+        transport: engine::plan::Transport::Pm4,
     })
 }
 

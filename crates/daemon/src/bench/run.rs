@@ -218,15 +218,18 @@ fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
     if needed > u64::from(params.context) {
         bail!("--context {}: {} prompt tokens + {} tokens + 1 do not fit", params.context, prompt.len(), params.tokens);
     }
-    // The arms open their own devices; this one only says which device and why.
-    let (kind_name, target, reason, device_record) = match select_for_model(kind, Some(target)) {
+    // The arms open their own devices; this one says which device and why, and is the one
+    // admission reads (its architecture and topology).
+    let registry = crate::admit::load(None)?;
+    let transport = config("hip", &params.transport)?.transport;
+    let (kind_name, target, reason, device_record, admission) = match select_for_model(kind, Some(target)) {
         Ok((device, reason)) => {
-            (device.kind().name().to_owned(), device.target(), reason, super::identity::device(&device))
+            let setting = crate::admit::Setting { kind: device.kind().name(), context: params.context, transport };
+            let admission = crate::admit::decide(&registry, &file, &model_sha256, &device, setting);
+            (device.kind().name().to_owned(), device.target(), reason, super::identity::device(&device), admission)
         }
         Err(error) => return Ok(Err(error.to_string())),
     };
-    let registry = crate::admit::load(None)?;
-    let admission = crate::admit::decide(&registry, &file, &model_sha256, target, &kind_name);
     let options = GenerateOptions {
         max_tokens: params.tokens + 1,
         sampler: SamplerConfig { temperature: params.temperature, top_k: 0, top_p: 1.0, seed: params.seed },

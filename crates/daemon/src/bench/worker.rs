@@ -10,7 +10,7 @@ use crate::select::{DeviceKind, select_for_model};
 use anyhow::{Context as _, Result, anyhow};
 use engine::model::{GenerateOptions, Session};
 use engine::replay::{ConfigFlags, ReplayConfig};
-use hal::{Device, FaultInjection};
+use hal::FaultInjection;
 use pm4_encoding::Target;
 use tokenizer::SamplerConfig;
 
@@ -151,6 +151,8 @@ fn start(args: &Args) -> Result<Session<AnyDevice>> {
     let file = gguf::Gguf::open(&args.model).with_context(|| format!("reading {}", args.model))?;
     let registry = crate::admit::load(None)?;
     let (device, _) = select_for_model(kind, Some(target))?;
-    let admission = crate::admit::decide(&registry, &file, &args.model_sha256, device.target(), device.kind().name());
+    let setting =
+        crate::admit::Setting { kind: device.kind().name(), context: args.context, transport: config.transport };
+    let admission = crate::admit::decide(&registry, &file, &args.model_sha256, &device, setting);
     Ok(Session::with_admission(device, &file, args.context, config, admission)?)
 }

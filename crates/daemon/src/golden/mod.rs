@@ -90,7 +90,7 @@ fn field(problems: &mut Vec<String>, name: &str, sealed: impl ToString, measured
 fn check(fixture: &Fixture, base: &Params) -> Result<Result<String, Vec<String>>> {
     // Without --model, each fixture runs its own catalogue alias.
     let model = if base.model.model == models::DEFAULT_ALIAS { &fixture.model.alias } else { &base.model.model };
-    let params = fixture.bench.params(model, &base.model.device, &fixture.arch);
+    let params = fixture.bench.params(model, &base.model.device.name, &fixture.arch);
     let outcome = match bench::run::execute(&params)? {
         Ok(outcome) => outcome,
         Err(message) => return Ok(Err(vec![format!("bench: {message}")])),

@@ -1,7 +1,7 @@
 //! The sealed-fixture registry (`registry/fixtures.json`): one row per fixture, written by
 //! `redline golden --seal` from a real run, never by hand.
 
-use crate::model_args::ModelDevice;
+use crate::model_args::{DeviceArgs, ModelDevice};
 use anyhow::{Context as _, Result, bail};
 use engine::stationarity::GateSettings;
 use serde::{Deserialize, Serialize};
@@ -177,7 +177,10 @@ impl FixtureBench {
     #[must_use]
     pub fn params(&self, model: &str, device: &str, arch: &str) -> Params {
         Params {
-            model: ModelDevice { model: model.to_owned(), device: device.to_owned(), arch: arch.to_owned() },
+            model: ModelDevice {
+                model: model.to_owned(),
+                device: DeviceArgs { name: device.to_owned(), arch: arch.to_owned() },
+            },
             prompt: Some(self.prompt.clone()),
             tokens: self.tokens,
             context: self.context,

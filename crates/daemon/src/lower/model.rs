@@ -7,7 +7,9 @@
 //! expected bytes by relaunching the tape at `P`. Those expected bytes are then checked against
 //! the model's own forward at `P` on the same device, so the bundle is the decode step at `P`.
 //!
-//! The prompt is fixed so that a bundle is reproducible: see [`Prompt::token`].
+//! The prompt is fixed so that a bundle is reproducible: the model's BOS token
+//! (`tokenizer.ggml.bos_token_id`, token 0 when the file names none) at position 0,
+//! `(position * 7919) mod vocab` after it.
 
 use std::path::Path;
 use std::time::Instant;

@@ -39,6 +39,17 @@ impl ApiError {
         Self { status, message: message.into(), kind: "invalid_request_error", param: None, code: Some(code) }
     }
 
+    /// A request's `model` is not served: 404 `model_not_found` about `model`, as OpenAI answers.
+    pub(crate) fn model_not_found(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::NOT_FOUND,
+            message: message.into(),
+            kind: "invalid_request_error",
+            param: Some("model".to_owned()),
+            code: Some("model_not_found"),
+        }
+    }
+
     /// A failure on the server's side (a forward failed, the worker is gone).
     pub(crate) fn server(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         Self { status, message: message.into(), kind: "server_error", param: None, code: Some(code) }

@@ -1,15 +1,29 @@
-//! Counters for `GET /metrics` (Prometheus text format) and the route snapshot behind
-//! `GET /redline/status`. The generation thread writes them after each job; HTTP handlers read.
+//! Counters for `GET /metrics` (Prometheus text format) and the generation thread's snapshot
+//! (route proof, loaded model) behind `GET /redline/status`. The generation thread writes them
+//! after each model switch and each job; HTTP handlers read.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use engine::admission::AdmissionDecision;
 use engine::model::Generation;
 use engine::replay::RouteProof;
 
-/// Server-wide counters and the latest route proof.
+/// What the generation thread last published.
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    /// The controller's route proof.
+    pub proof: RouteProof,
+    /// The loaded model (its index among the served models) and its admission decision; `None`
+    /// after a switch that failed midway, when the device holds no model it can run.
+    pub loaded: Option<(usize, AdmissionDecision)>,
+    /// Model switches begun since the server started (the first load is none).
+    pub switches: u64,
+}
+
+/// Server-wide counters and the latest snapshot.
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     /// HTTP requests by (endpoint, status).
@@ -25,7 +39,7 @@ pub(crate) struct Metrics {
     last_cancelled_tokens: AtomicU64,
     /// 1 while the generation thread runs a job.
     generating: AtomicU64,
-    route: Mutex<Option<RouteProof>>,
+    snapshot: Mutex<Option<Snapshot>>,
 }
 
 /// The queue's fill at the time of a scrape.
@@ -85,14 +99,14 @@ impl Metrics {
         self.generating.store(u64::from(generating), Ordering::Relaxed);
     }
 
-    /// Replaces the route snapshot.
-    pub(crate) fn set_route(&self, proof: RouteProof) {
-        *lock(&self.route) = Some(proof);
+    /// Replaces the snapshot.
+    pub(crate) fn set_snapshot(&self, snapshot: Snapshot) {
+        *lock(&self.snapshot) = Some(snapshot);
     }
 
-    /// The route snapshot (none before the model is loaded).
-    pub(crate) fn route(&self) -> Option<RouteProof> {
-        lock(&self.route).clone()
+    /// The snapshot (none before the first model is loaded).
+    pub(crate) fn snapshot(&self) -> Option<Snapshot> {
+        lock(&self.snapshot).clone()
     }
 
     /// Generations by outcome and the last cancelled one's tokens, for the status page.
@@ -143,8 +157,10 @@ impl Metrics {
         let _ = writeln!(out, "redline_queue_depth {}", queue.depth);
         header(&mut out, "redline_queue_capacity", "gauge", "Requests that may wait at most (--queue).");
         let _ = writeln!(out, "redline_queue_capacity {}", queue.capacity);
-        if let Some(proof) = self.route() {
-            route(&mut out, &proof);
+        if let Some(snapshot) = self.snapshot() {
+            header(&mut out, "redline_model_switches_total", "counter", "Model switches begun (--model repeated).");
+            let _ = writeln!(out, "redline_model_switches_total {}", snapshot.switches);
+            route(&mut out, &snapshot.proof);
         }
         out
     }

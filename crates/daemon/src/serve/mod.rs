@@ -1,8 +1,10 @@
-//! `redline serve`: an OpenAI-compatible HTTP server for one model on one device.
+//! `redline serve`: an OpenAI-compatible HTTP server for one or more models on one device.
 //!
-//! HTTP runs on a small tokio runtime; generation runs on one thread that owns the model
-//! (`worker`), taking requests from a bounded queue in arrival order.
+//! HTTP runs on a small tokio runtime; generation runs on one thread that owns the device and
+//! the loaded model (`worker`), taking requests from a bounded queue in arrival order and
+//! switching models between requests when one asks for another served model.
 
+mod catalog;
 mod error;
 mod metrics;
 mod request;
@@ -22,21 +24,33 @@ use std::sync::atomic::AtomicU64;
 use anyhow::{Context as _, Result, bail};
 use tokenizer::ChatTemplate;
 
-use crate::model_args::{ModelArgs, OpenedModel};
-use routes::{AppState, Limits};
-use status::ServedModel;
-use worker::LoadSpec;
+use crate::model_args::{DeviceArgs, ModelFile, SessionArgs, SessionSetup};
+use catalog::{Catalog, Limits, Offered, ServedModel};
+use routes::AppState;
+use worker::{LoadSpec, WorkerModel};
 
-/// Serve a model over HTTP with OpenAI's API.
+/// Serve models over HTTP with OpenAI's API.
 ///
 /// Endpoints:
-///   POST /v1/completions        {"prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "stream"}
-///   POST /v1/chat/completions   {"messages": [{"role", "content"}], ...} with the model's chat template
-///   GET  /v1/models             the one served model
+///   POST /v1/completions        {"model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "stream"}
+///   POST /v1/chat/completions   {"model", "messages": [{"role", "content"}], ...} with the model's chat template
+///   GET  /v1/models             every served model
 ///   GET  /health                {"status": "ok"}
-///   GET  /metrics               Prometheus text: requests, tokens, decode tok/s, replay routes, queue
-///   GET  /redline/status        route proof (controller state, fallback reason, tape, submission,
-///                               replay positions), device, model path and sha256, admission
+///   GET  /metrics               Prometheus text: requests, tokens, decode tok/s, replay routes, queue,
+///                               model switches
+///   GET  /redline/status        route proof (controller state, fallback reason, reconfiguration, tape,
+///                               submission, replay positions), device, the loaded model's path and
+///                               sha256 and admission, every served model, the model switches
+///
+/// Several models: repeat --model (`--model tiny --model /path/b.gguf`). Each is served under its
+/// id, the alias or the file name without `.gguf` (two models with one id are refused); a
+/// request's "model" picks one, a request without "model" gets the first, and an id not served
+/// is answered 404 `model_not_found` listing the served ids. One model is on the device at a
+/// time, the first from startup: a request for another switches between requests (every object
+/// of the old model is freed, the new one loads, the replay controller is reset and re-armed by
+/// the new model's admission; /redline/status counts the switches). A request for the loaded
+/// model does not reload it, and every request starts from position 0. --context and the
+/// --max-* limits apply to each model, checked against each one's trained context.
 ///
 /// `stream: true` answers with server-sent events ending in `data: [DONE]`. `n` must be 1;
 /// `temperature` 0 is greedy (default 1); without `max_tokens` a request may generate up to
@@ -48,8 +62,17 @@ use worker::LoadSpec;
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
+    /// A model alias (`redline models`; `tiny` is built in) or a path to a `.gguf` file. An
+    /// alias not yet pulled is pulled first. Repeat to serve several models (one on the device
+    /// at a time; a request's "model" picks one, the first by default).
+    #[arg(long = "model", value_name = "MODEL", default_value = crate::models::DEFAULT_ALIAS)]
+    pub models: Vec<String>,
+    /// The device.
     #[command(flatten)]
-    pub model: ModelArgs,
+    pub device: DeviceArgs,
+    /// The KV cache (`--context` applies to every model) and the replay route.
+    #[command(flatten)]
+    pub session: SessionArgs,
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
@@ -69,7 +92,7 @@ pub struct Args {
     /// context when smaller].
     #[arg(long)]
     pub max_tokens_limit: Option<u32>,
-    /// Testing only: arm a device fault once the model is loaded (`replay-timeout`,
+    /// Testing only: arm a device fault once the first model is loaded (`replay-timeout`,
     /// `queue-fault`): it fires at the first retained token.
     #[arg(long, hide = true, value_parser = parse_fault)]
     pub inject_fault: Option<hal::Injection>,
@@ -77,6 +100,28 @@ pub struct Args {
 
 fn parse_fault(s: &str) -> Result<hal::Injection, String> {
     crate::bench::arm::parse_fault(s)
+}
+
+/// A served model, opened at startup: what the handlers need, and what the worker loads.
+struct Opened {
+    /// The `--model` argument.
+    spec: String,
+    offered: Offered,
+    worker: WorkerModel,
+}
+
+/// Why a served model could not be opened.
+enum OpenFailure {
+    /// A usage or I/O error (exit 2).
+    Usage(anyhow::Error),
+    /// The model is unusable (exit 1): the message.
+    Model(String),
+}
+
+impl From<anyhow::Error> for OpenFailure {
+    fn from(error: anyhow::Error) -> Self {
+        Self::Usage(error)
+    }
 }
 
 /// Runs `redline serve` until SIGINT or SIGTERM.
@@ -87,32 +132,23 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     if args.queue == 0 {
         bail!("--queue must be at least 1");
     }
-    let opened = args.model.open()?;
-    let context = opened.context;
-    let limits = limits(args, context)?;
-    let tokenizer = match engine::model::tokenizer_from_gguf(&opened.file) {
-        Ok(tokenizer) => tokenizer,
-        Err(error) => {
-            eprintln!("redline: {error}");
-            return Ok(ExitCode::from(1));
+    let setup = args.session.check(&args.device)?;
+    let mut opened: Vec<Opened> = Vec::with_capacity(args.models.len());
+    for spec in &args.models {
+        match open(args, spec, &opened) {
+            Ok(model) => opened.push(model),
+            Err(OpenFailure::Usage(error)) => return Err(error),
+            Err(OpenFailure::Model(message)) => {
+                eprintln!("redline: --model {spec}: {message}");
+                return Ok(ExitCode::from(1));
+            }
         }
-    };
-    let template = chat_template(&opened.file);
-    let model = served_model(&opened)?;
-    drop(opened.file);
+    }
+    let (offered, models): (Vec<Offered>, Vec<WorkerModel>) = opened.into_iter().map(|o| (o.offered, o.worker)).unzip();
     let metrics = Arc::new(metrics::Metrics::default());
     let (queue, jobs) = tokio::sync::mpsc::channel(args.queue);
-    // The generation thread opens the file again: the map is not shared across threads.
-    let spec = LoadSpec {
-        path: opened.resolved.path,
-        sha256: model.sha256.clone(),
-        kind: opened.kind,
-        target: opened.target,
-        context,
-        config: opened.config,
-        admissions: opened.admissions,
-        inject_fault: args.inject_fault,
-    };
+    let SessionSetup { kind, target, config, admissions } = setup;
+    let spec = LoadSpec { models, kind, target, config, admissions, inject_fault: args.inject_fault };
     let (thread, device) = match worker::spawn(spec, jobs, Arc::clone(&metrics)) {
         Ok(started) => started,
         Err(message) => {
@@ -124,11 +160,9 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         queue,
         queue_capacity: args.queue,
         metrics,
-        model,
+        catalog: Catalog::new(offered),
         device,
-        tokenizer,
-        template,
-        limits,
+        body_bytes: args.max_body_bytes,
         serial: AtomicU64::new(0),
     };
     serve(args, state)?;
@@ -136,6 +170,33 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     thread.join().map_err(|_| anyhow::anyhow!("the generation thread panicked"))?;
     eprintln!("stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Opens `--model spec`: resolves it, refuses an id one of `earlier` serves, checks the limits
+/// against its context, reads its tokenizer, chat template and llama parameters (so that a
+/// model that cannot load fails at startup, not at its first request) and hashes it.
+fn open(args: &Args, spec: &str, earlier: &[Opened]) -> Result<Opened, OpenFailure> {
+    let ModelFile { resolved, file, context } = args.session.open_model(spec)?;
+    let id = resolved.entry.map_or_else(|| catalog::path_id(&resolved.path), |entry| entry.alias.to_owned());
+    if let Some(other) = earlier.iter().find(|o| o.offered.model.id == id) {
+        return Err(OpenFailure::Usage(anyhow::anyhow!(
+            "--model {} and --model {spec} are both served as '{id}': each served model needs its own id \
+             (its alias, or its file name without .gguf)",
+            other.spec
+        )));
+    }
+    let limits = limits(args, context).with_context(|| format!("--model {spec}"))?;
+    let tokenizer = engine::model::tokenizer_from_gguf(&file).map_err(|e| OpenFailure::Model(e.to_string()))?;
+    engine::model::LlamaParams::from_gguf(&file).map_err(|e| OpenFailure::Model(e.to_string()))?;
+    let template = chat_template(&id, &file);
+    let sha256 = crate::model_args::model_sha256(&resolved)?;
+    let path = resolved.path.display().to_string();
+    let model = ServedModel { id: id.clone(), path, sha256: sha256.clone(), created: unix_seconds() };
+    Ok(Opened {
+        spec: spec.to_owned(),
+        offered: Offered { model, tokenizer, template, limits },
+        worker: WorkerModel { id, path: resolved.path, file, sha256, context },
+    })
 }
 
 /// Binds, prints the address, and serves until a signal and the drain that follows.
@@ -160,7 +221,7 @@ fn serve(args: &Args, state: AppState) -> Result<()> {
     })
 }
 
-/// The limits, checked against the context.
+/// The limits, checked against a model's context.
 fn limits(args: &Args, context: u32) -> Result<Limits> {
     let context_tokens = usize::try_from(context)?;
     if context < 2 {
@@ -174,41 +235,23 @@ fn limits(args: &Args, context: u32) -> Result<Limits> {
     if max_tokens == 0 || max_tokens >= context {
         bail!("--max-tokens-limit {max_tokens}: must be in 1..{context} (the context)");
     }
-    Ok(Limits { body_bytes: args.max_body_bytes, prompt_tokens, max_tokens, context })
+    Ok(Limits { prompt_tokens, max_tokens, context })
 }
 
-/// The model's chat template, or `None` (chat completions then answer 400) with a warning.
-fn chat_template(file: &gguf::Gguf) -> Option<ChatTemplate> {
+/// Model `id`'s chat template, or `None` (its chat completions then answer 400) with a warning.
+fn chat_template(id: &str, file: &gguf::Gguf) -> Option<ChatTemplate> {
     let template = file.get("tokenizer.chat_template").and_then(|_| file.str("tokenizer.chat_template").ok());
     let Some(template) = template else {
-        eprintln!("warning: the model has no chat template; /v1/chat/completions will answer 400");
+        eprintln!("warning: the model '{id}' has no chat template; /v1/chat/completions will answer 400 for it");
         return None;
     };
     match ChatTemplate::from_gguf_template(template) {
         Ok(template) => Some(template),
         Err(error) => {
-            eprintln!("warning: {error}; /v1/chat/completions will answer 400");
+            eprintln!("warning: the model '{id}': {error}; /v1/chat/completions will answer 400 for it");
             None
         }
     }
-}
-
-/// The model as clients and the status page see it. An alias's file was just verified against
-/// its pinned digest; a path is hashed here.
-fn served_model(opened: &OpenedModel) -> Result<ServedModel> {
-    let sha256 = opened.sha256()?;
-    let resolved = &opened.resolved;
-    Ok(ServedModel {
-        id: resolved.entry.map_or_else(|| model_id(&resolved.path), |entry| entry.alias.to_owned()),
-        path: resolved.path.display().to_string(),
-        sha256,
-        created: unix_seconds(),
-    })
-}
-
-/// A path's model id: the file name without `.gguf`.
-fn model_id(path: &std::path::Path) -> String {
-    path.file_stem().map_or_else(|| path.display().to_string(), |stem| stem.to_string_lossy().into_owned())
 }
 
 fn unix_seconds() -> u64 {

@@ -35,6 +35,8 @@ pub(crate) struct Sampling {
 /// `POST /v1/completions`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct CompletionRequest {
+    /// The served model's id, if given.
+    pub model: Option<String>,
     /// The text to continue.
     pub prompt: String,
     /// Sampling settings.
@@ -44,6 +46,8 @@ pub(crate) struct CompletionRequest {
 /// `POST /v1/chat/completions`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ChatRequest {
+    /// The served model's id, if given.
+    pub model: Option<String>,
     /// The conversation.
     pub messages: Vec<Message>,
     /// Sampling settings.
@@ -105,7 +109,6 @@ fn required<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a Value, Ap
 /// The settings both endpoints share. `max_tokens_alias` is another name `max_tokens` may be
 /// given by (`max_completion_tokens` for chat).
 fn sampling(obj: &Map<String, Value>, max_tokens_alias: Option<&str>) -> Result<Sampling, ApiError> {
-    let _model: Option<String> = field(obj, "model", "a string")?;
     let n: Option<u64> = field(obj, "n", "an integer")?;
     if n.is_some_and(|n| n != 1) {
         return Err(ApiError::invalid("n", "invalid_value", "'n' must be 1: one choice per request"));
@@ -195,7 +198,7 @@ pub(crate) fn completion(body: &[u8]) -> Result<CompletionRequest, ApiError> {
             ));
         }
     };
-    Ok(CompletionRequest { prompt, sampling: sampling(&obj, None)? })
+    Ok(CompletionRequest { model: field(&obj, "model", "a string")?, prompt, sampling: sampling(&obj, None)? })
 }
 
 /// Parses a chat completions body.
@@ -208,7 +211,8 @@ pub(crate) fn chat(body: &[u8]) -> Result<ChatRequest, ApiError> {
         return Err(ApiError::invalid("messages", "invalid_value", "'messages' must hold at least one message"));
     }
     let messages = items.iter().enumerate().map(|(i, item)| message(i, item)).collect::<Result<_, _>>()?;
-    Ok(ChatRequest { messages, sampling: sampling(&obj, Some("max_completion_tokens"))? })
+    let model = field(&obj, "model", "a string")?;
+    Ok(ChatRequest { model, messages, sampling: sampling(&obj, Some("max_completion_tokens"))? })
 }
 
 /// Message `i`: `{"role", "content"}`, content a string or an array of text parts.
@@ -328,11 +332,13 @@ mod tests {
     #[test]
     fn valid_bodies_parse_and_extras_are_ignored() {
         let request = completion(br#"{"model": "m", "prompt": ["hi"], "max_tokens": 5, "temperature": 0, "stop": "x", "seed": 7, "logit_bias": {}, "user": "u"}"#).unwrap();
+        assert_eq!(request.model.as_deref(), Some("m"));
         assert_eq!(request.prompt, "hi");
         assert_eq!(request.sampling.max_tokens, Some(5));
         assert_eq!(request.sampling.stop, ["x"]);
         assert_eq!(request.sampling.seed, Some(7));
         let request = chat(br#"{"messages": [{"role": "developer", "content": [{"type": "text", "text": "be brief"}]}, {"role": "user", "content": "hi", "name": "me"}], "stream": true, "stream_options": {"include_usage": true}, "max_completion_tokens": 3}"#).unwrap();
+        assert_eq!(request.model, None);
         assert_eq!(request.messages, [Message::new("system", "be brief"), Message::new("user", "hi")]);
         assert!(request.sampling.stream && request.sampling.include_usage);
         assert_eq!(request.sampling.max_tokens, Some(3));

@@ -12,29 +12,17 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use engine::model::GenerateOptions;
-use tokenizer::{ChatTemplate, SamplerConfig, Tokenizer};
+use tokenizer::SamplerConfig;
 use tokio::sync::mpsc;
 
+use super::catalog::{Catalog, Limits, Offered};
 use super::error::ApiError;
 use super::metrics::{Metrics, QueueGauge};
 use super::request::{self, Sampling};
 use super::response::{Endpoint, Envelope};
-use super::status::{self, ServedModel};
+use super::status;
 use super::stream;
 use super::worker::{DeviceInfo, Event, Job};
-
-/// Request limits (`--max-*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Limits {
-    /// Body bytes at most.
-    pub body_bytes: usize,
-    /// Prompt tokens at most.
-    pub prompt_tokens: usize,
-    /// `max_tokens` at most.
-    pub max_tokens: u32,
-    /// KV-cache positions: prompt + new tokens at most.
-    pub context: u32,
-}
 
 /// What every handler shares.
 #[derive(Debug)]
@@ -43,18 +31,14 @@ pub(crate) struct AppState {
     pub queue: mpsc::Sender<Job>,
     /// `--queue`.
     pub queue_capacity: usize,
-    /// Counters and the route snapshot.
+    /// Counters and the generation thread's snapshot.
     pub metrics: Arc<Metrics>,
-    /// The served model.
-    pub model: ServedModel,
-    /// The device it runs on.
+    /// The served models.
+    pub catalog: Catalog,
+    /// The device they run on.
     pub device: DeviceInfo,
-    /// Its tokenizer (a copy of the session's).
-    pub tokenizer: Tokenizer,
-    /// Its chat template, when recognised.
-    pub template: Option<ChatTemplate>,
-    /// Limits.
-    pub limits: Limits,
+    /// Request bodies at most (`--max-body-bytes`).
+    pub body_bytes: usize,
     /// Makes response ids unique.
     pub serial: AtomicU64,
 }
@@ -77,7 +61,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/redline/status", get(status_page))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(state.limits.body_bytes))
+        .layer(DefaultBodyLimit::max(state.body_bytes))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), count_request))
         .with_state(state)
 }
@@ -111,11 +95,16 @@ async fn health() -> Response {
 }
 
 async fn models(State(state): State<Arc<AppState>>) -> Response {
-    axum::Json(serde_json::json!({
-        "object": "list",
-        "data": [{"id": state.model.id, "object": "model", "created": state.model.created, "owned_by": "redline"}],
-    }))
-    .into_response()
+    let data: Vec<serde_json::Value> = state
+        .catalog
+        .models()
+        .iter()
+        .map(|offered| {
+            let model = &offered.model;
+            serde_json::json!({"id": model.id, "object": "model", "created": model.created, "owned_by": "redline"})
+        })
+        .collect();
+    axum::Json(serde_json::json!({"object": "list", "data": data})).into_response()
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
@@ -125,7 +114,7 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
 
 async fn status_page(State(state): State<Arc<AppState>>) -> Response {
     let gauge = state.queue_gauge();
-    axum::Json(status::report(&state.model, &state.device, &state.metrics, gauge)).into_response()
+    axum::Json(status::report(&state.catalog, &state.device, &state.metrics, gauge)).into_response()
 }
 
 /// The body, or the error its rejection (too large, unreadable) calls for.
@@ -145,8 +134,10 @@ async fn completions(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let request = request::completion(&body(raw)?)?;
-    let prompt = state.tokenizer.encode(&request.prompt, false);
-    generate(&state, Endpoint::Completions, prompt, "prompt", request.sampling).await
+    let (model, offered) = state.catalog.select(request.model.as_deref())?;
+    let prompt = offered.tokenizer.encode(&request.prompt, false);
+    let job = Queued { model, offered, endpoint: Endpoint::Completions, prompt_param: "prompt" };
+    generate(&state, job, prompt, request.sampling).await
 }
 
 async fn chat_completions(
@@ -154,35 +145,46 @@ async fn chat_completions(
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let request = request::chat(&body(raw)?)?;
-    let Some(template) = &state.template else {
+    let (model, offered) = state.catalog.select(request.model.as_deref())?;
+    let Some(template) = &offered.template else {
         return Err(ApiError::request(
             StatusCode::BAD_REQUEST,
             "no_chat_template",
-            "the served model has no recognised chat template: use /v1/completions",
+            format!("the model '{}' has no recognised chat template: use /v1/completions", offered.model.id),
         ));
     };
-    let prompt = template.encode(&state.tokenizer, &request.messages, true);
-    generate(&state, Endpoint::Chat, prompt, "messages", request.sampling).await
+    let prompt = template.encode(&offered.tokenizer, &request.messages, true);
+    let job = Queued { model, offered, endpoint: Endpoint::Chat, prompt_param: "messages" };
+    generate(&state, job, prompt, request.sampling).await
 }
 
-/// Checks the limits, queues the job and answers (whole or streamed).
+/// Where a request goes: the served model (its index and entry), the endpoint, and the field
+/// the prompt came from.
+struct Queued<'a> {
+    model: usize,
+    offered: &'a Offered,
+    endpoint: Endpoint,
+    prompt_param: &'static str,
+}
+
+/// Checks the model's limits, queues the job and answers (whole or streamed).
 async fn generate(
     state: &AppState,
-    endpoint: Endpoint,
+    queued: Queued<'_>,
     prompt: Vec<u32>,
-    prompt_param: &str,
     sampling: Sampling,
 ) -> Result<Response, ApiError> {
-    let options = options(&state.limits, prompt.len(), prompt_param, &sampling)?;
+    let Queued { model, offered, endpoint, prompt_param } = queued;
+    let options = options(&offered.limits, prompt.len(), prompt_param, &sampling)?;
     let (events, mut received) = mpsc::unbounded_channel();
-    let job = Job { prompt, options, events };
+    let job = Job { model, prompt, options, events };
     state.queue.try_send(job).map_err(|error| match error {
         mpsc::error::TrySendError::Full(_) => ApiError::queue_full(state.queue_capacity),
         mpsc::error::TrySendError::Closed(_) => {
             ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "not_generating", "the generation thread has stopped")
         }
     })?;
-    let envelope = Envelope::new(endpoint, state.serial.fetch_add(1, Ordering::Relaxed), &state.model.id);
+    let envelope = Envelope::new(endpoint, state.serial.fetch_add(1, Ordering::Relaxed), &offered.model.id);
     if sampling.stream {
         return Ok(stream::response(envelope, received, sampling.include_usage));
     }

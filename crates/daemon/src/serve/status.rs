@@ -1,28 +1,19 @@
 //! `GET /redline/status`: which route the server's generations take and why, the device, the
-//! model and its digest, and the admission decision.
+//! loaded model and its digest, every served model, the model switches, and the admission
+//! decision of the loaded model.
 
 use serde_json::{Value, json};
 
+use super::catalog::{Catalog, ServedModel};
 use super::metrics::{Metrics, QueueGauge};
 use super::worker::DeviceInfo;
 
-/// The model being served.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ServedModel {
-    /// The id clients see (`/v1/models`, `model` in responses): the alias, or the file's stem.
-    pub id: String,
-    /// The GGUF file.
-    pub path: String,
-    /// Its SHA-256, lowercase hex.
-    pub sha256: String,
-    /// When the server loaded it, Unix seconds.
-    pub created: u64,
-}
-
 /// The status document.
-pub(crate) fn report(model: &ServedModel, device: &DeviceInfo, metrics: &Metrics, queue: QueueGauge) -> Value {
-    let proof = metrics.route();
-    let controller = proof.as_ref().map_or(Value::Null, |p| {
+pub(crate) fn report(catalog: &Catalog, device: &DeviceInfo, metrics: &Metrics, queue: QueueGauge) -> Value {
+    let snapshot = metrics.snapshot();
+    let proof = snapshot.as_ref().map(|s| &s.proof);
+    let loaded = snapshot.as_ref().and_then(|s| s.loaded.as_ref());
+    let controller = proof.map_or(Value::Null, |p| {
         json!({
             "state": p.state,
             "fallback_reason": p.fallback_reason,
@@ -34,16 +25,34 @@ pub(crate) fn report(model: &ServedModel, device: &DeviceInfo, metrics: &Metrics
             "last_ineligible": p.last_ineligible,
         })
     });
+    let models: Vec<Value> = catalog
+        .models()
+        .iter()
+        .enumerate()
+        .map(|(i, offered)| {
+            let mut model = identity(&offered.model);
+            model["loaded"] = json!(loaded.is_some_and(|(index, _)| *index == i));
+            model
+        })
+        .collect();
     json!({
-        "model": {"id": model.id, "path": model.path, "sha256": model.sha256},
+        // The loaded model; null after a switch that failed midway.
+        "model": loaded.and_then(|(index, _)| catalog.get(*index)).map(|offered| identity(&offered.model)),
+        "models": models,
+        "switches": snapshot.as_ref().map_or(0, |s| s.switches),
         "device": {"kind": device.kind, "arch": device.arch, "reason": device.reason},
         "controller": controller,
-        "tape": proof.as_ref().map(|p| &p.tape),
-        "submission": proof.as_ref().map(|p| &p.submission),
-        "shadow": proof.as_ref().map(|p| &p.shadow),
-        "observations": proof.as_ref().map(|p| &p.observations),
-        "admission": device.admission,
+        "tape": proof.map(|p| &p.tape),
+        "submission": proof.map(|p| &p.submission),
+        "shadow": proof.map(|p| &p.shadow),
+        "observations": proof.map(|p| &p.observations),
+        "admission": loaded.map(|(_, admission)| admission),
         "queue": {"depth": queue.depth, "capacity": queue.capacity},
         "generations": metrics.generations(),
     })
+}
+
+/// A model's id, path and digest.
+fn identity(model: &ServedModel) -> Value {
+    json!({"id": model.id, "path": model.path, "sha256": model.sha256})
 }

@@ -1,6 +1,8 @@
 //! The one generation thread: it owns the device and the [`Session`] (which stay on the thread
-//! that made them) and runs queued jobs in arrival order. A job whose client has gone is
-//! skipped, and a generation whose client goes stops at the next token.
+//! that made them) and runs queued jobs in arrival order. A job for another served model than
+//! the loaded one switches models first (a reconfiguration of the same session and device). A
+//! job whose client has gone is skipped, and a generation whose client goes stops at the next
+//! token.
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -9,18 +11,20 @@ use std::thread::JoinHandle;
 
 use crate::select::AnyDevice;
 use crate::select::{DeviceKind, select_for_model};
-use engine::admission::{AdmissionDecision, AdmissionRegistry};
+use engine::admission::AdmissionRegistry;
 use engine::model::{GenerateOptions, Session};
 use engine::replay::ReplayConfig;
 use hal::Device;
 use pm4_encoding::Target;
 use tokio::sync::mpsc;
 
-use super::metrics::Metrics;
+use super::metrics::{Metrics, Snapshot};
 
 /// One generation to run.
 #[derive(Debug)]
 pub(crate) struct Job {
+    /// The served model to run it with (an index into `--model` order).
+    pub model: usize,
     /// Prompt token ids (non-empty, fits the context with `options.max_tokens`).
     pub prompt: Vec<u32>,
     /// Sampling, stops, length.
@@ -49,28 +53,42 @@ pub(crate) struct Finished {
     pub finish_reason: &'static str,
 }
 
-/// What the worker needs to load the model.
-#[derive(Debug, Clone)]
-pub(crate) struct LoadSpec {
-    /// The GGUF file.
+/// A served model as the worker loads it.
+#[derive(Debug)]
+pub(crate) struct WorkerModel {
+    /// The id clients see, for messages and the reconfiguration's detail.
+    pub id: String,
+    /// The GGUF file, for messages.
     pub path: PathBuf,
+    /// The opened GGUF. Kept open (it is a read-only map of the file, so it costs address space
+    /// and reclaimable page cache rather than memory) so that a switch loads the bytes that were
+    /// hashed at startup, even if the path has since been replaced.
+    pub file: gguf::Gguf,
     /// Its SHA-256.
     pub sha256: String,
+    /// KV-cache positions.
+    pub context: u32,
+}
+
+/// What the worker needs to load the models.
+#[derive(Debug)]
+pub(crate) struct LoadSpec {
+    /// The served models in `--model` order (the index jobs carry); the first is loaded at
+    /// startup.
+    pub models: Vec<WorkerModel>,
     /// `--device`.
     pub kind: DeviceKind,
     /// `--arch`.
     pub target: Target,
-    /// KV-cache positions.
-    pub context: u32,
     /// The replay configuration.
     pub config: ReplayConfig,
     /// The admissions registry the default route is decided by.
     pub admissions: AdmissionRegistry,
-    /// A fault armed once the model is loaded (testing).
+    /// A fault armed once the first model is loaded (testing).
     pub inject_fault: Option<hal::Injection>,
 }
 
-/// The device the model was loaded on.
+/// The device the models run on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DeviceInfo {
     /// `sim` or `hsa`.
@@ -79,12 +97,10 @@ pub(crate) struct DeviceInfo {
     pub arch: String,
     /// Why this device was chosen.
     pub reason: String,
-    /// Whether the model is admitted to the retained route on this device, and why.
-    pub admission: AdmissionDecision,
 }
 
-/// Loads the model on a new thread and, once it is loaded, serves `jobs` there until every
-/// sender is dropped. Returns the thread and the device, or the load failure's message.
+/// Loads the first model on a new thread and, once it is loaded, serves `jobs` there until
+/// every sender is dropped. Returns the thread and the device, or the load failure's message.
 pub(crate) fn spawn(
     spec: LoadSpec,
     jobs: mpsc::Receiver<Job>,
@@ -93,11 +109,11 @@ pub(crate) fn spawn(
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("redline-generate".into())
-        .spawn(move || match load(&spec) {
-            Ok((session, device)) => {
-                metrics.set_route(session.route_proof());
+        .spawn(move || match load(spec) {
+            Ok((worker, device)) => {
+                metrics.set_snapshot(worker.snapshot());
                 if ready_tx.send(Ok(device)).is_ok() {
-                    serve_jobs(session, jobs, &metrics);
+                    serve_jobs(worker, jobs, &metrics);
                 }
             }
             Err(message) => {
@@ -115,37 +131,107 @@ pub(crate) fn spawn(
     }
 }
 
-/// Selects the device and loads the model.
-fn load(spec: &LoadSpec) -> Result<(Session<AnyDevice>, DeviceInfo), String> {
+/// The generation thread's state: one session on one device, holding one served model.
+struct Worker {
+    session: Session<AnyDevice>,
+    spec: LoadSpec,
+    /// The served model the session holds; `None` after a switch failed midway (the session
+    /// then holds no model it can run, and the next job reloads whichever it asks for).
+    loaded: Option<usize>,
+    /// Switches begun.
+    switches: u64,
+}
+
+/// Selects the device and loads the first model.
+fn load(spec: LoadSpec) -> Result<(Worker, DeviceInfo), String> {
     let (device, reason) = select_for_model(spec.kind, Some(spec.target)).map_err(|e| e.to_string())?;
     eprintln!("device: {reason}");
-    let file = gguf::Gguf::open(&spec.path).map_err(|e| format!("reading {}: {e}", spec.path.display()))?;
     let (kind, target) = (device.kind().name(), device.target());
-    eprintln!("loading {} ({} KV positions) onto the {} device ...", spec.path.display(), spec.context, kind);
+    let Some(first) = spec.models.first() else {
+        return Err("no model to serve".to_owned());
+    };
+    eprintln!("loading {} ({} KV positions) onto the {} device ...", first.path.display(), first.context, kind);
     let start = std::time::Instant::now();
-    let admission = crate::admit::decide(&spec.admissions, &file, &spec.sha256, target, kind);
+    let setting = crate::admit::Setting { kind, context: first.context, transport: spec.config.transport };
+    let admission = crate::admit::decide(&spec.admissions, &first.file, &first.sha256, &device, setting);
     eprintln!("admission: {}", admission.reason);
-    let mut session = Session::with_admission(device, &file, spec.context, spec.config.clone(), admission.clone())
+    let mut session = Session::with_admission(device, &first.file, first.context, spec.config.clone(), admission)
         .map_err(|e| e.to_string())?;
     eprintln!("model loaded in {:.1} s", start.elapsed().as_secs_f64());
     if let Some(fault) = spec.inject_fault {
         hal::FaultInjection::inject(session.device_mut(), fault).map_err(|e| format!("--inject-fault: {e}"))?;
         eprintln!("armed an injected {fault:?}");
     }
-    Ok((session, DeviceInfo { kind, arch: target.to_string(), reason, admission }))
+    let worker = Worker { session, spec, loaded: Some(0), switches: 0 };
+    Ok((worker, DeviceInfo { kind, arch: target.to_string(), reason }))
 }
 
-/// Runs jobs in arrival order until the queue closes.
-fn serve_jobs(mut session: Session<AnyDevice>, mut jobs: mpsc::Receiver<Job>, metrics: &Metrics) {
+impl Worker {
+    /// What the status page shows of the thread's state.
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            proof: self.session.route_proof(),
+            loaded: self.loaded.map(|index| (index, self.session.admission().clone())),
+            switches: self.switches,
+        }
+    }
+
+    /// Makes served model `index` the loaded one. The model already loaded stays as it is (a
+    /// request only begins a new sequence, which keeps a valid plan); another one reconfigures
+    /// the session: the controller releases the old plan, the device reset frees every object
+    /// of the old model, the new one loads and the controller is re-armed from its admission.
+    fn switch_to(&mut self, index: usize, metrics: &Metrics) -> Result<(), String> {
+        if self.loaded == Some(index) {
+            return Ok(());
+        }
+        let Some(to) = self.spec.models.get(index) else {
+            return Err(format!("no served model {index}: {} are served", self.spec.models.len()));
+        };
+        let from = self.loaded.and_then(|i| self.spec.models.get(i)).map_or("none (a switch failed)", |m| &m.id);
+        let why = format!("model switch {from} -> {}", to.id);
+        eprintln!("{why}: loading {} ({} KV positions) ...", to.path.display(), to.context);
+        let start = std::time::Instant::now();
+        let setting = crate::admit::Setting {
+            kind: self.session.device().kind().name(),
+            context: to.context,
+            transport: self.spec.config.transport,
+        };
+        let admission =
+            crate::admit::decide(&self.spec.admissions, &to.file, &to.sha256, self.session.device(), setting);
+        eprintln!("admission: {}", admission.reason);
+        self.switches += 1;
+        self.loaded = None;
+        let result = self.session.reconfigure(&to.file, to.context, admission, &why);
+        if result.is_ok() {
+            self.loaded = Some(index);
+            eprintln!("model {} loaded in {:.1} s", to.id, start.elapsed().as_secs_f64());
+        }
+        let result = result.map_err(|e| format!("switching to model '{}': {e}", to.id));
+        // The status page shows the reset (or the failed switch) before the new model's first
+        // forward.
+        metrics.set_snapshot(self.snapshot());
+        result
+    }
+}
+
+/// Runs jobs in arrival order until the queue closes, switching models between jobs.
+fn serve_jobs(mut worker: Worker, mut jobs: mpsc::Receiver<Job>, metrics: &Metrics) {
     while let Some(job) = jobs.blocking_recv() {
         if job.events.is_closed() {
             metrics.generation_cancelled(0);
             continue;
         }
         metrics.set_generating(true);
-        let done = run_job(&mut session, &job, metrics);
-        // The route snapshot is current before the client hears the generation ended.
-        metrics.set_route(session.route_proof());
+        let done = match worker.switch_to(job.model, metrics) {
+            Ok(()) => run_job(&mut worker.session, &job, metrics),
+            Err(message) => {
+                metrics.generation_failed();
+                eprintln!("redline: {message}");
+                Some(Err(message))
+            }
+        };
+        // The snapshot is current before the client hears the generation ended.
+        metrics.set_snapshot(worker.snapshot());
         metrics.set_generating(false);
         if let Some(done) = done {
             let _ = job.events.send(Event::Done(done));

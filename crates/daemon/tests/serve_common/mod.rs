@@ -19,13 +19,18 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(120);
 /// Written to a unique file and renamed into place: a server of a concurrent test may be
 /// reading (memory-mapping) the same path.
 pub fn tiny_model(name: &str, context_length: u32) -> PathBuf {
+    tiny_model_seeded(name, context_length, gguf::TinyLlamaConfig::default().seed)
+}
+
+/// [`tiny_model`] with the weights of `seed` (another seed is another model).
+pub fn tiny_model_seeded(name: &str, context_length: u32, seed: u64) -> PathBuf {
     static WRITES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{name}.gguf"));
     let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let scratch = dir.join(format!("{name}.{}.{n}.tmp", std::process::id()));
-    let config = gguf::TinyLlamaConfig { context_length, ..gguf::TinyLlamaConfig::default() };
+    let config = gguf::TinyLlamaConfig { context_length, seed, ..gguf::TinyLlamaConfig::default() };
     gguf::write_tiny_llama(&scratch, &config).unwrap();
     std::fs::rename(&scratch, &path).unwrap();
     path

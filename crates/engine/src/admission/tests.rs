@@ -1,12 +1,15 @@
 use super::*;
+use lowering::plan::Transport;
 
 const SHA: &str = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+const KV: &str = "f32:layer,position,kv_head,head_dim";
 
 fn row_json(arch: &str, kind: &str, fixture: &str) -> String {
     format!(
         r#"{{"arch": "{arch}", "device_kind": "{kind}",
             "model_format": {{"container": "gguf", "architecture": "llama", "tensor_types": ["F32", "Q4_1", "Q8_0"]}},
-            "model_sha256": "{SHA}", "fixture": "{fixture}"}}"#
+            "model_sha256": "{SHA}", "max_context": 1024, "kv_layout": "{KV}", "transport": "pm4",
+            "fixture": "{fixture}"}}"#
     )
 }
 
@@ -27,7 +30,16 @@ fn format(types: &[&str]) -> ModelFormat {
 }
 
 fn query<'a>(arch: Target, kind: &'a str, devices: u32, f: &'a ModelFormat, sha: &'a str) -> AdmissionQuery<'a> {
-    AdmissionQuery { arch, device_kind: kind, devices, model_format: f, model_sha256: sha }
+    AdmissionQuery {
+        arch,
+        device_kind: kind,
+        devices,
+        model_format: f,
+        model_sha256: sha,
+        context: 1024,
+        kv_layout: KV,
+        transport: Transport::Pm4,
+    }
 }
 
 fn one_row() -> AdmissionRegistry {
@@ -66,6 +78,36 @@ fn every_mismatch_is_refused_with_its_reason() {
 }
 
 #[test]
+fn a_longer_context_another_kv_layout_or_transport_is_refused_naming_the_row() {
+    let reg = one_row();
+    let f = format(&["F32", "Q4_1", "Q8_0"]);
+    let shorter = AdmissionQuery { context: 32, ..query(Target::Gfx1100, "sim", 1, &f, SHA) };
+    assert!(reg.decide(&shorter).admitted, "a shorter context is within the evidence");
+    let cases = [
+        (
+            AdmissionQuery { context: 1025, ..query(Target::Gfx1100, "sim", 1, &f, SHA) },
+            "context 1025 exceeds the 1024 positions row 0 (fixture smollm2-135m-gfx1100-sim) certifies",
+        ),
+        (
+            AdmissionQuery {
+                kv_layout: "f16:layer,position,kv_head,head_dim",
+                ..query(Target::Gfx1100, "sim", 1, &f, SHA)
+            },
+            "KV layout f16:layer,position,kv_head,head_dim is not the f32:layer,position,kv_head,head_dim row 0",
+        ),
+        (
+            AdmissionQuery { transport: Transport::Aql, ..query(Target::Gfx1100, "sim", 1, &f, SHA) },
+            "transport aql is not the pm4 row 0",
+        ),
+    ];
+    for (q, needle) in cases {
+        let d = reg.decide(&q);
+        assert!(!d.admitted && d.row.is_none(), "{q:?}");
+        assert!(d.reason.contains(needle), "{q:?}: {}", d.reason);
+    }
+}
+
+#[test]
 fn an_uncertified_tensor_type_set_is_refused_even_with_the_digest() {
     let reg = one_row();
     for types in [&["F32", "Q4_1"][..], &["F32", "Q4_1", "Q8_0", "F16"], &["F32", "Q8_0", "unknown(99)"]] {
@@ -89,6 +131,8 @@ fn wildcards_are_rejected_naming_row_and_field() {
         (good.replace("\"llama\"", "\"*\""), "model_format.architecture"),
         (good.replace("\"Q8_0\"", "\"Q*\""), "model_format.tensor_types"),
         (good.replace("smollm2-135m-gfx1100-sim", "smollm2-*"), "fixture"),
+        (good.replace("\"pm4\"", "\"any\""), "transport"),
+        (good.replace(KV, "*"), "kv_layout"),
     ];
     for (row, field) in cases {
         let text = registry(&[row_json("gfx1201", "sim", "smollm2-135m-gfx1201-sim"), row]);
@@ -111,6 +155,12 @@ fn empty_missing_and_malformed_fields_are_rejected() {
         (good.replace("\"Q8_0\"", "\"Q4_1\""), "model_format.tensor_types"),
         (good.replace("\"fixture\": \"smollm2-135m-gfx1100-sim\"", "\"fixture\": 7"), "fixture"),
         (good.replace("\"fixture\"", "\"evidence\""), "fixture"),
+        (good.replace("\"max_context\": 1024", "\"max_context\": 0"), "max_context"),
+        (good.replace("\"max_context\": 1024", "\"max_context\": \"1024\""), "max_context"),
+        (good.replace("\"max_context\"", "\"context\""), "max_context"),
+        (good.replace(KV, ""), "kv_layout"),
+        (good.replace("\"transport\": \"pm4\"", "\"transport\": \"pm5\""), "transport"),
+        (good.replace("\"transport\"", "\"route\""), "transport"),
     ];
     for (row, field) in cases {
         let err = AdmissionRegistry::parse(&registry(&[row]), None).unwrap_err();

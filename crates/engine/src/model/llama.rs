@@ -111,6 +111,13 @@ pub struct KvCacheLayout {
 }
 
 impl KvCacheLayout {
+    /// The layout's scheme, without its sizes: the element type and the index order
+    /// outermost first (`f32:layer,position,kv_head,head_dim`), as admission rows name it.
+    #[must_use]
+    pub fn scheme(&self) -> String {
+        format!("{}:layer,position,kv_head,head_dim", self.element)
+    }
+
     /// The layout of a cache of `context` positions for a model of `p`.
     #[must_use]
     pub fn of(p: &LlamaParams, context: u32) -> Self {
