@@ -337,209 +337,130 @@ macro_rules! suite {
         $crate::suite!($make, $crate::run_here);
     };
     ($make:expr, $run:path) => {
+        $crate::conformance_test!($make, $run, allocation_identity, $crate::allocation_identity, one);
+        $crate::conformance_test!($make, $run, copies, $crate::copies, one);
+        $crate::conformance_test!($make, $run, host_stores, $crate::host_stores, one);
+        $crate::conformance_test!(
+            $make,
+            $run,
+            code_objects_and_the_kernel_table,
+            $crate::code_objects_and_the_kernel_table,
+            one
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            prepare_refuses_a_kernel_the_verdict_rejects,
+            $crate::prepare_refuses_a_kernel_the_verdict_rejects,
+            one
+        );
+        $crate::conformance_test!($make, $run, ordinary_launches, $crate::ordinary_launches, two);
+        $crate::conformance_test!(
+            $make,
+            $run,
+            submissions_name_the_packets_of_each_doorbell,
+            $crate::submissions_name_the_packets_of_each_doorbell,
+            one
+        );
+        $crate::conformance_test!($make, $run, signals_and_bounded_waits, $crate::signals_and_bounded_waits, one);
+        $crate::conformance_test!($make, $run, plans_replay_and_go_stale, $crate::plans_replay_and_go_stale, two);
+        $crate::conformance_test!($make, $run, a_model_forward_waits_once, $crate::a_model_forward_waits_once, two);
+        $crate::conformance_test!($make, $run, a_fault_fails_closed, $crate::a_fault_fails_closed, one);
+        $crate::conformance_test!(
+            $make,
+            $run,
+            replay_failure_is_worded_and_sticky,
+            $crate::route::replay_failure_is_worded_and_sticky,
+            one
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            manual_shadow_failure_is_worded_and_changes_no_route,
+            $crate::route::manual_shadow_failure_is_worded_and_changes_no_route,
+            one
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            preparation_failure_is_worded_and_sticky,
+            $crate::route::preparation_failure_is_worded_and_sticky,
+            two
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            recorder_capacity_is_named_and_sticky,
+            $crate::route::recorder_capacity_is_named_and_sticky,
+            two
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            a_broken_capture_contract_is_named_and_sticky,
+            $crate::route::a_broken_capture_contract_is_named_and_sticky,
+            two
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            reconfiguration_is_worded_and_re_arms,
+            $crate::route::reconfiguration_is_worded_and_re_arms,
+            two
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            only_the_next_continuation_replays,
+            $crate::route::only_the_next_continuation_replays,
+            two
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            a_position_past_the_calibrated_maximum_is_refused_by_name,
+            $crate::route::a_position_past_the_calibrated_maximum_is_refused_by_name,
+            two
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            the_shadow_backend_never_routes_product_forwards,
+            $crate::route::the_shadow_backend_never_routes_product_forwards,
+            two
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            shadow_parity_over_the_whole_context,
+            $crate::route::shadow_parity_over_the_whole_context,
+            one
+        );
+        $crate::conformance_test!($make, $run, topology, $crate::topology, one);
+    };
+}
+
+/// One `#[test]` of [`suite!`]: `$body` on a fresh device of each of [`TARGETS`] (`one`), or on
+/// two fresh devices of it, the second a reference (`two`), run by `$run`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! conformance_test {
+    ($make:expr, $run:path, $name:ident, $body:path, one) => {
         #[test]
-        fn allocation_identity() {
-            $run(stringify!(allocation_identity), &|| {
+        fn $name() {
+            $run(stringify!($name), &|| {
                 for target in $crate::TARGETS {
-                    $crate::allocation_identity(&mut ($make)(target));
+                    $body(&mut ($make)(target));
                 }
             });
         }
-
+    };
+    ($make:expr, $run:path, $name:ident, $body:path, two) => {
         #[test]
-        fn copies() {
-            $run(stringify!(copies), &|| {
+        fn $name() {
+            $run(stringify!($name), &|| {
                 for target in $crate::TARGETS {
-                    $crate::copies(&mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn host_stores() {
-            $run(stringify!(host_stores), &|| {
-                for target in $crate::TARGETS {
-                    $crate::host_stores(&mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn code_objects_and_the_kernel_table() {
-            $run(stringify!(code_objects_and_the_kernel_table), &|| {
-                for target in $crate::TARGETS {
-                    $crate::code_objects_and_the_kernel_table(&mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn prepare_refuses_a_kernel_the_verdict_rejects() {
-            $run(stringify!(prepare_refuses_a_kernel_the_verdict_rejects), &|| {
-                for target in $crate::TARGETS {
-                    $crate::prepare_refuses_a_kernel_the_verdict_rejects(&mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn ordinary_launches() {
-            $run(stringify!(ordinary_launches), &|| {
-                for target in $crate::TARGETS {
-                    $crate::ordinary_launches(&mut ($make)(target), &mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn submissions_name_the_packets_of_each_doorbell() {
-            $run(stringify!(submissions_name_the_packets_of_each_doorbell), &|| {
-                for target in $crate::TARGETS {
-                    $crate::submissions_name_the_packets_of_each_doorbell(&mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn signals_and_bounded_waits() {
-            $run(stringify!(signals_and_bounded_waits), &|| {
-                for target in $crate::TARGETS {
-                    $crate::signals_and_bounded_waits(&mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn plans_replay_and_go_stale() {
-            $run(stringify!(plans_replay_and_go_stale), &|| {
-                for target in $crate::TARGETS {
-                    $crate::plans_replay_and_go_stale(&mut ($make)(target), &mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn a_model_forward_waits_once() {
-            $run(stringify!(a_model_forward_waits_once), &|| {
-                for target in $crate::TARGETS {
-                    $crate::a_model_forward_waits_once(&mut ($make)(target), &mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn a_fault_fails_closed() {
-            $run(stringify!(a_fault_fails_closed), &|| {
-                for target in $crate::TARGETS {
-                    $crate::a_fault_fails_closed(&mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn replay_failure_is_worded_and_sticky() {
-            $run(stringify!(replay_failure_is_worded_and_sticky), &|| {
-                for target in $crate::TARGETS {
-                    $crate::route::replay_failure_is_worded_and_sticky(&mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn manual_shadow_failure_is_worded_and_changes_no_route() {
-            $run(stringify!(manual_shadow_failure_is_worded_and_changes_no_route), &|| {
-                for target in $crate::TARGETS {
-                    $crate::route::manual_shadow_failure_is_worded_and_changes_no_route(&mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn preparation_failure_is_worded_and_sticky() {
-            $run(stringify!(preparation_failure_is_worded_and_sticky), &|| {
-                for target in $crate::TARGETS {
-                    $crate::route::preparation_failure_is_worded_and_sticky(&mut ($make)(target), &mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn recorder_capacity_is_named_and_sticky() {
-            $run(stringify!(recorder_capacity_is_named_and_sticky), &|| {
-                for target in $crate::TARGETS {
-                    $crate::route::recorder_capacity_is_named_and_sticky(&mut ($make)(target), &mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn a_broken_capture_contract_is_named_and_sticky() {
-            $run(stringify!(a_broken_capture_contract_is_named_and_sticky), &|| {
-                for target in $crate::TARGETS {
-                    $crate::route::a_broken_capture_contract_is_named_and_sticky(
-                        &mut ($make)(target),
-                        &mut ($make)(target),
-                    );
-                }
-            });
-        }
-
-        #[test]
-        fn reconfiguration_is_worded_and_re_arms() {
-            $run(stringify!(reconfiguration_is_worded_and_re_arms), &|| {
-                for target in $crate::TARGETS {
-                    $crate::route::reconfiguration_is_worded_and_re_arms(&mut ($make)(target), &mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn only_the_next_continuation_replays() {
-            $run(stringify!(only_the_next_continuation_replays), &|| {
-                for target in $crate::TARGETS {
-                    $crate::route::only_the_next_continuation_replays(&mut ($make)(target), &mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn a_position_past_the_calibrated_maximum_is_refused_by_name() {
-            $run(stringify!(a_position_past_the_calibrated_maximum_is_refused_by_name), &|| {
-                for target in $crate::TARGETS {
-                    $crate::route::a_position_past_the_calibrated_maximum_is_refused_by_name(
-                        &mut ($make)(target),
-                        &mut ($make)(target),
-                    );
-                }
-            });
-        }
-
-        #[test]
-        fn the_shadow_backend_never_routes_product_forwards() {
-            $run(stringify!(the_shadow_backend_never_routes_product_forwards), &|| {
-                for target in $crate::TARGETS {
-                    $crate::route::the_shadow_backend_never_routes_product_forwards(
-                        &mut ($make)(target),
-                        &mut ($make)(target),
-                    );
-                }
-            });
-        }
-
-        #[test]
-        fn shadow_parity_over_the_whole_context() {
-            $run(stringify!(shadow_parity_over_the_whole_context), &|| {
-                for target in $crate::TARGETS {
-                    $crate::route::shadow_parity_over_the_whole_context(&mut ($make)(target));
-                }
-            });
-        }
-
-        #[test]
-        fn topology() {
-            $run(stringify!(topology), &|| {
-                for target in $crate::TARGETS {
-                    $crate::topology(&mut ($make)(target));
+                    $body(&mut ($make)(target), &mut ($make)(target));
                 }
             });
         }
