@@ -436,6 +436,13 @@ macro_rules! suite {
             $crate::route::shadow_parity_over_the_whole_context,
             one
         );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            batched_prefill_is_the_prompt_step_by_step,
+            $crate::route::batched_prefill_is_the_prompt_step_by_step,
+            two
+        );
         $crate::conformance_test!($make, $run, topology, $crate::topology, one);
     };
 }

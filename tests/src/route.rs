@@ -537,3 +537,65 @@ pub fn shadow_parity_over_the_whole_context<D: Device>(device: &mut D) {
     assert!(text.contains(&format!("position {context} is beyond the workload's maximum {}", context - 1)), "{text}");
     assert_eq!(controller.state(), &State::Ready, "a refused position is not a route failure");
 }
+
+/// A batched prefill is the prompt run step by step, bit for bit: the tiny llama's 37-token
+/// prompt in passes of 16, 16 and 5 tokens leaves the same logits and the same K and V caches as
+/// 37 prompt steps on a second device; each pass is one ineligible, ordinary forward naming its
+/// last position; the continuation after it is eligible and the route records, prepares and
+/// replays as after a step-by-step prompt, with the same logits at every decode step.
+pub fn batched_prefill_is_the_prompt_step_by_step<D: Device>(device: &mut D, second: &mut D) {
+    use engine::model::Llama;
+    let model_config = gguf::TinyLlamaConfig::default();
+    let file = gguf::Gguf::parse(gguf::tiny_llama(&model_config)).unwrap();
+    let prompt: Vec<u32> = (0..37).map(|i| (i * 7 + 3) % 200).collect();
+    let surface = |model: &Llama, device: &mut D, name: &str| {
+        let s = model.surfaces().iter().find(|s| s.name == name).unwrap();
+        let mut bytes = vec![0u8; usize::try_from(s.bytes).unwrap()];
+        device.read(s.va, &mut bytes).unwrap();
+        bytes
+    };
+    let mut arms = Vec::new();
+    for (device, batched) in [(&mut *device, true), (&mut *second, false)] {
+        let mut model = Llama::load(device, &file, model_config.context_length).unwrap();
+        let mut controller = ReplayController::new(config(Backend::Auto, Transport::Pm4));
+        controller.configure_model_default(true);
+        let mut funnel = Funnel::new(4096);
+        if batched {
+            for (i, pass) in prompt.chunks(16).enumerate() {
+                let first = u32::try_from(i * 16).unwrap();
+                let report = controller.prefill(device, &mut funnel, &mut model, first, pass).unwrap();
+                let last = first + u32::try_from(pass.len()).unwrap() - 1;
+                assert_eq!((report.route, report.eligible, report.position), (Route::Ordinary, false, last));
+                assert_eq!(report.ineligible, Some(Ineligible::Prompt { position: last }));
+                assert!(report.ordinary_launches > 0);
+            }
+            assert_eq!(controller.observations().ineligible_forwards, 3, "one forward per pass");
+        } else {
+            for (position, &token) in (0u32..).zip(&prompt) {
+                model.set_token(token).unwrap();
+                controller.forward(device, &mut funnel, &mut model, position, Step::Prompt).unwrap();
+            }
+        }
+        let mut logits = vec![model.logits(device).unwrap()];
+        let caches = [surface(&model, device, "k_cache"), surface(&model, device, "v_cache")];
+        let mut routes = Vec::new();
+        for position in 37..45u32 {
+            let last = logits.last().unwrap();
+            let argmax = (0..last.len()).max_by(|&a, &b| last[a].total_cmp(&last[b])).unwrap();
+            model.set_token(u32::try_from(argmax).unwrap()).unwrap();
+            let report = controller.forward(device, &mut funnel, &mut model, position, Step::Continuation).unwrap();
+            assert!(report.eligible, "position {position} follows the prompt: {:?}", report.ineligible);
+            routes.push(report.route);
+            logits.push(model.logits(device).unwrap());
+        }
+        assert_eq!(controller.state(), &State::Ready);
+        arms.push((logits, caches, routes));
+    }
+    let bits =
+        |l: &Vec<Vec<f32>>| l.iter().map(|v| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>()).collect::<Vec<_>>();
+    let (batched, stepped) = (&arms[0], &arms[1]);
+    assert!(bits(&batched.0) == bits(&stepped.0), "logits differ between batched and step-by-step prefill");
+    assert!(batched.1 == stepped.1, "the KV caches differ between batched and step-by-step prefill");
+    assert_eq!(batched.2, stepped.2);
+    assert!(batched.2.contains(&Route::Retained), "{:?}", batched.2);
+}

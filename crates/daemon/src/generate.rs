@@ -171,6 +171,8 @@ fn one(
             "prompt_tokens": generation.prompt_tokens,
             "finish_reason": generation.finish_reason,
             "tokens_per_second": generation.tokens_per_second(),
+            "prefill_tokens_per_second": generation.prefill_tokens_per_second(),
+            "time_to_first_token_seconds": generation.prefill_time.as_secs_f64(),
             "model": {"path": model.path, "sha256": model.sha256},
             "route": proof,
             "admission": session.admission(),
@@ -187,10 +189,13 @@ fn one(
 /// Speed, route and controller state after a generation.
 fn summary(generation: &engine::model::Generation, proof: &engine::replay::RouteProof) {
     eprintln!(
-        "{} prompt + {} new tokens ({}); decode {:.2} tok/s; state {}; retained tokens {}, ordinary {}, recorded {}, shadow {}",
+        "{} prompt + {} new tokens ({}); prefill {:.1} tok/s (first token after {:.3} s); decode {:.2} tok/s; state {}; \
+         retained tokens {}, ordinary {}, recorded {}, shadow {}",
         generation.prompt_tokens,
         generation.tokens.len(),
         generation.finish_reason,
+        generation.prefill_tokens_per_second(),
+        generation.prefill_time.as_secs_f64(),
         generation.tokens_per_second(),
         proof.state,
         proof.observations.retained,

@@ -152,7 +152,7 @@ fn inspect_agrees_with_llvm_readelf_for_every_checked_in_code_object() {
         check(&file, &elf, &inspect(&file, None));
         checked += 1;
     }
-    assert_eq!(checked, 70, "every single code object of the manifest");
+    assert_eq!(checked, 75, "every single code object of the manifest");
 }
 
 #[test]

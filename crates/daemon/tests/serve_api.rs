@@ -132,8 +132,9 @@ fn models_health_metrics_and_status_describe_the_server() {
     assert_eq!(server.metric("redline_prompt_tokens_total"), prompt as f64);
     assert!(server.metric("redline_decode_tokens_per_second") > 0.0);
     assert_eq!(server.metric("redline_queue_depth"), 0.0);
-    // Every prompt token and every generated token but the last is one forward; after the
-    // recordings, the continuations take the retained route.
+    // The prompt is one batched prefill forward (it is shorter than a pass of 128 tokens) and
+    // every generated token but the last is one forward; after the recordings, the
+    // continuations take the retained route.
     let route = |name: &str| {
         let line = format!("redline_replay_forwards_total{{route=\"{name}\"}} ");
         text.lines()
@@ -143,9 +144,14 @@ fn models_health_metrics_and_status_describe_the_server() {
             .unwrap()
     };
     let forwards = ["retained", "ordinary", "recorded", "shadow"].map(route);
-    assert_eq!(forwards.iter().sum::<f64>(), prompt as f64 + tokens - 1.0, "{text}");
+    assert!(prompt < 128);
+    assert_eq!(forwards.iter().sum::<f64>(), 1.0 + tokens - 1.0, "{text}");
     assert!(forwards[0] > 0.0, "{text}");
-    assert!(forwards[1] + forwards[2] >= prompt as f64, "the prefill is never retained: {text}");
+    assert!(forwards[1] >= 1.0, "the prefill is never retained: {text}");
+    // One finished generation: its time to first token is in the histogram.
+    assert_eq!(server.metric("redline_time_to_first_token_seconds_count"), 1.0, "{text}");
+    assert!(server.metric("redline_time_to_first_token_seconds_sum") > 0.0, "{text}");
+    assert!(text.contains("redline_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1\n"), "{text}");
 
     let status = server.get("/redline/status").json();
     assert_eq!(status["controller"]["state"], "ready", "{status}");

@@ -7,14 +7,20 @@
 //!   then its logits read back (where the host waits for the launches).
 //! - `retained_token`: one decode forward of a `Ready` controller (one PM4-IB submission), then
 //!   its logits read back.
+//! - `prefill_128`: a 128-token prompt as one batched prefill pass (ordinary launches of the
+//!   `prefill` kernels), then the last token's logits read back.
 //! - `weights_copy_floor`: copying as many bytes as the model's weights (what every token must
 //!   read at least once) from one buffer to another: bytes per token / copy bandwidth, the time
 //!   a memory-bound decode cannot beat on this machine.
 //!
-//! Tokens per second are `1 / time`; the ratios between the rows are the result (the machine is
-//! shared). The soft device runs every kernel's CPU reference, so both routes are compute-bound
-//! here; the retained route removes the host's per-launch work, not the kernels' work.
+//! Tokens per second are `1 / time` (`128 / time` for the prefill); the ratios between the rows
+//! are the result (the machine is shared), printed at the end of the run from the same
+//! measurements: each decode route as a fraction of the floor's tok/s, the prefill as a
+//! multiple of the decode tok/s. The soft device runs every kernel's CPU reference with its
+//! strict checks on, so both routes are compute-bound here; the retained route removes the
+//! host's per-launch work, not the kernels' work.
 
+use std::cell::Cell;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -22,6 +28,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use engine::funnel::Funnel;
 use engine::model::Llama;
 use engine::replay::{Backend, ReplayConfig, ReplayController, State, Step};
+use engine::workload::Workload;
 use gguf::Gguf;
 use pm4_encoding::Target;
 use soft_device::SimDevice;
@@ -30,6 +37,8 @@ const CONTEXT: u32 = 512;
 /// Decode positions cycle through `FIRST..CONTEXT`: a step's cost depends on its position only
 /// through attention, and both routes see the same positions.
 const FIRST: u32 = 8;
+/// Prompt tokens of the prefill row: one batched pass.
+const PREFILL_TOKENS: u32 = engine::model::PREFILL_CHUNK;
 
 struct Arm {
     device: SimDevice,
@@ -67,6 +76,33 @@ impl Arm {
     }
 }
 
+/// Mean time per iteration over every timed iteration of a row (criterion's warm-up included).
+#[derive(Default)]
+struct Mean {
+    total: Cell<Duration>,
+    iterations: Cell<u64>,
+}
+
+impl Mean {
+    /// Times `iters` calls of `f`, adding them to the mean.
+    fn time(&self, iters: u64, mut f: impl FnMut()) -> Duration {
+        let start = Instant::now();
+        for _ in 0..iters {
+            f();
+        }
+        let elapsed = start.elapsed();
+        self.total.set(self.total.get() + elapsed);
+        self.iterations.set(self.iterations.get() + iters);
+        elapsed
+    }
+
+    /// Iterations per second.
+    fn per_second(&self) -> f64 {
+        let iterations = self.iterations.get() as f64;
+        iterations / self.total.get().as_secs_f64().max(f64::MIN_POSITIVE)
+    }
+}
+
 fn decode(c: &mut Criterion) {
     let Ok(path) = std::env::var("REDLINE_SMOLLM2_GGUF") else {
         eprintln!("REDLINE_SMOLLM2_GGUF is not set: run `redline pull smollm2-135m` and point it at the GGUF");
@@ -76,33 +112,57 @@ fn decode(c: &mut Criterion) {
     let weight_bytes: usize = file.tensors().iter().map(|t| usize::try_from(t.byte_len().unwrap_or(0)).unwrap()).sum();
     let mut group = c.benchmark_group("decode_smollm2");
     group.sample_size(10).warm_up_time(Duration::from_secs(2)).measurement_time(Duration::from_secs(15));
+    let (ordinary_mean, retained_mean, prefill_mean, floor_mean) =
+        (Mean::default(), Mean::default(), Mean::default(), Mean::default());
 
     let mut ordinary = Arm::new(&file, Backend::Hip);
-    group.bench_function("ordinary_token", |b| b.iter(|| ordinary.token()));
+    group.bench_function("ordinary_token", |b| b.iter_custom(|iters| ordinary_mean.time(iters, || ordinary.token())));
     drop(ordinary);
 
     let mut retained = Arm::new(&file, Backend::Auto);
     assert_eq!(retained.controller.state(), &State::Ready, "the retained arm is prepared");
     let before = retained.controller.observations().retained;
-    group.bench_function("retained_token", |b| b.iter(|| retained.token()));
+    group.bench_function("retained_token", |b| b.iter_custom(|iters| retained_mean.time(iters, || retained.token())));
     assert!(retained.controller.observations().retained > before, "the retained arm replayed");
     assert_eq!(retained.controller.state(), &State::Ready);
     drop(retained);
+
+    let mut device = SimDevice::new(Target::Gfx1100);
+    let mut model = Llama::load(&mut device, &file, CONTEXT).unwrap();
+    let mut funnel = Funnel::new(4096);
+    let prompt: Vec<u32> = (0..PREFILL_TOKENS).map(|i| 1000 + 37 * i).collect();
+    group.bench_function("prefill_128", |b| {
+        b.iter_custom(|iters| {
+            prefill_mean.time(iters, || {
+                model.prefill(&mut device, &mut funnel, 0, &prompt).unwrap();
+                black_box(model.logits(&mut device).unwrap());
+            })
+        });
+    });
+    drop(model);
 
     let source = vec![1u8; weight_bytes];
     let mut target = vec![0u8; weight_bytes];
     group.bench_function("weights_copy_floor", |b| {
         b.iter_custom(|iters| {
-            let start = Instant::now();
-            for _ in 0..iters {
+            floor_mean.time(iters, || {
                 target.copy_from_slice(black_box(&source));
                 black_box(&mut target);
-            }
-            start.elapsed()
+            })
         });
     });
-    eprintln!("weights per token: {weight_bytes} bytes");
     group.finish();
+    let floor = floor_mean.per_second();
+    let (ordinary, retained) = (ordinary_mean.per_second(), retained_mean.per_second());
+    let prefill = prefill_mean.per_second() * f64::from(PREFILL_TOKENS);
+    eprintln!("weights per token: {weight_bytes} bytes; weights-copy floor {floor:.1} tok/s");
+    eprintln!("decode ordinary {ordinary:.1} tok/s = {:.2} x floor", ordinary / floor);
+    eprintln!("decode retained {retained:.1} tok/s = {:.2} x floor", retained / floor);
+    eprintln!(
+        "prefill of {PREFILL_TOKENS} tokens {prefill:.1} tok/s = {:.1} x ordinary decode, {:.1} x retained decode",
+        prefill / ordinary,
+        prefill / retained
+    );
 }
 
 criterion_group!(benches, decode);

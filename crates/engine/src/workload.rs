@@ -174,4 +174,28 @@ pub trait Workload {
 
     /// The largest position the step supports.
     fn max_position(&self) -> u32;
+
+    /// The most prompt tokens one [`Workload::prefill`] pass takes; 0 (the provided value) when
+    /// the workload has no batched prefill and its prompt runs step by step.
+    fn prefill_chunk(&self) -> u32 {
+        0
+    }
+
+    /// Runs the prompt tokens `tokens` at positions `first..first + tokens.len()` in one pass of
+    /// ordinary launches (at most [`Workload::prefill_chunk`] tokens), leaving the state a step
+    /// at each of those positions in turn would leave (the KV cache rows, and the logits of the
+    /// last token). A prefill is never recorded: it is not a single-token continuation.
+    ///
+    /// # Errors
+    /// [`WorkloadError`]; the provided method refuses every prefill (there is no batched path).
+    fn prefill(
+        &mut self,
+        device: &mut dyn Device,
+        funnel: &mut Funnel,
+        first: u32,
+        tokens: &[u32],
+    ) -> Result<(), WorkloadError> {
+        let _ = (device, funnel, first, tokens);
+        Err(WorkloadError::Init(format!("workload {} has no batched prefill", self.name())))
+    }
 }

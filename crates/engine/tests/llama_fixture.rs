@@ -75,6 +75,66 @@ fn smollm2_greedy_tokens_and_logits_match_the_f64_reference() {
     println!("largest top-5 logit difference from the f64 reference: {worst:.5}");
 }
 
+/// The reference prompts prefilled in one batched pass ([`Workload::prefill`]): the logits of the
+/// last prompt token are the bits of the step-by-step prefill (and so within [`TOLERANCE`] of the
+/// f64 reference), the KV caches are the same bits, and the greedy continuation is the
+/// reference's.
+#[test]
+fn smollm2_batched_prefill_gives_the_step_by_step_bits_and_the_reference_tokens() {
+    let Some(path) = fixture_path() else { return };
+    let file = Gguf::open(&path).unwrap();
+    let reference: Value = serde_json::from_slice(
+        &std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../daemon/tests/data/smollm2_reference.json")).unwrap(),
+    )
+    .unwrap();
+    let caches = |model: &Llama, device: &mut SimDevice| -> Vec<Vec<u8>> {
+        ["k_cache", "v_cache"]
+            .iter()
+            .map(|name| model.surfaces().iter().find(|s| s.name == *name).unwrap().snapshot(device).unwrap())
+            .collect()
+    };
+    for prompt in reference["prompts"].as_array().unwrap() {
+        let prompt_ids = ids(&prompt["prompt_ids"]);
+        let greedy = ids(&prompt["greedy_ids"]);
+        let mut arms = Vec::new();
+        for batched in [true, false] {
+            let mut device = SimDevice::new(Target::Gfx1100);
+            let mut model = Llama::load(&mut device, &file, 64).unwrap();
+            let mut funnel = Funnel::new(4096);
+            if batched {
+                model.prefill(&mut device, &mut funnel, 0, &prompt_ids).unwrap();
+            } else {
+                for (position, &t) in (0u32..).zip(&prompt_ids) {
+                    model.set_token(t).unwrap();
+                    model.prepare_step(&mut device, &mut funnel, position).unwrap();
+                    model.step(&mut device, &mut funnel, position).unwrap();
+                }
+            }
+            let logits = model.logits(&mut device).unwrap();
+            let expected = &prompt["steps"][0];
+            for (id, value) in ids(&expected["top_ids"]).iter().zip(expected["top_logits"].as_array().unwrap()) {
+                let diff = (f64::from(logits[usize::try_from(*id).unwrap()]) - value.as_f64().unwrap()).abs();
+                assert!(diff <= TOLERANCE, "{}: token {id}: {diff}", prompt["name"]);
+            }
+            let mut tokens = Vec::new();
+            let mut step_logits = logits.clone();
+            for position in (0u32..).skip(prompt_ids.len()).take(STEPS) {
+                let argmax = (0..step_logits.len()).max_by(|&a, &b| step_logits[a].total_cmp(&step_logits[b])).unwrap();
+                let token = u32::try_from(argmax).unwrap();
+                tokens.push(token);
+                model.set_token(token).unwrap();
+                model.prepare_step(&mut device, &mut funnel, position).unwrap();
+                model.step(&mut device, &mut funnel, position).unwrap();
+                step_logits = model.logits(&mut device).unwrap();
+            }
+            assert_eq!(tokens, greedy[..STEPS], "{} (batched {batched})", prompt["name"]);
+            arms.push((logits.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), caches(&model, &mut device)));
+        }
+        assert!(arms[0].0 == arms[1].0, "{}: the logits differ from the step-by-step prefill", prompt["name"]);
+        assert!(arms[0].1 == arms[1].1, "{}: the KV caches differ from the step-by-step prefill", prompt["name"]);
+    }
+}
+
 /// Greedy decode of the France prompt for `steps` tokens through a controller with `config`;
 /// returns the tokens and the controller.
 fn decode_fixture(file: &Gguf, target: Target, config: ReplayConfig, steps: usize) -> (Vec<u32>, ReplayController) {

@@ -24,9 +24,10 @@ fn breaking_from_on_text_cancels_before_the_next_forward() {
     let full = session.generate(&prompt, &options, |_| ControlFlow::Continue(())).unwrap();
     assert_eq!(full.tokens.len(), 24, "the tiny model should not stop early: {:?}", full.finish_reason);
 
-    // The callback is asked once per prefill forward but the last, then once per token: stop
-    // at the fifth generated token.
-    let stop_at = prompt.len() - 1 + 5;
+    // The callback is asked once per prefill pass but the last (the prompt is one pass), then
+    // once per token: stop at the fifth generated token.
+    assert!(prompt.len() <= usize::try_from(session.prefill_chunk()).unwrap());
+    let stop_at = 5;
     let mut calls = 0;
     let cancelled = session
         .generate(&prompt, &options, |_| {
@@ -40,8 +41,12 @@ fn breaking_from_on_text_cancels_before_the_next_forward() {
     assert!(cancelled.decode_forwards < 5, "{} decode forwards after the break", cancelled.decode_forwards);
     assert!(full.text.starts_with(&cancelled.text));
 
-    // Over a long prompt, the callback is asked after every prefill forward but the last.
+    // Over a prompt of several passes (two tokens each here), the callback is asked after every
+    // pass but the last.
+    session.set_prefill_chunk(2);
+    assert_eq!(session.prefill_chunk(), 2);
     let long = session.tokenizer().encode("a long prompt of many tokens", false);
+    let passes = long.len().div_ceil(2);
     let mut prefill_calls = 0;
     let stopped = session
         .generate(&long, &options, |piece| {
@@ -50,7 +55,7 @@ fn breaking_from_on_text_cancels_before_the_next_forward() {
             if prefill_calls == 3 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
         })
         .unwrap();
-    assert!(long.len() > 4, "{long:?}");
+    assert!(passes > 4, "{long:?}");
     assert_eq!((stopped.finish_reason, stopped.tokens.len(), prefill_calls), ("cancelled", 0, 3));
     let mut calls = 0;
     let whole = session
@@ -59,9 +64,13 @@ fn breaking_from_on_text_cancels_before_the_next_forward() {
             ControlFlow::Continue(())
         })
         .unwrap();
-    assert_eq!(calls, long.len() - 1 + whole.tokens.len() + usize::from(whole.finish_reason == "length"));
+    assert_eq!(calls, passes - 1 + whole.tokens.len() + usize::from(whole.finish_reason == "length"));
 
-    let again = session.generate(&prompt, &options, |_| ControlFlow::Continue(())).unwrap();
-    assert_eq!(again.tokens, full.tokens);
-    assert_eq!(again.finish_reason, "length");
+    // Passes of two tokens, or the prompt step by step, give the one-pass tokens.
+    for chunk in [2, 1] {
+        session.set_prefill_chunk(chunk);
+        let again = session.generate(&prompt, &options, |_| ControlFlow::Continue(())).unwrap();
+        assert_eq!(again.tokens, full.tokens, "prefill chunk {chunk}");
+        assert_eq!(again.finish_reason, "length");
+    }
 }

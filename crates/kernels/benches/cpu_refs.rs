@@ -1,7 +1,9 @@
 //! The CPU references the soft device runs every token of a 135M-parameter llama model with:
 //! the Q4_1 matrix-vector product at the model's FFN shapes (1536 x 576 and 576 x 1536), with
-//! the f32 `matvec` reference at the same shapes as the baseline, and attention over 256
-//! positions (9 query heads, 3 KV heads, head size 64).
+//! the f32 `matvec` reference at the same shapes as the baseline, the batched `matmul_q4_1` of a
+//! 128-token prefill pass at the first shape (its time over 128 tokens against `matvec_q4_1`'s
+//! over one is the batching gain), and attention over 256 positions (9 query heads, 3 KV heads,
+//! head size 64).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kernels::cpu::{self, CpuReference, Q4_1_BLOCK_BYTES};
@@ -122,5 +124,28 @@ fn attention(c: &mut Criterion) {
     bench_launch(c, "attention n=256 heads=9 kv_heads=3 head_dim=64", cpu::attention, &mut memory, &launch);
 }
 
-criterion_group!(benches, matvecs, attention);
+fn matmul(c: &mut Criterion) {
+    let (rows, cols, n) = (1536u32, 576u32, 128u32);
+    let (r, k, t) = (rows as usize, cols as usize, n as usize);
+    let mut memory = HostMemory::new();
+    map(&mut memory, Y, &vec![0; 4 * r * t]);
+    map(&mut memory, X, &floats(k * t, 3));
+    map(&mut memory, A, &q4_1(r * k / 32));
+    let kernarg_bytes = kernarg(
+        &signature::MATMUL_Q4_1,
+        &[("y", Y), ("w", A), ("x", X)],
+        &[("rows", rows), ("cols", cols), ("n", n)],
+        &[],
+        32,
+    );
+    let launch = Launch {
+        kernarg: &kernarg_bytes,
+        grid_size: [rows * 32, 1, 1],
+        workgroup_size: [32, 1, 1],
+        dynamic_lds_bytes: 0,
+    };
+    bench_launch(c, &format!("matmul_q4_1 {rows}x{cols} n={n}"), cpu::matmul_q4_1, &mut memory, &launch);
+}
+
+criterion_group!(benches, matvecs, matmul, attention);
 criterion_main!(benches);

@@ -431,6 +431,89 @@ pub static SILU_MUL: EffectsDecl = EffectsDecl {
     ],
 };
 
+/// Bytes of `n` (argument 5) rows of `rows` (argument 3) or `cols` (argument 4) floats: the
+/// token-major operands of `matmul_q4_1` and `matmul_q8_0`.
+const MATMUL_Y: Extent = Mul(&Mul(&Const(4), &Arg(5)), &Arg(3));
+const MATMUL_X: Extent = Mul(&Mul(&Const(4), &Arg(5)), &Arg(4));
+
+/// `matmul_q4_1` (rows 3, cols 4, n 5): writes `y[t][r]` for `t < n`, declared as all `4 * n *
+/// rows` bytes (conservative when the grid has fewer work-groups than rows: every token's row is
+/// then cut short); reads `min(rows, number_of_workgroups_x)` rows of `cols / 32` 20-byte
+/// blocks of `w` and `4 * n * cols` bytes of `x`.
+pub static MATMUL_Q4_1: EffectsDecl = EffectsDecl {
+    kernel: "matmul_q4_1",
+    args: signature::MATMUL_Q4_1.explicit_args,
+    effects: &[
+        effect(0, signature::matmul_q::Y, Write, MATMUL_Y),
+        effect(1, signature::matmul_q::W, Read, Mul(&GROUP_ROWS3, &Q4_1_ROW)),
+        effect(2, signature::matmul_q::X, Read, MATMUL_X),
+    ],
+};
+
+/// `matmul_q8_0`: as [`MATMUL_Q4_1`] with 34-byte blocks.
+pub static MATMUL_Q8_0: EffectsDecl = EffectsDecl {
+    kernel: "matmul_q8_0",
+    args: signature::MATMUL_Q8_0.explicit_args,
+    effects: &[
+        effect(0, signature::matmul_q::Y, Write, MATMUL_Y),
+        effect(1, signature::matmul_q::W, Read, Mul(&GROUP_ROWS3, &Q8_0_ROW)),
+        effect(2, signature::matmul_q::X, Read, MATMUL_X),
+    ],
+};
+
+/// `get_rows_q8_0` (cols 3, rows 4, n 5): writes `out[0, 4 * min(n * cols, grid_size_x))`; reads
+/// `4 * n` bytes of `tokens` (conservative when the grid ends before the last row) and,
+/// conservatively, the whole table (the rows read are data): `rows * (cols / 32) * 34` bytes.
+pub static GET_ROWS_Q8_0: EffectsDecl = EffectsDecl {
+    kernel: "get_rows_q8_0",
+    args: signature::GET_ROWS_Q8_0.explicit_args,
+    effects: &[
+        effect(0, signature::get_rows_q8_0::OUT, Write, Mul(&Const(4), &Min(&Mul(&Arg(5), &Arg(3)), &GridSizeX))),
+        effect(1, signature::get_rows_q8_0::TABLE, Read, Mul(&Arg(4), &Mul(&Div(&Arg(3), 32), &Const(34)))),
+        effect(2, signature::get_rows_q8_0::TOKENS, Read, Mul(&Const(4), &Arg(5))),
+    ],
+};
+
+/// `rope_rows` (pos0 2, heads 3, head_dim 4, n 5): reads and writes 8 bytes of `x` per rotated
+/// pair, `min(n * heads * (head_dim / 2), grid_size_x)` pairs; reads the `(cos, sin)` rows of
+/// positions `0..pos0 + n` of `table` (conservative: rows before `pos0` are not read).
+pub static ROPE_ROWS: EffectsDecl = EffectsDecl {
+    kernel: "rope_rows",
+    args: signature::ROPE_ROWS.explicit_args,
+    effects: &[
+        effect(
+            0,
+            signature::rope_rows::X,
+            ReadWrite,
+            Mul(&Const(8), &Min(&Mul(&Arg(5), &Mul(&Arg(3), &Div(&Arg(4), 2))), &GridSizeX)),
+        ),
+        effect(1, signature::rope_rows::TABLE, Read, Mul(&Const(8), &Mul(&Add(&Arg(2), &Arg(5)), &Div(&Arg(4), 2)))),
+    ],
+};
+
+/// (row, head) work-groups `attention_rows` runs (n 6, heads 7): `min(n * heads,
+/// number_of_workgroups_x)`.
+const ATTENTION_ROWS_GROUPS: Extent = Min(&Mul(&Arg(6), &Arg(7)), &WorkgroupCountX);
+/// Bytes of one cache tensor up to the last row's position (pos0 5, n 6, kv_heads 8,
+/// head_dim 9): `4 * (pos0 + n) * kv_heads * head_dim`.
+const ATTENTION_ROWS_CACHE: Extent = Mul(&Mul(&Const(4), &Add(&Arg(5), &Arg(6))), &Mul(&Arg(8), &Arg(9)));
+
+/// `attention_rows` (pos0 5, n 6, heads 7, kv_heads 8, head_dim 9, scores_stride 10): per
+/// (row, head) work-group, writes `out` and reads `q` (`4 * head_dim` bytes each) and reads and
+/// writes a `scores` row (`4 * scores_stride` bytes: conservative, row `t` touches
+/// `pos0 + t + 1`); reads positions `0..pos0 + n` of both caches.
+pub static ATTENTION_ROWS: EffectsDecl = EffectsDecl {
+    kernel: "attention_rows",
+    args: signature::ATTENTION_ROWS.explicit_args,
+    effects: &[
+        effect(0, signature::attention_rows::OUT, Write, Mul(&Mul(&Const(4), &ATTENTION_ROWS_GROUPS), &Arg(9))),
+        effect(1, signature::attention_rows::Q, Read, Mul(&Mul(&Const(4), &ATTENTION_ROWS_GROUPS), &Arg(9))),
+        effect(2, signature::attention_rows::K_CACHE, Read, ATTENTION_ROWS_CACHE),
+        effect(3, signature::attention_rows::V_CACHE, Read, ATTENTION_ROWS_CACHE),
+        effect(4, signature::attention_rows::SCORES, ReadWrite, Mul(&Mul(&Const(4), &ATTENTION_ROWS_GROUPS), &Arg(10))),
+    ],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,6 +58,18 @@ pub trait DeviceMemory {
     /// [`MemoryFault`] when any byte of the range is not writable; nothing is written then.
     fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault>;
 
+    /// The `len` bytes at `address` in place, when the address space can lend them (memory it
+    /// owns, inside one allocation, readable): a read with no copy. `None` says only that this
+    /// access cannot be lent; the caller then reads with [`DeviceMemory::read`], which reports
+    /// the fault if there is one. The provided method lends nothing.
+    ///
+    /// A view is one read access: an implementation that checks accesses (the soft device's
+    /// effect guard) checks the whole range once, as it would for one `read` of it.
+    fn view(&self, address: u64, len: usize) -> Option<&[u8]> {
+        let _ = (address, len);
+        None
+    }
+
     /// Reads `out.len()` little-endian `u32` values starting at `address` (one access).
     ///
     /// # Errors
@@ -299,6 +311,11 @@ impl DeviceMemory for HostMemory {
         Ok(())
     }
 
+    fn view(&self, address: u64, len: usize) -> Option<&[u8]> {
+        let (_, bytes, offset) = locate_entry(&self.allocations, |bytes| len_u64(bytes), address, len).ok()?;
+        bytes.get(offset..offset.checked_add(len)?)
+    }
+
     fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {
         if data.is_empty() {
             return Ok(());
@@ -350,6 +367,19 @@ mod tests {
         // The failed write left the allocation untouched.
         assert!(m.allocation(0x1000).unwrap().iter().all(|&b| b == 0));
         assert_eq!(m.read(0, &mut []), Ok(()));
+    }
+
+    #[test]
+    fn views_lend_exactly_what_a_read_would_give() {
+        let mut m = memory();
+        m.write(0x1003, &[1, 2, 3]).unwrap();
+        assert_eq!(m.view(0x1002, 4), Some(&[0, 1, 2, 3][..]));
+        assert_eq!(m.view(0x1000, 16).map(<[u8]>::len), Some(16));
+        // Whatever a read refuses, a view does not lend.
+        for (address, len) in [(0x0ffc, 4), (0x100e, 4), (0x1018, 4), (u64::MAX - 1, 4), (0x1000, 17)] {
+            assert!(m.read(address, &mut vec![0; len]).is_err());
+            assert_eq!(m.view(address, len), None, "{address:#x} + {len}");
+        }
     }
 
     #[test]

@@ -72,6 +72,16 @@ pub static MODULES: &[ModuleDecl] = &[
             def(&signature::SILU_MUL, cpu::silu_mul, &effects::SILU_MUL),
         ],
     },
+    ModuleDecl {
+        module: "prefill",
+        kernels: &[
+            def(&signature::MATMUL_Q4_1, cpu::matmul_q4_1, &effects::MATMUL_Q4_1),
+            def(&signature::MATMUL_Q8_0, cpu::matmul_q8_0, &effects::MATMUL_Q8_0),
+            def(&signature::GET_ROWS_Q8_0, cpu::get_rows_q8_0, &effects::GET_ROWS_Q8_0),
+            def(&signature::ROPE_ROWS, cpu::rope_rows, &effects::ROPE_ROWS),
+            def(&signature::ATTENTION_ROWS, cpu::attention_rows, &effects::ATTENTION_ROWS),
+        ],
+    },
 ];
 
 /// Fixture code objects (`fixtures/gfxNNNN/<stem>.co`) that are a module built with other flags:

@@ -328,6 +328,97 @@ pub mod silu_mul {
     pub const N: ArgDecl = ArgDecl::u32("n", 24);
 }
 
+/// `matmul_q4_1`/`matmul_q8_0(float* y, const unsigned char* w, const float* x, u32 rows,
+/// u32 cols, u32 n)` (module `prefill`): `y` and `x` are `n` rows of `rows` and `cols` floats.
+pub mod matmul_q {
+    use super::ArgDecl;
+    /// `float* y`: `n` rows of `rows` floats.
+    pub const Y: ArgDecl = ArgDecl::global_buffer("y", 0);
+    /// `const unsigned char* w`: `rows` rows of `cols / 32` blocks.
+    pub const W: ArgDecl = ArgDecl::global_buffer("w", 8);
+    /// `const float* x`: `n` rows of `cols` floats.
+    pub const X: ArgDecl = ArgDecl::global_buffer("x", 16);
+    /// `u32 rows`.
+    pub const ROWS: ArgDecl = ArgDecl::u32("rows", 24);
+    /// `u32 cols`: a multiple of 32.
+    pub const COLS: ArgDecl = ArgDecl::u32("cols", 28);
+    /// `u32 n`: tokens.
+    pub const N: ArgDecl = ArgDecl::u32("n", 32);
+    /// `MATMUL_BLOCK` in `hip/prefill.hip`: the required work-group size (one wave32 per row).
+    pub const BLOCK: u16 = 32;
+    /// `MATMUL_TILE` in `hip/prefill.hip`: tokens per pass of the kernel's token loop.
+    pub const TILE: u32 = 8;
+}
+
+/// `get_rows_q8_0(float* out, const unsigned char* table, const u32* tokens, u32 cols, u32 rows,
+/// u32 n)` (module `prefill`).
+pub mod get_rows_q8_0 {
+    use super::ArgDecl;
+    /// `float* out`: `n` rows of `cols` floats.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `const unsigned char* table`: `rows` rows of `cols / 32` Q8_0 blocks.
+    pub const TABLE: ArgDecl = ArgDecl::global_buffer("table", 8);
+    /// `const u32* tokens`: the `n` rows to read, as data.
+    pub const TOKENS: ArgDecl = ArgDecl::global_buffer("tokens", 16);
+    /// `u32 cols`: a multiple of 32.
+    pub const COLS: ArgDecl = ArgDecl::u32("cols", 24);
+    /// `u32 rows`.
+    pub const ROWS: ArgDecl = ArgDecl::u32("rows", 28);
+    /// `u32 n`: tokens.
+    pub const N: ArgDecl = ArgDecl::u32("n", 32);
+}
+
+/// `rope_rows(float* x, const float* table, u32 pos0, u32 heads, u32 head_dim, u32 n)` (module
+/// `prefill`).
+pub mod rope_rows {
+    use super::ArgDecl;
+    /// `float* x`: `n` rows of `heads * head_dim` floats.
+    pub const X: ArgDecl = ArgDecl::global_buffer("x", 0);
+    /// `const float* table`: `(cos, sin)` pairs, `head_dim / 2` per position.
+    pub const TABLE: ArgDecl = ArgDecl::global_buffer("table", 8);
+    /// `u32 pos0`: the position of row 0.
+    pub const POS0: ArgDecl = ArgDecl::u32("pos0", 16);
+    /// `u32 heads`.
+    pub const HEADS: ArgDecl = ArgDecl::u32("heads", 20);
+    /// `u32 head_dim`.
+    pub const HEAD_DIM: ArgDecl = ArgDecl::u32("head_dim", 24);
+    /// `u32 n`: rows.
+    pub const N: ArgDecl = ArgDecl::u32("n", 28);
+}
+
+/// `attention_rows(float* out, const float* q, const float* k_cache, const float* v_cache,
+/// float* scores, u32 pos0, u32 n, u32 heads, u32 kv_heads, u32 head_dim, u32 scores_stride,
+/// float scale)` (module `prefill`).
+pub mod attention_rows {
+    use super::ArgDecl;
+    /// `float* out`: `n` rows of `heads * head_dim` floats.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `const float* q`: `n` rows of `heads * head_dim` floats.
+    pub const Q: ArgDecl = ArgDecl::global_buffer("q", 8);
+    /// `const float* k_cache`: `[position][kv_heads * head_dim]`.
+    pub const K_CACHE: ArgDecl = ArgDecl::global_buffer("k_cache", 16);
+    /// `const float* v_cache`: `[position][kv_heads * head_dim]`.
+    pub const V_CACHE: ArgDecl = ArgDecl::global_buffer("v_cache", 24);
+    /// `float* scores`: `n * heads` rows of `scores_stride` floats of scratch.
+    pub const SCORES: ArgDecl = ArgDecl::global_buffer("scores", 32);
+    /// `u32 pos0`: the position of query row 0.
+    pub const POS0: ArgDecl = ArgDecl::u32("pos0", 40);
+    /// `u32 n`: query rows.
+    pub const N: ArgDecl = ArgDecl::u32("n", 44);
+    /// `u32 heads`.
+    pub const HEADS: ArgDecl = ArgDecl::u32("heads", 48);
+    /// `u32 kv_heads`.
+    pub const KV_HEADS: ArgDecl = ArgDecl::u32("kv_heads", 52);
+    /// `u32 head_dim`.
+    pub const HEAD_DIM: ArgDecl = ArgDecl::u32("head_dim", 56);
+    /// `u32 scores_stride`.
+    pub const SCORES_STRIDE: ArgDecl = ArgDecl::u32("scores_stride", 60);
+    /// `float scale`.
+    pub const SCALE: ArgDecl = ArgDecl::f32("scale", 64);
+    /// `ATTN_BLOCK` in `hip/prefill.hip`: the required work-group size.
+    pub const BLOCK: u16 = 64;
+}
+
 const fn plain(name: &'static str, explicit_args: &'static [ArgDecl], hidden_group_size_x: usize) -> Signature {
     Signature {
         name,
@@ -415,6 +506,54 @@ pub static ATTENTION: Signature = fixed(
 );
 /// `silu_mul` in module `llama`.
 pub static SILU_MUL: Signature = plain("silu_mul", &[silu_mul::OUT, silu_mul::GATE, silu_mul::UP, silu_mul::N], 44);
+
+const MATMUL_ARGS: &[ArgDecl] = &[matmul_q::Y, matmul_q::W, matmul_q::X, matmul_q::ROWS, matmul_q::COLS, matmul_q::N];
+
+/// `matmul_q4_1` in module `prefill`: one wave32 per weight row, `float partial[8][32]` of
+/// static LDS.
+pub static MATMUL_Q4_1: Signature = fixed("matmul_q4_1", MATMUL_ARGS, matmul_q::BLOCK, 4 * 8 * 32);
+/// `matmul_q8_0` in module `prefill`: as [`MATMUL_Q4_1`].
+pub static MATMUL_Q8_0: Signature = fixed("matmul_q8_0", MATMUL_ARGS, matmul_q::BLOCK, 4 * 8 * 32);
+/// `get_rows_q8_0` in module `prefill`.
+pub static GET_ROWS_Q8_0: Signature = plain(
+    "get_rows_q8_0",
+    &[
+        get_rows_q8_0::OUT,
+        get_rows_q8_0::TABLE,
+        get_rows_q8_0::TOKENS,
+        get_rows_q8_0::COLS,
+        get_rows_q8_0::ROWS,
+        get_rows_q8_0::N,
+    ],
+    52,
+);
+/// `rope_rows` in module `prefill`.
+pub static ROPE_ROWS: Signature = plain(
+    "rope_rows",
+    &[rope_rows::X, rope_rows::TABLE, rope_rows::POS0, rope_rows::HEADS, rope_rows::HEAD_DIM, rope_rows::N],
+    44,
+);
+/// `attention_rows` in module `prefill`: [`attention_rows::BLOCK`] work-items per (row, head),
+/// `float red[64]` of static LDS.
+pub static ATTENTION_ROWS: Signature = fixed(
+    "attention_rows",
+    &[
+        attention_rows::OUT,
+        attention_rows::Q,
+        attention_rows::K_CACHE,
+        attention_rows::V_CACHE,
+        attention_rows::SCORES,
+        attention_rows::POS0,
+        attention_rows::N,
+        attention_rows::HEADS,
+        attention_rows::KV_HEADS,
+        attention_rows::HEAD_DIM,
+        attention_rows::SCORES_STRIDE,
+        attention_rows::SCALE,
+    ],
+    attention_rows::BLOCK,
+    4 * 64,
+);
 
 #[cfg(test)]
 mod tests {

@@ -7,9 +7,12 @@
 
 mod common;
 
-use common::{Kernarg, Rng, SENTINEL, buffer, f32_of, launch_1d, read_bits, run, sentinel_buffer};
+use common::{
+    Kernarg, Rng, SENTINEL, buffer, f32_of, launch_1d, map_bytes, q4_1_matrix, q8_0_matrix, read_bits, rope_table, run,
+    sentinel_buffer, u32_of,
+};
 use kernels::cpu::{self, CpuReference, Q4_1_BLOCK_BYTES, Q8_0_BLOCK_BYTES};
-use kernels::memory::{DeviceMemory, HostMemory};
+use kernels::memory::HostMemory;
 use kernels::signature;
 
 const OUT: u64 = 0x10_0000;
@@ -19,64 +22,6 @@ const TOKEN: u64 = 0x40_0000;
 const K: u64 = 0x50_0000;
 const V: u64 = 0x60_0000;
 const SCORES: u64 = 0x70_0000;
-
-/// A test size as a kernel's `u32` argument.
-fn u32_of(v: usize) -> u32 {
-    u32::try_from(v).unwrap()
-}
-
-/// The binary16 value of `bits` from its definition, in `f64` (finite values only).
-fn f16_value(bits: u16) -> f64 {
-    let (s, e, m) = (bits >> 15, (bits >> 10) & 0x1f, f64::from(bits & 0x3ff));
-    let magnitude =
-        if e == 0 { m / 1024.0 * 2f64.powi(-14) } else { (1.0 + m / 1024.0) * 2f64.powi(i32::from(e) - 15) };
-    if s == 1 { -magnitude } else { magnitude }
-}
-
-/// A random finite f16 of magnitude in [2^-8, 2^-1), either sign.
-fn random_f16(rng: &mut Rng) -> u16 {
-    let bits = rng.next_u64();
-    let exponent = 7 + (bits % 7) as u16; // 2^-8 .. 2^-2
-    let mantissa = ((bits >> 8) & 0x3ff) as u16;
-    let sign = ((bits >> 20) & 1) as u16;
-    (sign << 15) | (exponent << 10) | mantissa
-}
-
-/// `rows x cols` random Q4_1 blocks and the matrix they encode, in `f64`.
-fn q4_1_matrix(rng: &mut Rng, rows: usize, cols: usize) -> (Vec<u8>, Vec<f64>) {
-    let mut bytes = Vec::new();
-    let mut values = Vec::new();
-    for _ in 0..rows * cols / 32 {
-        let (d, m) = (random_f16(rng), random_f16(rng));
-        let qs: Vec<u8> = (0..16).map(|_| (rng.next_u64() >> 56) as u8).collect();
-        bytes.extend(d.to_le_bytes());
-        bytes.extend(m.to_le_bytes());
-        bytes.extend(&qs);
-        let (d, m) = (f16_value(d), f16_value(m));
-        values.extend(qs.iter().map(|q| f64::from(q & 15) * d + m));
-        values.extend(qs.iter().map(|q| f64::from(q >> 4) * d + m));
-    }
-    (bytes, values)
-}
-
-/// `rows x cols` random Q8_0 blocks and the matrix they encode, in `f64`.
-fn q8_0_matrix(rng: &mut Rng, rows: usize, cols: usize) -> (Vec<u8>, Vec<f64>) {
-    let mut bytes = Vec::new();
-    let mut values = Vec::new();
-    for _ in 0..rows * cols / 32 {
-        let d = random_f16(rng);
-        let qs: Vec<i8> = (0..32).map(|_| (rng.next_u64() >> 56) as u8 as i8).collect();
-        bytes.extend(d.to_le_bytes());
-        bytes.extend(qs.iter().map(|q| q.to_le_bytes()[0]));
-        values.extend(qs.iter().map(|&q| f64::from(q) * f16_value(d)));
-    }
-    (bytes, values)
-}
-
-fn map_bytes(memory: &mut HostMemory, base: u64, bytes: &[u8]) {
-    memory.allocate(base, bytes.len() as u64).unwrap();
-    memory.write(base, bytes).unwrap();
-}
 
 fn matvec_q(cpu: CpuReference, sig: &'static signature::Signature, w: &[u8], x: &[f32], rows: u32) -> Vec<u32> {
     let cols = u32_of(x.len());
@@ -207,21 +152,6 @@ fn get_row_q8_0_writes_nothing_for_an_out_of_range_token() {
         let got = get_row(&table, token, 64, 3, 64);
         assert!(got.iter().all(|&b| b == SENTINEL), "token {token}");
     }
-}
-
-/// The host's rope table: `(cos, sin)` of `pos * theta_i`, `theta_i = 10000^(-2i / head_dim)`,
-/// for positions `0..positions`.
-fn rope_table(positions: usize, head_dim: usize) -> Vec<f32> {
-    let half = head_dim / 2;
-    let mut table = Vec::new();
-    for pos in 0..positions {
-        for i in 0..half {
-            let angle = pos as f64 * 10000f64.powf(-2.0 * i as f64 / head_dim as f64);
-            table.push(f32_of(angle.cos()));
-            table.push(f32_of(angle.sin()));
-        }
-    }
-    table
 }
 
 /// `x0 * c - x1 * s` or `x0 * s + x1 * c` in f64, and its bound: two rounded products and a

@@ -72,6 +72,40 @@ fn cases(kernel: &str) -> Vec<Case> {
                 ..case(&[("n", 3), ("heads", 2), ("kv_heads", 1), ("head_dim", 8), ("scores_stride", 4)], 128, 64)
             },
         ],
+        "matmul_q4_1" | "matmul_q8_0" => vec![
+            case(&[("rows", 40), ("cols", 96), ("n", 5)], 40 * 32, 32),
+            case(&[("rows", 12), ("cols", 1056), ("n", 9)], 12 * 32, 32),
+            Case { aliased: true, ..case(&[("rows", 4), ("cols", 64), ("n", 3)], 128, 32) },
+        ],
+        "get_rows_q8_0" => vec![
+            case(&[("cols", 64), ("rows", 3), ("n", 4)], 256, 64),
+            case(&[("cols", 96), ("rows", 5), ("n", 3)], 200, 64),
+            Case { aliased: true, ..case(&[("cols", 32), ("rows", 1), ("n", 2)], 64, 32) },
+        ],
+        "rope_rows" => vec![
+            case(&[("pos0", 3), ("heads", 4), ("head_dim", 8), ("n", 3)], 48, 16),
+            case(&[("pos0", 0), ("heads", 9), ("head_dim", 64), ("n", 2)], 600, 64),
+        ],
+        "attention_rows" => vec![
+            case(
+                &[("pos0", 5), ("n", 4), ("heads", 6), ("kv_heads", 2), ("head_dim", 16), ("scores_stride", 12)],
+                4 * 6 * 64,
+                64,
+            ),
+            case(
+                &[("pos0", 0), ("n", 3), ("heads", 9), ("kv_heads", 3), ("head_dim", 64), ("scores_stride", 3)],
+                3 * 9 * 64,
+                64,
+            ),
+            Case {
+                aliased: true,
+                ..case(
+                    &[("pos0", 1), ("n", 2), ("heads", 2), ("kv_heads", 1), ("head_dim", 8), ("scores_stride", 4)],
+                    4 * 64,
+                    64,
+                )
+            },
+        ],
         other => panic!("no effect cases for {other}: add some"),
     }
 }
@@ -81,13 +115,16 @@ fn cases(kernel: &str) -> Vec<Case> {
 fn conservative(kernel: &str, arg: &str, reads: bool) -> bool {
     match (kernel, arg) {
         // The row read depends on the token id, which is data: the whole table is declared.
-        ("get_row_q8_0", "table") => true,
+        ("get_row_q8_0" | "get_rows_q8_0", "table") => true,
         // Extents start at the pointer: rows before `pos` of the table and of the caches are
         // declared but untouched.
-        ("rope" | "rope_store", "table") | ("rope_store" | "kv_store", "cache") => true,
+        ("rope" | "rope_store" | "rope_rows", "table") | ("rope_store" | "kv_store", "cache") => true,
         // Scores are re-read only by the work-group that wrote them (the reference keeps them on
         // the host); rows are declared to scores_stride.
         ("attention", "scores") => reads,
+        // Query row t touches pos0 + t + 1 floats of its scores row; rows are declared to
+        // scores_stride.
+        ("attention_rows", "scores") => true,
         _ => false,
     }
 }
@@ -162,8 +199,9 @@ fn recorded_accesses_lie_in_declared_effects() {
         }
     }
     // Element-wise (7 kernels x 4), matvec, block_sum, rmsnorm, the quantised matvecs (2 x 3),
-    // get_row_q8_0, rope and rope_store (2 x 2), kv_store, attention.
-    assert_eq!(runs, 7 * 4 + 3 + 3 + 4 + 2 * 3 + 3 + 2 * 2 + 2 + 3);
+    // get_row_q8_0, rope and rope_store (2 x 2), kv_store, attention, then the prefill kernels:
+    // the matmuls (2 x 3), get_rows_q8_0, rope_rows, attention_rows.
+    assert_eq!(runs, 7 * 4 + 3 + 3 + 4 + 2 * 3 + 3 + 2 * 2 + 2 + 3 + 2 * 3 + 3 + 2 + 3);
 }
 
 #[test]

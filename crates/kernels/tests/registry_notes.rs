@@ -14,8 +14,8 @@ use kernels::signature::ArgKind;
 
 const READELF: &str = "llvm-readelf-19";
 
-/// Module code objects (5 targets x 10 modules) plus the 5 wave64 `axpy` fixtures.
-const REGISTERED_ARTIFACTS: usize = 5 * 10 + 5;
+/// Module code objects (5 targets x 11 modules) plus the 5 wave64 `axpy` fixtures.
+const REGISTERED_ARTIFACTS: usize = 5 * 11 + 5;
 
 #[derive(Debug, Default)]
 struct NoteArg {
@@ -198,8 +198,8 @@ fn registry_entries_agree_with_the_code_object_notes() {
 #[test]
 fn builtin_registry_covers_every_module_code_object_and_nothing_else() {
     let registry = Registry::builtin();
-    // 5 targets x 17 kernels, plus the 5 wave64 axpy fixtures.
-    assert_eq!(registry.len(), 5 * 17 + 5);
+    // 5 targets x 22 kernels, plus the 5 wave64 axpy fixtures.
+    assert_eq!(registry.len(), 5 * 22 + 5);
     for artifact in kernels::artifacts() {
         let module = registry::module_of(artifact.path);
         let registered: Vec<_> = registry.entries().filter(|e| e.path == artifact.path).map(|e| e.name).collect();
@@ -241,6 +241,9 @@ fn lookups_are_by_digest_and_name() {
     let quant = registry::parse_sha256_hex(sha("gfx1030/quant.co")).unwrap();
     assert!(same_fn(registry.get(&quant, "matvec_q4_1").unwrap().cpu, cpu::matvec_q4_1));
     assert!(same_fn(registry.get(&quant, "get_row_q8_0").unwrap().cpu, cpu::get_row_q8_0));
+    let prefill = registry.get_hex(sha("gfx1151/prefill.co"), "matmul_q4_1").unwrap();
+    assert_eq!((prefill.module, prefill.effects.kernel), ("prefill", "matmul_q4_1"));
+    assert!(same_fn(prefill.cpu, cpu::matmul_q4_1));
     let attention = registry.get_hex(sha("gfx1200/llama.co"), "attention").unwrap();
     assert_eq!((attention.module, attention.effects.kernel), ("llama", "attention"));
     assert!(same_fn(attention.cpu, cpu::attention));

@@ -381,6 +381,16 @@ impl<M: DeviceMemory + ?Sized> DeviceMemory for EffectGuard<'_, M> {
         self.inner.read(address, out)
     }
 
+    /// Lends only a range a declared readable effect covers; an undeclared range is not lent
+    /// and not recorded: the caller's fallback read records it.
+    fn view(&self, address: u64, len: usize) -> Option<&[u8]> {
+        let len_u64 = u64::try_from(len).ok()?;
+        if len == 0 || !self.allowed(address, len_u64, Access::Read) {
+            return None;
+        }
+        self.inner.view(address, len)
+    }
+
     fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {
         self.check(address, data.len(), Access::Write)?;
         self.inner.write(address, data)

@@ -472,6 +472,16 @@ impl DeviceMemory for SimMemory {
         Ok(())
     }
 
+    /// Memory the sim owns is lent in place; memory shared with a host
+    /// ([`SimMemory::map_external`]) is not (the host may write it concurrently).
+    fn view(&self, address: u64, len: usize) -> Option<&[u8]> {
+        let (_, region, offset) = kernels::memory::locate_entry(&self.regions, Region::size, address, len).ok()?;
+        match &region.backing {
+            Backing::Owned(bytes) => bytes.get(offset..offset.checked_add(len)?),
+            Backing::External(_) => None,
+        }
+    }
+
     fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {
         if data.is_empty() {
             return Ok(());

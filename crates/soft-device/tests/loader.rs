@@ -36,7 +36,7 @@ fn every_production_code_object_loads_at_its_descriptor_addresses() {
     let mut loaded_kernels = 0;
     for target in Target::ALL {
         let artifacts = production(target);
-        assert_eq!(artifacts.len(), 10, "{target}");
+        assert_eq!(artifacts.len(), 11, "{target}");
         let mut memory = SimMemory::new();
         let mut objects = hal::KernelTable::new();
         for artifact in artifacts {
@@ -73,10 +73,11 @@ fn every_production_code_object_loads_at_its_descriptor_addresses() {
                 loaded_kernels += 1;
             }
         }
-        assert_eq!(objects.objects().len(), 10);
+        assert_eq!(objects.objects().len(), 11);
     }
-    // 17 kernels (elementwise holds add and mul, quant three, llama five) on each of 5 targets.
-    assert_eq!(loaded_kernels, 85);
+    // 22 kernels (elementwise holds add and mul, quant three, llama five, prefill five) on each
+    // of 5 targets.
+    assert_eq!(loaded_kernels, 110);
 }
 
 #[test]

@@ -35,11 +35,46 @@ pub(crate) struct Metrics {
     generations_failed: AtomicU64,
     /// The last finished generation's decode speed, as `f64` bits.
     decode_tokens_per_second_bits: AtomicU64,
+    /// Time to first token of the finished generations, as a histogram.
+    time_to_first_token: Mutex<Histogram>,
     /// The last cancelled generation's generated tokens.
     last_cancelled_tokens: AtomicU64,
     /// 1 while the generation thread runs a job.
     generating: AtomicU64,
     snapshot: Mutex<Option<Snapshot>>,
+}
+
+/// A Prometheus histogram of seconds: cumulative counts per upper bound, count and sum.
+#[derive(Debug, Default)]
+struct Histogram {
+    /// Observations at or below each bound of [`Histogram::BOUNDS`].
+    buckets: [u64; Histogram::BOUNDS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Histogram {
+    /// Upper bounds in seconds (the `+Inf` bucket is `count`).
+    const BOUNDS: [f64; 12] = [0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
+    fn observe(&mut self, seconds: f64) {
+        for (bucket, bound) in self.buckets.iter_mut().zip(Self::BOUNDS) {
+            if seconds <= bound {
+                *bucket += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += seconds;
+    }
+
+    fn render(&self, out: &mut String, name: &str) {
+        for (bucket, bound) in self.buckets.iter().zip(Self::BOUNDS) {
+            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {bucket}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", self.count);
+        let _ = writeln!(out, "{name}_sum {}", self.sum);
+        let _ = writeln!(out, "{name}_count {}", self.count);
+    }
 }
 
 /// The queue's fill at the time of a scrape.
@@ -80,6 +115,7 @@ impl Metrics {
         if generation.decode_forwards > 0 {
             self.decode_tokens_per_second_bits.store(generation.tokens_per_second().to_bits(), Ordering::Relaxed);
         }
+        lock(&self.time_to_first_token).observe(generation.prefill_time.as_secs_f64());
     }
 
     /// A generation whose client went away after `generated` tokens (0: before it started).
@@ -151,6 +187,13 @@ impl Metrics {
         let speed = f64::from_bits(self.decode_tokens_per_second_bits.load(Ordering::Relaxed));
         header(&mut out, "redline_decode_tokens_per_second", "gauge", "Decode speed of the last finished generation.");
         let _ = writeln!(out, "redline_decode_tokens_per_second {speed}");
+        header(
+            &mut out,
+            "redline_time_to_first_token_seconds",
+            "histogram",
+            "Time from the start of a finished generation's prefill to its first token.",
+        );
+        lock(&self.time_to_first_token).render(&mut out, "redline_time_to_first_token_seconds");
         header(&mut out, "redline_generating", "gauge", "1 while a request is being generated.");
         let _ = writeln!(out, "redline_generating {}", self.generating.load(Ordering::Relaxed));
         header(&mut out, "redline_queue_depth", "gauge", "Requests waiting for the generation thread.");
@@ -216,5 +259,34 @@ mod tests {
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             assert_eq!(line.split(' ').count(), 2, "{line}");
         }
+    }
+
+    #[test]
+    fn time_to_first_token_is_a_cumulative_histogram() {
+        let metrics = Metrics::default();
+        for millis in [30, 400, 400, 7000] {
+            metrics.generation_finished(&Generation {
+                text: String::new(),
+                tokens: vec![1],
+                prompt_tokens: 3,
+                decode_time: std::time::Duration::ZERO,
+                decode_forwards: 0,
+                prefill_time: std::time::Duration::from_millis(millis),
+                finish_reason: "length",
+            });
+        }
+        let text = metrics.render(QueueGauge { depth: 0, capacity: 1 });
+        let name = "redline_time_to_first_token_seconds";
+        assert!(text.contains(&format!("# TYPE {name} histogram\n")), "{text}");
+        for (le, n) in [("0.025", 0), ("0.05", 1), ("0.25", 1), ("0.5", 3), ("5", 3), ("10", 4), ("+Inf", 4)] {
+            assert!(text.contains(&format!("\n{name}_bucket{{le=\"{le}\"}} {n}\n")), "le {le}: {text}");
+        }
+        assert!(text.contains(&format!("\n{name}_count 4\n")), "{text}");
+        let sum: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}_sum ")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN);
+        assert!((sum - 7.83).abs() < 1e-9, "{sum}");
     }
 }

@@ -6,6 +6,13 @@
 //! The token id is written to device memory by [`Workload::prepare_step`] (the named external
 //! boundary); everything that follows the position (RoPE's `pos`, the cache row, attention's `n`)
 //! is a `u32` kernarg, calibrated by tape-core as a dynamic binding.
+//!
+//! A prompt runs as batched passes of up to [`PREFILL_CHUNK`] tokens ([`Workload::prefill`]):
+//! the same sequence over all the pass's tokens at once, with the batched kernels of the
+//! `prefill` module (Q4_1/Q8_0 matrix products, embedding rows, RoPE over rows, causal
+//! attention) and the element-wise kernels over whole rows. Each batched kernel computes row `t`
+//! as its decode kernel computes token `t`, so a batched prefill leaves the KV cache and the
+//! logits bit for bit as the same prompt run step by step does.
 
 use gguf::Gguf;
 
@@ -24,6 +31,8 @@ const ATTENTION_BLOCK: u16 = 64;
 const RMSNORM_BLOCK: u16 = 256;
 /// Work-group size of the element-wise kernels.
 const LINEAR_BLOCK: u16 = 64;
+/// Prompt tokens per batched prefill pass ([`Llama::prefill_chunk`]).
+pub const PREFILL_CHUNK: u32 = 128;
 
 /// One weight tensor on the device.
 #[derive(Clone, Copy, Debug)]
@@ -61,6 +70,30 @@ struct Kernels {
     silu_mul: Kernel,
     rmsnorm: Kernel,
     add: Kernel,
+    matmul_q4_1: Kernel,
+    matmul_q8_0: Kernel,
+    get_rows: Kernel,
+    rope_rows: Kernel,
+    attention_rows: Kernel,
+    copy: Kernel,
+}
+
+/// The prefill pass's surfaces: [`PREFILL_CHUNK`] rows of each decode activation, the token
+/// ids, and the attention scratch (a row of `context` scores per token and head).
+mod p {
+    pub(super) const TOKENS: usize = 0;
+    pub(super) const X: usize = 1;
+    pub(super) const H: usize = 2;
+    pub(super) const Q: usize = 3;
+    pub(super) const K: usize = 4;
+    pub(super) const V: usize = 5;
+    pub(super) const ATT: usize = 6;
+    pub(super) const TMP: usize = 7;
+    pub(super) const GATE: usize = 8;
+    pub(super) const UP: usize = 9;
+    pub(super) const ACT: usize = 10;
+    pub(super) const SCORES: usize = 11;
+    pub(super) const COUNT: usize = 12;
 }
 
 /// Surface indices, in [`Llama::surfaces`] order.
@@ -149,6 +182,9 @@ pub struct Llama {
     output_norm: Weight,
     layers: Vec<Layer>,
     surfaces: Vec<Surface>,
+    /// The prefill pass's surfaces, in [`p`] order (not part of the step's state: a decode step
+    /// reads none of them).
+    prefill_surfaces: Vec<Surface>,
     /// The token of the next step, set by [`Llama::set_token`].
     token: u32,
 }
@@ -195,7 +231,19 @@ impl Llama {
         }
         let surfaces = allocate_surfaces(device, &params, context)?;
         surfaces[s::ROPE_TABLE].fill(device, &f32_bytes(&rope_table(&params, context)))?;
-        Ok(Self { params, context, kernels, embedding, output, output_norm, layers, surfaces, token: 0 })
+        let prefill_surfaces = allocate_prefill_surfaces(device, &params, context)?;
+        Ok(Self {
+            params,
+            context,
+            kernels,
+            embedding,
+            output,
+            output_norm,
+            layers,
+            surfaces,
+            prefill_surfaces,
+            token: 0,
+        })
     }
 
     /// The model's hyperparameters.
@@ -267,12 +315,37 @@ impl Llama {
         Ok(())
     }
 
+    /// `y[t] = w · x[t]` for the `n` rows of a prefill pass: `matmul_q4_1` / `matmul_q8_0`, each
+    /// row the bits [`Llama::matvec`] gives for it.
+    fn matmul(
+        &self,
+        device: &mut dyn Device,
+        funnel: &mut Funnel,
+        (y, w, x): (u64, Weight, u64),
+        (rows, cols, n): (u32, u32, u32),
+    ) -> Result<(), WorkloadError> {
+        let kernel = if w.q8 { &self.kernels.matmul_q8_0 } else { &self.kernels.matmul_q4_1 };
+        let args = [
+            ArgValue::Pointer(y),
+            ArgValue::Pointer(w.va),
+            ArgValue::Pointer(x),
+            ArgValue::U32(rows),
+            ArgValue::U32(cols),
+            ArgValue::U32(n),
+        ];
+        let (rows_n, cols_n) = (u64::from(rows) * u64::from(n), u64::from(cols) * u64::from(n));
+        let uses = [Use::write(y, 4 * rows_n), Use::read(w.va, w.bytes), Use::read(x, 4 * cols_n)];
+        let grid = rows.saturating_mul(u32::from(MATVEC_BLOCK));
+        funnel.launch(device, &Launch::linear(kernel, &args, grid, MATVEC_BLOCK, &uses))?;
+        Ok(())
+    }
+
+    /// RMSNorm of `rows` hidden vectors (one work-group per row).
     fn rmsnorm(
         &self,
         device: &mut dyn Device,
         funnel: &mut Funnel,
-        out: u64,
-        x: u64,
+        (out, x, rows): (u64, u64, u32),
         weight: Weight,
     ) -> Result<(), WorkloadError> {
         let d = self.params.dim;
@@ -280,24 +353,45 @@ impl Llama {
             ArgValue::Pointer(out),
             ArgValue::Pointer(x),
             ArgValue::Pointer(weight.va),
-            ArgValue::U32(1),
+            ArgValue::U32(rows),
             ArgValue::U32(d),
             ArgValue::F32(self.params.eps),
         ];
-        let bytes = 4 * u64::from(d);
+        let bytes = 4 * u64::from(d) * u64::from(rows);
         let uses = [Use::write(out, bytes), Use::read(x, bytes), Use::read(weight.va, weight.bytes)];
         let block = RMSNORM_BLOCK;
-        funnel.launch(device, &Launch::linear(&self.kernels.rmsnorm, &args, u32::from(block), block, &uses))?;
+        let grid = u32::from(block).saturating_mul(rows);
+        funnel.launch(device, &Launch::linear(&self.kernels.rmsnorm, &args, grid, block, &uses))?;
         Ok(())
     }
 
-    /// `x += delta` over the hidden vector.
-    fn residual(&self, device: &mut dyn Device, funnel: &mut Funnel, x: u64, delta: u64) -> Result<(), WorkloadError> {
-        let d = self.params.dim;
-        let args = [ArgValue::Pointer(x), ArgValue::Pointer(x), ArgValue::Pointer(delta), ArgValue::U32(d)];
-        let bytes = 4 * u64::from(d);
+    /// `x += delta` over `rows` hidden vectors.
+    fn residual(
+        &self,
+        device: &mut dyn Device,
+        funnel: &mut Funnel,
+        (x, delta, rows): (u64, u64, u32),
+    ) -> Result<(), WorkloadError> {
+        let n = self.params.dim.saturating_mul(rows);
+        let args = [ArgValue::Pointer(x), ArgValue::Pointer(x), ArgValue::Pointer(delta), ArgValue::U32(n)];
+        let bytes = 4 * u64::from(n);
         let uses = [Use::read_write(x, bytes), Use::read(delta, bytes)];
-        funnel.launch(device, &Launch::linear(&self.kernels.add, &args, d, LINEAR_BLOCK, &uses))?;
+        funnel.launch(device, &Launch::linear(&self.kernels.add, &args, n, LINEAR_BLOCK, &uses))?;
+        Ok(())
+    }
+
+    /// `out[i] = silu(gate[i]) * up[i]` over `n` elements.
+    fn silu_mul(
+        &self,
+        device: &mut dyn Device,
+        funnel: &mut Funnel,
+        (out, gate, up): (u64, u64, u64),
+        n: u32,
+    ) -> Result<(), WorkloadError> {
+        let bytes = 4 * u64::from(n);
+        let args = [ArgValue::Pointer(out), ArgValue::Pointer(gate), ArgValue::Pointer(up), ArgValue::U32(n)];
+        let uses = [Use::write(out, bytes), Use::read(gate, bytes), Use::read(up, bytes)];
+        funnel.launch(device, &Launch::linear(&self.kernels.silu_mul, &args, n, LINEAR_BLOCK, &uses))?;
         Ok(())
     }
 
@@ -318,7 +412,7 @@ impl Llama {
         let v_cache = self.va(s::V_CACHE) + u64::from(index) * cache_row_bytes;
         let table_bytes = self.surfaces[s::ROPE_TABLE].bytes;
 
-        self.rmsnorm(device, funnel, h, x, layer.attn_norm)?;
+        self.rmsnorm(device, funnel, (h, x, 1), layer.attn_norm)?;
         self.matvec(device, funnel, (q, layer.q, h), (d, d))?;
         self.matvec(device, funnel, (k, layer.k, h), (kv, d))?;
         self.matvec(device, funnel, (v, layer.v, h), (kv, d))?;
@@ -378,21 +472,103 @@ impl Llama {
         funnel.launch(device, &Launch::linear(&self.kernels.attention, &args, grid, ATTENTION_BLOCK, &uses))?;
 
         self.matvec(device, funnel, (tmp, layer.out, att), (d, d))?;
-        self.residual(device, funnel, x, tmp)
+        self.residual(device, funnel, (x, tmp, 1))
     }
 
     fn ffn_block(&self, device: &mut dyn Device, funnel: &mut Funnel, layer: &Layer) -> Result<(), WorkloadError> {
         let (d, f) = (self.params.dim, self.params.ffn);
         let [x, h, gate, up, act, tmp] = [s::X, s::H, s::GATE, s::UP, s::ACT, s::TMP].map(|i| self.va(i));
-        self.rmsnorm(device, funnel, h, x, layer.ffn_norm)?;
+        self.rmsnorm(device, funnel, (h, x, 1), layer.ffn_norm)?;
         self.matvec(device, funnel, (gate, layer.gate, h), (f, d))?;
         self.matvec(device, funnel, (up, layer.up, h), (f, d))?;
-        let bytes = 4 * u64::from(f);
-        let args = [ArgValue::Pointer(act), ArgValue::Pointer(gate), ArgValue::Pointer(up), ArgValue::U32(f)];
-        let uses = [Use::write(act, bytes), Use::read(gate, bytes), Use::read(up, bytes)];
-        funnel.launch(device, &Launch::linear(&self.kernels.silu_mul, &args, f, LINEAR_BLOCK, &uses))?;
+        self.silu_mul(device, funnel, (act, gate, up), f)?;
         self.matvec(device, funnel, (tmp, layer.down, act), (d, f))?;
-        self.residual(device, funnel, x, tmp)
+        self.residual(device, funnel, (x, tmp, 1))
+    }
+
+    fn pva(&self, surface: usize) -> u64 {
+        self.prefill_surfaces[surface].va
+    }
+
+    /// One layer of a prefill pass over `n` tokens at positions `first..first + n`.
+    fn prefill_layer(
+        &self,
+        device: &mut dyn Device,
+        funnel: &mut Funnel,
+        (layer, index): (&Layer, u32),
+        (first, n): (u32, u32),
+    ) -> Result<(), WorkloadError> {
+        let pr = self.params;
+        let (d, kv, f) = (pr.dim, pr.kv_dim(), pr.ffn);
+        let [x, h, q, k, v, att, tmp, gate, up, act, scores] =
+            [p::X, p::H, p::Q, p::K, p::V, p::ATT, p::TMP, p::GATE, p::UP, p::ACT, p::SCORES].map(|i| self.pva(i));
+        let (table, table_bytes) = (self.va(s::ROPE_TABLE), self.surfaces[s::ROPE_TABLE].bytes);
+        let layout = self.kv_cache_layout();
+        let k_cache = self.va(s::K_CACHE) + u64::from(index) * layout.layer_stride_bytes;
+        let v_cache = self.va(s::V_CACHE) + u64::from(index) * layout.layer_stride_bytes;
+
+        self.rmsnorm(device, funnel, (h, x, n), layer.attn_norm)?;
+        self.matmul(device, funnel, (q, layer.q, h), (d, d, n))?;
+        self.matmul(device, funnel, (k, layer.k, h), (kv, d, n))?;
+        self.matmul(device, funnel, (v, layer.v, h), (kv, d, n))?;
+        for (x, heads) in [(q, pr.heads), (k, pr.kv_heads)] {
+            let pairs = heads * pr.head_dim / 2 * n;
+            let args = [
+                ArgValue::Pointer(x),
+                ArgValue::Pointer(table),
+                ArgValue::U32(first),
+                ArgValue::U32(heads),
+                ArgValue::U32(pr.head_dim),
+                ArgValue::U32(n),
+            ];
+            let uses = [Use::read_write(x, 8 * u64::from(pairs)), Use::read(table, table_bytes)];
+            funnel.launch(device, &Launch::linear(&self.kernels.rope_rows, &args, pairs, LINEAR_BLOCK, &uses))?;
+        }
+        // The rotated K rows and the V rows into the caches at positions first..first + n.
+        let row_offset = u64::from(first) * layout.position_stride_bytes;
+        for (cache, src) in [(k_cache, k), (v_cache, v)] {
+            let count = kv * n;
+            let dst = cache + row_offset;
+            let args = [ArgValue::Pointer(dst), ArgValue::Pointer(src), ArgValue::U32(count)];
+            let uses = [Use::write(dst, 4 * u64::from(count)), Use::read(src, 4 * u64::from(count))];
+            funnel.launch(device, &Launch::linear(&self.kernels.copy, &args, count, LINEAR_BLOCK, &uses))?;
+        }
+        // CAST: head sizes are at most 64, exact in f64 and f32.
+        #[allow(clippy::cast_possible_truncation)]
+        let scale = (1.0 / f64::from(pr.head_dim).sqrt()) as f32;
+        let args = [
+            ArgValue::Pointer(att),
+            ArgValue::Pointer(q),
+            ArgValue::Pointer(k_cache),
+            ArgValue::Pointer(v_cache),
+            ArgValue::Pointer(scores),
+            ArgValue::U32(first),
+            ArgValue::U32(n),
+            ArgValue::U32(pr.heads),
+            ArgValue::U32(pr.kv_heads),
+            ArgValue::U32(pr.head_dim),
+            ArgValue::U32(self.context),
+            ArgValue::F32(scale),
+        ];
+        let rows_bytes = 4 * u64::from(d) * u64::from(n);
+        let uses = [
+            Use::write(att, rows_bytes),
+            Use::read(q, rows_bytes),
+            Use::read(k_cache, layout.layer_stride_bytes),
+            Use::read(v_cache, layout.layer_stride_bytes),
+            Use::read_write(scores, self.prefill_surfaces[p::SCORES].bytes),
+        ];
+        let grid = (pr.heads * n).saturating_mul(u32::from(ATTENTION_BLOCK));
+        funnel.launch(device, &Launch::linear(&self.kernels.attention_rows, &args, grid, ATTENTION_BLOCK, &uses))?;
+        self.matmul(device, funnel, (tmp, layer.out, att), (d, d, n))?;
+        self.residual(device, funnel, (x, tmp, n))?;
+
+        self.rmsnorm(device, funnel, (h, x, n), layer.ffn_norm)?;
+        self.matmul(device, funnel, (gate, layer.gate, h), (f, d, n))?;
+        self.matmul(device, funnel, (up, layer.up, h), (f, d, n))?;
+        self.silu_mul(device, funnel, (act, gate, up), f * n)?;
+        self.matmul(device, funnel, (tmp, layer.down, act), (d, f, n))?;
+        self.residual(device, funnel, (x, tmp, n))
     }
 }
 
@@ -432,7 +608,63 @@ impl Workload for Llama {
             self.ffn_block(device, funnel, layer)?;
         }
         let h = self.va(s::H);
-        self.rmsnorm(device, funnel, h, x, self.output_norm)?;
+        self.rmsnorm(device, funnel, (h, x, 1), self.output_norm)?;
+        self.matvec(device, funnel, (self.va(s::LOGITS), self.output, h), (self.params.vocab, d))
+    }
+
+    fn prefill_chunk(&self) -> u32 {
+        PREFILL_CHUNK
+    }
+
+    /// The prompt tokens `tokens` as one pass: the embedding rows, every layer over all of them
+    /// (the K and V rows of positions `first..first + n` into the cache, causal attention), and
+    /// the logits of the last token. Every kernel of the pass computes row `t` exactly as the
+    /// decode step's kernel computes it for token `t`, so the KV cache and the logits are the
+    /// bits of `n` steps at `first..first + n` (the step's other surfaces are not written).
+    fn prefill(
+        &mut self,
+        device: &mut dyn Device,
+        funnel: &mut Funnel,
+        first: u32,
+        tokens: &[u32],
+    ) -> Result<(), WorkloadError> {
+        let n = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+        if n == 0 || n > PREFILL_CHUNK {
+            return Err(WorkloadError::Init(format!("a prefill pass of {n} tokens is outside 1..={PREFILL_CHUNK}")));
+        }
+        let last = first.saturating_add(n - 1);
+        check_position(last, self.max_position())?;
+        if let Some(&token) = tokens.iter().find(|&&t| t >= self.params.vocab) {
+            return Err(WorkloadError::Init(format!(
+                "token {token} is outside the vocabulary of {}",
+                self.params.vocab
+            )));
+        }
+        let d = self.params.dim;
+        let (x, ids) = (self.pva(p::X), self.pva(p::TOKENS));
+        let bytes: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
+        device.write(ids, &bytes)?;
+        let e = self.embedding;
+        let count = d * n;
+        let args = [
+            ArgValue::Pointer(x),
+            ArgValue::Pointer(e.va),
+            ArgValue::Pointer(ids),
+            ArgValue::U32(d),
+            ArgValue::U32(self.params.vocab),
+            ArgValue::U32(n),
+        ];
+        let uses = [Use::write(x, 4 * u64::from(count)), Use::read(e.va, e.bytes), Use::read(ids, 4 * u64::from(n))];
+        funnel.launch(device, &Launch::linear(&self.kernels.get_rows, &args, count, LINEAR_BLOCK, &uses))?;
+        for (index, layer) in self.layers.iter().enumerate() {
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            self.prefill_layer(device, funnel, (layer, index), (first, n))?;
+        }
+        // The last token's hidden vector through the final norm into the step's `h`, then the
+        // logits, exactly as the step ends.
+        let h = self.va(s::H);
+        let last_row = x + 4 * u64::from(d) * u64::from(n - 1);
+        self.rmsnorm(device, funnel, (h, last_row, 1), self.output_norm)?;
         self.matvec(device, funnel, (self.va(s::LOGITS), self.output, h), (self.params.vocab, d))
     }
 
@@ -456,6 +688,10 @@ fn load_kernels(device: &mut dyn Device) -> Result<Kernels, WorkloadError> {
     let mut llama = module(device, "llama", &["rope", "rope_store", "kv_store", "attention", "silu_mul"])?.into_iter();
     let mut rmsnorm = module(device, "rmsnorm", &["rmsnorm"])?.into_iter();
     let mut elementwise = module(device, "elementwise", &["add"])?.into_iter();
+    let mut prefill =
+        module(device, "prefill", &["matmul_q4_1", "matmul_q8_0", "get_rows_q8_0", "rope_rows", "attention_rows"])?
+            .into_iter();
+    let mut copy = module(device, "copy", &["copy"])?.into_iter();
     let missing = || WorkloadError::Init("a kernel the loader returned is missing".into());
     Ok(Kernels {
         matvec_q4_1: quant.next().ok_or_else(missing)?,
@@ -468,6 +704,12 @@ fn load_kernels(device: &mut dyn Device) -> Result<Kernels, WorkloadError> {
         silu_mul: llama.next().ok_or_else(missing)?,
         rmsnorm: rmsnorm.next().ok_or_else(missing)?,
         add: elementwise.next().ok_or_else(missing)?,
+        matmul_q4_1: prefill.next().ok_or_else(missing)?,
+        matmul_q8_0: prefill.next().ok_or_else(missing)?,
+        get_rows: prefill.next().ok_or_else(missing)?,
+        rope_rows: prefill.next().ok_or_else(missing)?,
+        attention_rows: prefill.next().ok_or_else(missing)?,
+        copy: copy.next().ok_or_else(missing)?,
     })
 }
 
@@ -492,6 +734,30 @@ fn allocate_surfaces(device: &mut dyn Device, p: &LlamaParams, context: u32) -> 
         ("v_cache", cache),
         ("logits", floats(u64::from(p.vocab))),
         ("rope_table", floats(ctx * u64::from(p.head_dim))),
+    ];
+    shapes.iter().map(|&(name, bytes)| Surface::allocate(device, name, bytes, GUARD_BYTES)).collect()
+}
+
+fn allocate_prefill_surfaces(
+    device: &mut dyn Device,
+    p: &LlamaParams,
+    context: u32,
+) -> Result<Vec<Surface>, WorkloadError> {
+    let rows = |n: u32| 4 * u64::from(n) * u64::from(PREFILL_CHUNK);
+    let (d, f, kv) = (p.dim, p.ffn, p.kv_dim());
+    let shapes: [(&str, u64); p::COUNT] = [
+        ("prefill_tokens", rows(1)),
+        ("prefill_x", rows(d)),
+        ("prefill_h", rows(d)),
+        ("prefill_q", rows(d)),
+        ("prefill_k", rows(kv)),
+        ("prefill_v", rows(kv)),
+        ("prefill_att", rows(d)),
+        ("prefill_tmp", rows(d)),
+        ("prefill_gate", rows(f)),
+        ("prefill_up", rows(f)),
+        ("prefill_act", rows(f)),
+        ("prefill_scores", rows(p.heads) * u64::from(context)),
     ];
     shapes.iter().map(|&(name, bytes)| Surface::allocate(device, name, bytes, GUARD_BYTES)).collect()
 }

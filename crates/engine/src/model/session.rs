@@ -1,5 +1,5 @@
-//! Text generation on a device: tokenizer from the GGUF, prefill as prompt steps, decode as
-//! continuations through the [`ReplayController`] (which decides each one's eligibility),
+//! Text generation on a device: tokenizer from the GGUF, prefill in batched passes of ordinary
+//! launches (or step by step), decode as continuations through the [`ReplayController`] (which decides each one's eligibility),
 //! sampling and stops.
 
 use std::ops::ControlFlow;
@@ -12,7 +12,7 @@ use super::Llama;
 use crate::admission::AdmissionDecision;
 use crate::funnel::Funnel;
 use crate::replay::{ForwardError, ReplayConfig, ReplayController, RouteProof, Step};
-use crate::workload::WorkloadError;
+use crate::workload::{Workload, WorkloadError};
 use hal::Device;
 
 /// Launches a step may record: a decode step of a 30-layer model is about 450.
@@ -100,12 +100,22 @@ pub struct Generation {
     pub decode_time: Duration,
     /// Decode forwards timed in `decode_time`.
     pub decode_forwards: u32,
+    /// Wall time from the start of the prefill to the first token's logits read back: the time
+    /// to first token inside the engine (a server's queue wait not included).
+    pub prefill_time: Duration,
     /// Why generation ended: `stop` (end of sequence or a stop string), `length` (`max_tokens`
     /// reached) or `cancelled` (`on_text` asked to stop).
     pub finish_reason: &'static str,
 }
 
 impl Generation {
+    /// Prompt tokens per second of the prefill (0 when it was cancelled before its end).
+    #[must_use]
+    pub fn prefill_tokens_per_second(&self) -> f64 {
+        let seconds = self.prefill_time.as_secs_f64();
+        if seconds > 0.0 { f64::from(u32::try_from(self.prompt_tokens).unwrap_or(u32::MAX)) / seconds } else { 0.0 }
+    }
+
     /// Decode tokens per second.
     #[must_use]
     pub fn tokens_per_second(&self) -> f64 {
@@ -123,6 +133,8 @@ pub struct Session<D: Device> {
     controller: ReplayController,
     tokenizer: Tokenizer,
     admission: AdmissionDecision,
+    /// Prompt tokens per prefill pass; 1 runs the prompt step by step.
+    prefill_chunk: u32,
 }
 
 impl<D: Device> Session<D> {
@@ -154,7 +166,29 @@ impl<D: Device> Session<D> {
         let model = Llama::load(&mut device, file, context)?;
         let mut controller = ReplayController::new(config);
         controller.configure_model_default(admission.admitted);
-        Ok(Self { device, model, funnel: Funnel::new(FUNNEL_CAPACITY), controller, tokenizer, admission })
+        let prefill_chunk = model.prefill_chunk().max(1);
+        Ok(Self {
+            device,
+            model,
+            funnel: Funnel::new(FUNNEL_CAPACITY),
+            controller,
+            tokenizer,
+            admission,
+            prefill_chunk,
+        })
+    }
+
+    /// Prompt tokens per prefill pass, at most the model's [`Workload::prefill_chunk`] (the
+    /// default); 1 runs the prompt one prompt step per token. Either way the KV cache and the
+    /// logits are the same bits (see `kernels::cpu::prefill`).
+    pub fn set_prefill_chunk(&mut self, chunk: u32) {
+        self.prefill_chunk = chunk.clamp(1, self.model.prefill_chunk().max(1));
+    }
+
+    /// Prompt tokens per prefill pass.
+    #[must_use]
+    pub const fn prefill_chunk(&self) -> u32 {
+        self.prefill_chunk
     }
 
     /// Swaps the model: the controller releases its plan and drops tape and observations (the
@@ -178,6 +212,7 @@ impl<D: Device> Session<D> {
         self.funnel = Funnel::new(FUNNEL_CAPACITY);
         self.tokenizer = tokenizer_from_gguf(file)?;
         self.model = Llama::load(&mut self.device, file, context)?;
+        self.prefill_chunk = self.prefill_chunk.clamp(1, self.model.prefill_chunk().max(1));
         self.controller.configure_model_default(admission.admitted);
         self.admission = admission;
         Ok(())
@@ -221,8 +256,8 @@ impl<D: Device> Session<D> {
     /// Generates from `prompt` (token ids) from position 0, calling `on_text` once per generated
     /// token with the text that became safe to show (empty while a possible stop string is held
     /// back), and once more with the held-back rest when `max_tokens` is reached. During the
-    /// prefill it is called with `""` after each prompt token but the last, so that a long
-    /// prompt can be stopped too. `on_text` returning [`ControlFlow::Break`] ends the generation
+    /// prefill it is called with `""` after each prefill pass but the last (each prompt token
+    /// when the prompt runs step by step), so that a long prompt can be stopped too. `on_text` returning [`ControlFlow::Break`] ends the generation
     /// before the next forward, with finish reason `cancelled`. The KV cache is rewritten from
     /// position 0, so every call starts a new sequence.
     ///
@@ -259,11 +294,17 @@ impl<D: Device> Session<D> {
         let (mut text, mut tokens) = (String::new(), Vec::new());
         let mut decode_time = Duration::ZERO;
         let mut decode_forwards = 0u32;
-        for (i, &token) in prompt.iter().enumerate() {
-            let last = i + 1 == prompt.len();
-            parts.forward(token, position, Step::Prompt)?;
-            position += 1;
-            if !last && on_text("").is_break() {
+        let prefill_start = Instant::now();
+        let chunk = usize::try_from(self.prefill_chunk).unwrap_or(1).max(1);
+        let passes = prompt.len().div_ceil(chunk);
+        for (i, pass) in prompt.chunks(chunk).enumerate() {
+            if chunk == 1 {
+                parts.forward(pass[0], position, Step::Prompt)?;
+            } else {
+                parts.controller.prefill(parts.device, parts.funnel, parts.model, position, pass)?;
+            }
+            position += u32::try_from(pass.len()).unwrap_or(u32::MAX);
+            if i + 1 < passes && on_text("").is_break() {
                 let prompt_tokens = prompt.len();
                 return Ok(Generation {
                     text,
@@ -271,6 +312,7 @@ impl<D: Device> Session<D> {
                     prompt_tokens,
                     decode_time,
                     decode_forwards,
+                    prefill_time: Duration::ZERO,
                     finish_reason: "cancelled",
                 });
             }
@@ -280,6 +322,7 @@ impl<D: Device> Session<D> {
         // and this read is where the host waits for them, so a decode step is timed from its
         // forward to its logits.
         let mut logits = parts.model.logits(parts.device)?;
+        let prefill_time = prefill_start.elapsed();
         while tokens.len() < usize::try_from(options.max_tokens).unwrap_or(usize::MAX) {
             let token = sampler.sample(&logits).map_err(|e| SessionError::Sampler(e.to_string()))?;
             tokens.push(token);
@@ -310,7 +353,15 @@ impl<D: Device> Session<D> {
             // The generation is over: a request to stop changes nothing now.
             let _ = on_text(&rest);
         }
-        Ok(Generation { text, tokens, prompt_tokens: prompt.len(), decode_time, decode_forwards, finish_reason })
+        Ok(Generation {
+            text,
+            tokens,
+            prompt_tokens: prompt.len(),
+            decode_time,
+            decode_forwards,
+            prefill_time,
+            finish_reason,
+        })
     }
 }
 

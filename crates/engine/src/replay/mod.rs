@@ -400,6 +400,51 @@ impl ReplayController {
         self.sequence.restart();
     }
 
+    /// Prompt tokens `tokens` at positions `first..first + tokens.len()` as one batched pass of
+    /// ordinary launches ([`Workload::prefill`]). A prompt is never eligible: the pass counts as
+    /// one ineligible, ordinary forward whose [`Ineligible::Prompt`] names its last position, and
+    /// the sequence moves on past it, so that the continuation after it is the next one.
+    ///
+    /// # Errors
+    /// [`ForwardError::Workload`] (at `first`) for an empty or over-long pass and for the
+    /// workload's errors.
+    pub fn prefill<D: Device>(
+        &mut self,
+        device: &mut D,
+        funnel: &mut Funnel,
+        workload: &mut dyn Workload,
+        first: u32,
+        tokens: &[u32],
+    ) -> Result<ForwardReport, ForwardError> {
+        let fail = |source: WorkloadError| ForwardError::Workload { position: first, source: Box::new(source) };
+        let n = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+        if n == 0 || n > workload.prefill_chunk() {
+            return Err(fail(WorkloadError::Init(format!(
+                "a prefill pass of {n} tokens is outside 1..={} (the workload's prefill chunk)",
+                workload.prefill_chunk()
+            ))));
+        }
+        let last = first.checked_add(n - 1).ok_or_else(|| {
+            fail(WorkloadError::Position { position: u32::MAX, max_position: workload.max_position() })
+        })?;
+        let ineligible = self.sequence.decide(last, Step::Prompt, self.tape.as_ref()).err();
+        self.last_eligible = Some(false);
+        self.last_ineligible.clone_from(&ineligible);
+        self.observations.ineligible_forwards += 1;
+        let launches_before = funnel.launches();
+        workload.prefill(device, funnel, first, tokens).map_err(fail)?;
+        self.observations.ordinary += 1;
+        let ordinary_launches = funnel.launches() - launches_before;
+        Ok(ForwardReport {
+            position: last,
+            eligible: false,
+            ineligible,
+            route: Route::Ordinary,
+            ordinary_launches,
+            retained_submissions: 0,
+        })
+    }
+
     fn fall_back(&mut self, reason: FallbackReason) {
         self.observations.fallbacks += 1;
         self.state = State::Fallback { reason };

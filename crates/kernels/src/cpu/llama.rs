@@ -119,7 +119,7 @@ pub fn kv_store(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<()
 }
 
 /// Work-items of an attention work-group, as a host count.
-const ATTN_LANES: usize = 64;
+pub(super) const ATTN_LANES: usize = 64;
 const _: () = assert!(signature::attention::BLOCK == 64);
 /// The largest count a `j += 64` loop over 32-bit `j` ends for.
 const ATTN_COUNT_MAX: u32 = u32::MAX - 63;
@@ -248,7 +248,7 @@ impl Attention {
 
 /// The LDS tree maximum of `attention`: slot `t < stride` takes `o > m ? o : m` with
 /// `o = lds[t + stride]`, `m = lds[t]`.
-fn tree_max(lds: &mut [f32; ATTN_LANES]) -> f32 {
+pub(super) fn tree_max(lds: &mut [f32; ATTN_LANES]) -> f32 {
     let mut stride = ATTN_LANES / 2;
     while stride > 0 {
         for t in 0..stride {

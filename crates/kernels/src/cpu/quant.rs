@@ -14,6 +14,8 @@ use crate::launch::Launch;
 use crate::memory::DeviceMemory;
 use crate::signature::{self, ArgDecl, Signature};
 
+mod rows;
+
 /// Elements per quantisation block (`QK` in `hip/quant.hip`, ggml's `QK4_1` and `QK8_0`).
 pub const QK: u32 = 32;
 /// Bytes of a Q4_1 block.
@@ -38,6 +40,7 @@ fn f16_at(bytes: &[u8]) -> f32 {
 /// A block format: its size and the kernel's per-block accumulation.
 #[derive(Clone, Copy)]
 struct Format {
+    kind: rows::Kind,
     sig: &'static Signature,
     block_bytes: usize,
     /// `acc` plus the block's 32 products with `x`, added one by one in the kernel's order.
@@ -66,8 +69,10 @@ fn dot_q8_0(mut acc: f32, block: &[u8], xs: &[f32]) -> f32 {
     acc
 }
 
-const Q4_1: Format = Format { sig: &signature::MATVEC_Q4_1, block_bytes: Q4_1_BLOCK_BYTES, dot: dot_q4_1 };
-const Q8_0: Format = Format { sig: &signature::MATVEC_Q8_0, block_bytes: Q8_0_BLOCK_BYTES, dot: dot_q8_0 };
+const Q4_1: Format =
+    Format { kind: rows::Kind::Q4_1, sig: &signature::MATVEC_Q4_1, block_bytes: Q4_1_BLOCK_BYTES, dot: dot_q4_1 };
+const Q8_0: Format =
+    Format { kind: rows::Kind::Q8_0, sig: &signature::MATVEC_Q8_0, block_bytes: Q8_0_BLOCK_BYTES, dot: dot_q8_0 };
 
 /// `matvec_q4_1(float* y, const unsigned char* w, const float* x, u32 rows, u32 cols)`:
 /// `y[r] = sum_c w[r][c] * x[c]` for `r < rows`, `w` in Q4_1.
@@ -138,10 +143,13 @@ fn matvec_quant(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Form
         return Ok(());
     }
     let xs = load_f32_vec(memory, &X, x, 0, cols.into())?;
-    let mut state = Rows { blocks_per_row, block: 0, partial: [0.0; LANES], finished: Vec::new() };
-    let mut first_unstored = 0u64;
     // No overflow: active_rows * blocks_per_row < 2^32 * 2^27.
     let blocks = u64::from(active_rows) * blocks_per_row;
+    if let Some(ys) = in_place(memory, w, blocks, &xs, format) {
+        return store_as_streamed(memory, y, &ys, blocks_per_row, format.block_bytes);
+    }
+    let mut state = Rows { blocks_per_row, block: 0, partial: [0.0; LANES], finished: Vec::new() };
+    let mut first_unstored = 0u64;
     stream_blocks(memory, &W, w, 0, blocks, format.block_bytes, |memory, chunk| {
         for block in chunk.chunks_exact(format.block_bytes) {
             state.add_block(block, &xs, format.dot);
@@ -152,6 +160,41 @@ fn matvec_quant(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Form
         state.finished.clear();
         Ok(())
     })
+}
+
+/// The rows' sums computed from weights the address space lends in place ([`rows`]), or `None`
+/// when it lends them not (the streamed reads then run, and report any fault).
+fn in_place(memory: &dyn DeviceMemory, w: u64, blocks: u64, xs: &[f32], format: Format) -> Option<Vec<f32>> {
+    let bytes = usize::try_from(blocks).ok()?.checked_mul(format.block_bytes)?;
+    let weights = memory.view(w, bytes)?;
+    let blocks_per_row = xs.len() / widen(QK);
+    let mut ys = vec![0.0f32; weights.len() / (blocks_per_row * format.block_bytes)];
+    rows::matvec(format.kind, weights, xs, blocks_per_row, &mut ys, rows::Path::Fastest);
+    Some(ys)
+}
+
+/// Stores `ys` in the accesses the streamed path makes: after each chunk of
+/// [`READ_CHUNK_BYTES`] of blocks, the rows that chunk finished, so that a fault on `y` leaves
+/// exactly the same rows stored.
+fn store_as_streamed(
+    memory: &mut dyn DeviceMemory,
+    y: u64,
+    ys: &[f32],
+    blocks_per_row: u64,
+    block_bytes: usize,
+) -> Result<(), KernelError> {
+    use signature::matvec_q::Y;
+    let per_chunk = widen_usize(READ_CHUNK_BYTES / block_bytes);
+    let blocks = widen_usize(ys.len()) * blocks_per_row;
+    let bits: Vec<u32> = ys.iter().map(|v| v.to_bits()).collect();
+    let (mut done, mut stored) = (0u64, 0usize);
+    while done < blocks {
+        done = (done + per_chunk).min(blocks);
+        let finished = widen_u64(done / blocks_per_row);
+        store(memory, &Y, y, widen_usize(stored), &bits[stored..finished])?;
+        stored = finished;
+    }
+    Ok(())
 }
 
 impl Rows {

@@ -1,0 +1,67 @@
+//! The vector instruction sets the CPU references use where this machine has them, detected at
+//! run time. A vector path performs exactly the scalar path's `f32` operations in the same order
+//! (each multiply and add rounded on its own: nothing is fused), only several independent ones
+//! at once, so it gives the same bits; each is tested against its scalar path.
+
+/// A vector instruction set.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Isa {
+    /// AVX2 and F16C (256-bit registers).
+    Avx2,
+    /// AVX-512 F (512-bit registers), with AVX2 and F16C.
+    Avx512,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Isa {
+    /// Every vector instruction set the references know, widest first.
+    pub(crate) const ALL: [Isa; 2] = [Isa::Avx512, Isa::Avx2];
+
+    /// Whether this machine has it.
+    pub(crate) fn available(self) -> bool {
+        let avx2 = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("f16c");
+        match self {
+            Isa::Avx2 => avx2,
+            Isa::Avx512 => avx2 && std::arch::is_x86_feature_detected!("avx512f"),
+        }
+    }
+
+    /// The widest one this machine has.
+    pub(crate) fn widest() -> Option<Isa> {
+        Isa::ALL.into_iter().find(|isa| isa.available())
+    }
+}
+
+/// No vector instruction set on this architecture: every reference takes its scalar path.
+#[cfg(not(target_arch = "x86_64"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Isa {}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl Isa {
+    /// None.
+    pub(crate) const ALL: [Isa; 0] = [];
+
+    /// Never called: there is no value.
+    pub(crate) fn available(self) -> bool {
+        match self {}
+    }
+
+    /// None.
+    pub(crate) fn widest() -> Option<Isa> {
+        None
+    }
+}
+
+/// The vector instruction sets this machine has, for tests that hold each vector path to its
+/// scalar path. Under `CI=true` an x86-64 machine without AVX2 fails them rather than leave the
+/// vector paths unchecked.
+#[cfg(test)]
+pub(crate) fn available_for_tests() -> Vec<Isa> {
+    let isas: Vec<Isa> = Isa::ALL.into_iter().filter(|isa| isa.available()).collect();
+    if cfg!(target_arch = "x86_64") && std::env::var("CI").as_deref() == Ok("true") {
+        assert!(!isas.is_empty(), "CI=true: this x86-64 machine has no AVX2, the vector paths go unchecked");
+    }
+    isas
+}
