@@ -230,20 +230,26 @@ impl Attention {
             }
             *pj = dot * self.scale;
         }
-        let mut lanes = [f32::NEG_INFINITY; ATTN_LANES];
-        for (j, &s) in p.iter().enumerate() {
-            let m = &mut lanes[j % ATTN_LANES];
-            *m = if s > *m { s } else { *m };
-        }
-        let max = tree_max(&mut lanes);
-        let mut sums = [0.0f32; ATTN_LANES];
-        for (j, pj) in p.iter_mut().enumerate() {
-            *pj = expf(*pj - max);
-            sums[j % ATTN_LANES] += *pj;
-        }
         debug_assert_eq!(p.len(), self.n);
-        tree_reduce(&mut sums)
+        softmax(p)
     }
+}
+
+/// Replaces `s` by `p[j] = exp(s[j] - max)` as `attention` computes it (per-work-item maxima
+/// and sums over `j = l, l + 64, ...`, then the LDS trees) and returns the sum.
+pub(super) fn softmax(s: &mut [f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; ATTN_LANES];
+    for (j, &v) in s.iter().enumerate() {
+        let m = &mut lanes[j % ATTN_LANES];
+        *m = if v > *m { v } else { *m };
+    }
+    let max = tree_max(&mut lanes);
+    let mut sums = [0.0f32; ATTN_LANES];
+    for (j, v) in s.iter_mut().enumerate() {
+        *v = expf(*v - max);
+        sums[j % ATTN_LANES] += *v;
+    }
+    tree_reduce(&mut sums)
 }
 
 /// The LDS tree maximum of `attention`: slot `t < stride` takes `o > m ? o : m` with

@@ -36,11 +36,10 @@
 
 use rayon::prelude::*;
 
-use super::llama::tree_max;
 use super::simd::Isa;
 use super::{
-    Grid, KernelError, READ_CHUNK_BYTES, READ_CHUNK_ELEMENTS, expf, f16_to_f32, load, load_bytes, load_f32_vec, store,
-    tree_reduce, widen, widen_usize,
+    Grid, KernelError, READ_CHUNK_BYTES, READ_CHUNK_ELEMENTS, f16_to_f32, load, load_bytes, load_f32_vec, store, widen,
+    widen_usize,
 };
 use crate::launch::Launch;
 use crate::memory::DeviceMemory;
@@ -692,7 +691,7 @@ mod tests {
             flat[l] = v;
         }
         tree_reduce_tokens(&mut lanes);
-        assert_eq!(lanes[0][1][3].to_bits(), tree_reduce(&mut flat).to_bits());
+        assert_eq!(lanes[0][1][3].to_bits(), crate::cpu::tree_reduce(&mut flat).to_bits());
         assert_eq!(lanes[0][0][3].to_bits(), 0);
     }
 }

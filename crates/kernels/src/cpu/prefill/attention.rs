@@ -4,9 +4,9 @@
 use rayon::prelude::*;
 
 use super::*;
+use crate::cpu::llama::softmax;
 
-/// Work-items of an attention work-group, as a host count.
-const ATTN_LANES: usize = 64;
+// The work-group size of `attention_rows`, as `attention`'s (whose softmax it shares).
 const _: () = assert!(signature::attention_rows::BLOCK == 64);
 /// The largest count a `j += 64` loop over 32-bit `j` ends for.
 const ATTN_COUNT_MAX: u32 = u32::MAX - 63;
@@ -28,7 +28,7 @@ const ATTN_BATCH_SCORES: usize = 1 << 22;
 ///
 /// Row `t`, head `h` is bit for bit [`crate::cpu::attention`] with `n = pos0 + t + 1` on `q[t][h]`:
 /// `s[j] = (sum_d q[d] * k[j][d], d ascending) * scale`, the maximum per work-item over
-/// `j = l, l + 64, ...` and by the LDS tree, `p[j] = exp(s[j] - max)` with [`expf`] summed the
+/// `j = l, l + 64, ...` and by the LDS tree, `p[j] = exp(s[j] - max)` with [`crate::cpu::expf`] summed the
 /// same way, `out[d] = (sum_j p[j] * v[j][d], j ascending) / sum`; the scores row ends holding
 /// `p[j]`.
 ///
@@ -239,21 +239,4 @@ impl AttentionRows {
         s.truncate(count);
         s
     }
-}
-
-/// Replaces `s` by `p[j] = exp(s[j] - max)` as `attention` computes it (per-work-item maxima
-/// and sums over `j = l, l + 64, ...`, then the LDS trees) and returns the sum.
-fn softmax(s: &mut [f32]) -> f32 {
-    let mut lanes = [f32::NEG_INFINITY; ATTN_LANES];
-    for (j, &v) in s.iter().enumerate() {
-        let m = &mut lanes[j % ATTN_LANES];
-        *m = if v > *m { v } else { *m };
-    }
-    let max = tree_max(&mut lanes);
-    let mut sums = [0.0f32; ATTN_LANES];
-    for (j, v) in s.iter_mut().enumerate() {
-        *v = expf(*v - max);
-        sums[j % ATTN_LANES] += *v;
-    }
-    tree_reduce(&mut sums)
 }
