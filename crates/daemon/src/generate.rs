@@ -15,8 +15,8 @@ use crate::model_args::ModelArgs;
 
 /// Generate text with a model on a device.
 ///
-/// The prompt is prefilled token by token (ineligible for the retained route); every later
-/// token is a plain continuation, which the replay controller records, validates and then
+/// The prompt is prefilled in batched passes of up to 128 tokens (ordinary launches,
+/// ineligible for the retained route); every later token is a plain continuation, which the replay controller records, validates and then
 /// replays as one submission. Exit codes: 0 done, 1 the model or a forward failed, 2 usage.
 #[derive(Debug, clap::Args)]
 pub struct Args {

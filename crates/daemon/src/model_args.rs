@@ -17,8 +17,8 @@ use crate::models::{self, ResolvedModel};
 /// The device a model runs on (`--device`, `--arch`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct DeviceArgs {
-    /// `sim` (the soft device), `hsa` (an AMD GPU through ROCr: checked, but models are not
-    /// wired to it yet), or `auto` (the soft device, saying whether a GPU was found).
+    /// `sim` (the soft device), `hsa` (an AMD GPU through ROCr: an error when the runtime or a
+    /// GPU is missing), or `auto` (the soft device, saying whether a GPU was found).
     #[arg(id = "device", long = "device", value_name = "DEVICE", default_value = "auto")]
     pub name: String,
     /// The soft device's architecture.

@@ -1,6 +1,8 @@
 //! The CPU references the soft device runs every token of a 135M-parameter llama model with:
 //! the Q4_1 matrix-vector product at the model's FFN shapes (1536 x 576 and 576 x 1536), with
-//! the f32 `matvec` reference at the same shapes as the baseline, the batched `matmul_q4_1` of a
+//! the f32 `matvec` reference at the same shapes as the baseline, the same Q4_1 product over 64
+//! different matrices in turn (35 MB: past the core's cache, as a decode token's weights are)
+//! and the Q8_0 product at the model's output shape (49152 x 576, 30 MB), the batched `matmul_q4_1` of a
 //! 128-token prefill pass at the first shape (its time over 128 tokens against `matvec_q4_1`'s
 //! over one is the batching gain), and attention over 256 positions (9 query heads, 3 KV heads,
 //! head size 64).
@@ -147,5 +149,56 @@ fn matmul(c: &mut Criterion) {
     bench_launch(c, &format!("matmul_q4_1 {rows}x{cols} n={n}"), cpu::matmul_q4_1, &mut memory, &launch);
 }
 
-criterion_group!(benches, matvecs, matmul, attention);
+/// The products as a decode token runs them: every matrix read once per token, from past the
+/// core's own cache.
+fn streamed(c: &mut Criterion) {
+    const COPIES: u64 = 64;
+    let (rows, cols) = (1536u32, 576u32);
+    let (r, n) = (rows as usize, cols as usize);
+    let mut memory = HostMemory::new();
+    map(&mut memory, Y, &vec![0; 4 * r]);
+    map(&mut memory, X, &floats(n, 3));
+    let matrix = q4_1(r * n / 32);
+    let stride = (matrix.len() as u64).next_multiple_of(4096);
+    let kernargs: Vec<Vec<u8>> = (0..COPIES)
+        .map(|i| {
+            map(&mut memory, A + i * stride, &matrix);
+            kernarg(
+                &signature::MATVEC_Q4_1,
+                &[("y", Y), ("w", A + i * stride), ("x", X)],
+                &[("rows", rows), ("cols", cols)],
+                &[],
+                32,
+            )
+        })
+        .collect();
+    let mut next = 0;
+    c.bench_function(&format!("matvec_q4_1 {rows}x{cols} x{COPIES} matrices in turn"), |b| {
+        b.iter(|| {
+            let launch = Launch {
+                kernarg: &kernargs[next % kernargs.len()],
+                grid_size: [rows * 32, 1, 1],
+                workgroup_size: [32, 1, 1],
+                dynamic_lds_bytes: 0,
+            };
+            next += 1;
+            cpu::matvec_q4_1(&launch, &mut memory).unwrap();
+        })
+    });
+
+    let (rows, cols) = (49152u32, 576u32);
+    let (r, n) = (rows as usize, cols as usize);
+    let mut memory = HostMemory::new();
+    map(&mut memory, Y, &vec![0; 4 * r]);
+    map(&mut memory, X, &floats(n, 3));
+    let qs = noise(r * n, 9);
+    let table: Vec<u8> = qs.chunks_exact(32).flat_map(|q| [0x00, 0x24].into_iter().chain(q.iter().copied())).collect();
+    map(&mut memory, A, &table);
+    let k =
+        kernarg(&signature::MATVEC_Q8_0, &[("y", Y), ("w", A), ("x", X)], &[("rows", rows), ("cols", cols)], &[], 32);
+    let launch = Launch { kernarg: &k, grid_size: [rows * 32, 1, 1], workgroup_size: [32, 1, 1], dynamic_lds_bytes: 0 };
+    bench_launch(c, &format!("matvec_q8_0 {rows}x{cols}"), cpu::matvec_q8_0, &mut memory, &launch);
+}
+
+criterion_group!(benches, matvecs, streamed, matmul, attention);
 criterion_main!(benches);

@@ -6,6 +6,8 @@
 //! keep their exact bits (NaN payloads included).
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Why an access faulted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -70,16 +72,40 @@ pub trait DeviceMemory {
         None
     }
 
+    /// A form of the `len` bytes at `address` computed from them by `derive` (a weight matrix
+    /// laid out for a CPU reference's vector path), kept by the address space with those bytes
+    /// so that a kernel reading the same bytes at every dispatch derives it once. A kept form is
+    /// forgotten when any byte of its allocation is written or the allocation is freed, so it
+    /// always equals `derive` of the bytes as they are now. `key` names the derivation: callers
+    /// must pass one key per `derive` function (and parameters it depends on).
+    ///
+    /// `None` when the address space keeps no forms (the provided method) or cannot lend the
+    /// range ([`DeviceMemory::view`]); the caller then derives from a view, or reads. A form is
+    /// one read access of the range, checked as a view is.
+    fn derived(&self, address: u64, len: usize, key: u64, derive: &dyn Fn(&[u8]) -> Vec<u8>) -> Option<Arc<[u8]>> {
+        let _ = (address, len, key, derive);
+        None
+    }
+
     /// Reads `out.len()` little-endian `u32` values starting at `address` (one access).
     ///
     /// # Errors
     /// [`MemoryFault`] as for [`DeviceMemory::read`].
     fn read_u32s(&self, address: u64, out: &mut [u32]) -> Result<(), MemoryFault> {
-        let mut bytes = vec![0u8; size_of_val(out)];
-        self.read(address, &mut bytes)?;
-        for (value, chunk) in out.iter_mut().zip(bytes.as_chunks::<4>().0) {
-            *value = u32::from_le_bytes(*chunk);
+        let len = size_of_val(out);
+        let convert = |out: &mut [u32], bytes: &[u8]| {
+            for (value, chunk) in out.iter_mut().zip(bytes.as_chunks::<4>().0) {
+                *value = u32::from_le_bytes(*chunk);
+            }
+        };
+        // A range the address space lends is converted in place: the same bytes as a read.
+        if let Some(bytes) = self.view(address, len) {
+            convert(out, bytes);
+            return Ok(());
         }
+        let mut bytes = vec![0u8; len];
+        self.read(address, &mut bytes)?;
+        convert(out, &bytes);
         Ok(())
     }
 
@@ -88,6 +114,10 @@ pub trait DeviceMemory {
     /// # Errors
     /// [`MemoryFault`] as for [`DeviceMemory::write`].
     fn write_u32s(&mut self, address: u64, data: &[u32]) -> Result<(), MemoryFault> {
+        if cfg!(target_endian = "little") {
+            // The values' own bytes are their little-endian bytes.
+            return self.write(address, zerocopy::IntoBytes::as_bytes(data));
+        }
         let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
         self.write(address, &bytes)
     }
@@ -97,6 +127,12 @@ pub trait DeviceMemory {
     /// # Errors
     /// [`MemoryFault`] as for [`DeviceMemory::read`].
     fn read_f32s(&self, address: u64, out: &mut [f32]) -> Result<(), MemoryFault> {
+        if let Some(bytes) = self.view(address, size_of_val(out)) {
+            for (value, chunk) in out.iter_mut().zip(bytes.as_chunks::<4>().0) {
+                *value = f32::from_le_bytes(*chunk);
+            }
+            return Ok(());
+        }
         let mut bits = vec![0u32; out.len()];
         self.read_u32s(address, &mut bits)?;
         for (value, bits) in out.iter_mut().zip(bits) {
@@ -110,6 +146,10 @@ pub trait DeviceMemory {
     /// # Errors
     /// [`MemoryFault`] as for [`DeviceMemory::write`].
     fn write_f32s(&mut self, address: u64, data: &[f32]) -> Result<(), MemoryFault> {
+        if cfg!(target_endian = "little") {
+            // The values' own bytes are their little-endian bits.
+            return self.write(address, zerocopy::IntoBytes::as_bytes(data));
+        }
         let bits: Vec<u32> = data.iter().map(|v| v.to_bits()).collect();
         self.write_u32s(address, &bits)
     }
@@ -130,6 +170,89 @@ pub trait DeviceMemory {
     /// [`MemoryFault`] as for [`DeviceMemory::read`].
     fn read_f32(&self, address: u64) -> Result<f32, MemoryFault> {
         self.read_u32(address).map(f32::from_bits)
+    }
+}
+
+/// The derived forms ([`DeviceMemory::derived`]) one allocation keeps, for the address spaces
+/// that keep them: this crate's [`HostMemory`] and the soft device's.
+///
+/// The forms of an allocation take at most as many bytes as the allocation (a form that would
+/// pass that forgets the others first). A clone keeps no forms.
+#[derive(Default)]
+pub struct DerivedForms {
+    forms: Mutex<Vec<Form>>,
+}
+
+/// One kept form.
+struct Form {
+    offset: usize,
+    len: usize,
+    key: u64,
+    bytes: Arc<[u8]>,
+}
+
+impl DerivedForms {
+    /// No forms.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The form under `key` of `allocation[offset..offset + len]`, derived by `derive` unless it is
+    /// kept; `None` when the range is not inside `allocation`.
+    pub fn get_or_derive(
+        &self,
+        allocation: &[u8],
+        offset: usize,
+        len: usize,
+        key: u64,
+        derive: &dyn Fn(&[u8]) -> Vec<u8>,
+    ) -> Option<Arc<[u8]>> {
+        let bytes = allocation.get(offset..offset.checked_add(len)?)?;
+        let mut forms = self.forms.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(form) = forms.iter().find(|f| f.offset == offset && f.len == len && f.key == key) {
+            return Some(Arc::clone(&form.bytes));
+        }
+        let form: Arc<[u8]> = derive(bytes).into();
+        let kept: usize = forms.iter().map(|f| f.bytes.len()).sum();
+        if kept.saturating_add(form.len()) > allocation.len() {
+            forms.clear();
+        }
+        if form.len() <= allocation.len() {
+            forms.push(Form { offset, len, key, bytes: Arc::clone(&form) });
+        }
+        Some(form)
+    }
+
+    /// Forgets every form (the allocation's bytes are about to change).
+    pub fn clear(&mut self) {
+        self.forms.get_mut().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+
+    /// How many forms are kept.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.forms.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// Whether no form is kept.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Clone for DerivedForms {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for DerivedForms {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let forms = self.forms.lock().unwrap_or_else(PoisonError::into_inner);
+        let bytes: usize = forms.iter().map(|form| form.bytes.len()).sum();
+        write!(f, "DerivedForms {{ forms: {}, bytes: {bytes} }}", forms.len())
     }
 }
 
@@ -185,8 +308,21 @@ pub enum AllocateError {
 /// next, even an adjacent one, faults (a kernel argument is one buffer).
 #[derive(Clone, Debug, Default)]
 pub struct HostMemory {
-    /// Allocation contents by first byte.
-    allocations: BTreeMap<u64, Vec<u8>>,
+    /// Allocations by first byte.
+    allocations: BTreeMap<u64, Allocation>,
+}
+
+/// One allocation of a [`HostMemory`].
+#[derive(Clone, Debug)]
+struct Allocation {
+    bytes: Vec<u8>,
+    derived: DerivedForms,
+}
+
+impl Allocation {
+    fn size(&self) -> u64 {
+        len_u64(&self.bytes)
+    }
 }
 
 impl HostMemory {
@@ -213,7 +349,7 @@ impl HostMemory {
         }
         let end = base.checked_add(size).ok_or(AllocateError::Wraps { base, size })?;
         if let Some((&existing_base, existing)) = self.allocations.range(..end).next_back() {
-            let existing_size = len_u64(existing);
+            let existing_size = existing.size();
             if existing_base >= base || existing_base + existing_size > base {
                 return Err(AllocateError::Overlaps { base, size, existing_base, existing_size });
             }
@@ -226,24 +362,24 @@ impl HostMemory {
         let mut bytes = Vec::new();
         bytes.try_reserve_exact(len).map_err(|_| too_large)?;
         bytes.resize(len, 0);
-        self.allocations.insert(base, bytes);
+        self.allocations.insert(base, Allocation { bytes, derived: DerivedForms::new() });
         Ok(())
     }
 
     /// The bytes of the allocation that starts at `base`.
     #[must_use]
     pub fn allocation(&self, base: u64) -> Option<&[u8]> {
-        self.allocations.get(&base).map(Vec::as_slice)
+        self.allocations.get(&base).map(|a| a.bytes.as_slice())
     }
 
     /// First byte and size of every allocation, in address order.
     pub fn allocations(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.allocations.iter().map(|(&base, bytes)| (base, len_u64(bytes)))
+        self.allocations.iter().map(|(&base, a)| (base, a.size()))
     }
 
     /// The allocation holding all of `[address, address + len)` and the offset of `address` in it.
     fn locate(&self, address: u64, len: usize) -> Result<(u64, usize), MemoryFault> {
-        locate(&self.allocations, |bytes| len_u64(bytes), address, len)
+        locate(&self.allocations, Allocation::size, address, len)
     }
 }
 
@@ -305,15 +441,20 @@ impl DeviceMemory for HostMemory {
             return Ok(());
         }
         let (base, offset) = self.locate(address, out.len())?;
-        if let Some(bytes) = self.allocations.get(&base) {
-            out.copy_from_slice(&bytes[offset..offset + out.len()]);
+        if let Some(a) = self.allocations.get(&base) {
+            out.copy_from_slice(&a.bytes[offset..offset + out.len()]);
         }
         Ok(())
     }
 
     fn view(&self, address: u64, len: usize) -> Option<&[u8]> {
-        let (_, bytes, offset) = locate_entry(&self.allocations, |bytes| len_u64(bytes), address, len).ok()?;
-        bytes.get(offset..offset.checked_add(len)?)
+        let (_, a, offset) = locate_entry(&self.allocations, Allocation::size, address, len).ok()?;
+        a.bytes.get(offset..offset.checked_add(len)?)
+    }
+
+    fn derived(&self, address: u64, len: usize, key: u64, derive: &dyn Fn(&[u8]) -> Vec<u8>) -> Option<Arc<[u8]>> {
+        let (_, a, offset) = locate_entry(&self.allocations, Allocation::size, address, len).ok()?;
+        a.derived.get_or_derive(&a.bytes, offset, len, key, derive)
     }
 
     fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {
@@ -321,8 +462,9 @@ impl DeviceMemory for HostMemory {
             return Ok(());
         }
         let (base, offset) = self.locate(address, data.len())?;
-        if let Some(bytes) = self.allocations.get_mut(&base) {
-            bytes[offset..offset + data.len()].copy_from_slice(data);
+        if let Some(a) = self.allocations.get_mut(&base) {
+            a.derived.clear();
+            a.bytes[offset..offset + data.len()].copy_from_slice(data);
         }
         Ok(())
     }
@@ -380,6 +522,53 @@ mod tests {
             assert!(m.read(address, &mut vec![0; len]).is_err());
             assert_eq!(m.view(address, len), None, "{address:#x} + {len}");
         }
+    }
+
+    #[test]
+    fn derived_forms_are_derived_once_and_forgotten_when_their_allocation_is_written() {
+        let mut m = memory();
+        m.write(0x1000, &[1, 2, 3, 4]).unwrap();
+        let calls = std::cell::Cell::new(0);
+        let reverse = |bytes: &[u8]| {
+            calls.set(calls.get() + 1);
+            bytes.iter().rev().copied().collect::<Vec<u8>>()
+        };
+        assert_eq!(m.derived(0x1001, 3, 7, &reverse).as_deref(), Some(&[4, 3, 2][..]));
+        assert_eq!(m.derived(0x1001, 3, 7, &reverse).as_deref(), Some(&[4, 3, 2][..]));
+        assert_eq!(calls.get(), 1, "kept after the first derivation");
+        // Another key or another range is another form.
+        assert_eq!(m.derived(0x1001, 3, 8, &reverse).as_deref(), Some(&[4, 3, 2][..]));
+        assert_eq!(m.derived(0x1000, 3, 7, &reverse).as_deref(), Some(&[3, 2, 1][..]));
+        assert_eq!(calls.get(), 3);
+        // A write anywhere in the allocation forgets its forms; another allocation's does not.
+        m.write(0x1010, &[9]).unwrap();
+        assert_eq!(m.derived(0x1001, 3, 7, &reverse).as_deref(), Some(&[4, 3, 2][..]));
+        assert_eq!(calls.get(), 3);
+        m.write(0x100f, &[9]).unwrap();
+        m.write(0x1002, &[5]).unwrap();
+        assert_eq!(m.derived(0x1001, 3, 7, &reverse).as_deref(), Some(&[4, 5, 2][..]));
+        assert_eq!(calls.get(), 4);
+        // What a view refuses is not derived.
+        for (address, len) in [(0x0ffc, 4), (0x100e, 4), (0x1018, 4), (u64::MAX - 1, 4), (0x1000, 17)] {
+            assert_eq!(m.derived(address, len, 7, &reverse), None, "{address:#x} + {len}");
+        }
+        assert_eq!(calls.get(), 4);
+    }
+
+    #[test]
+    fn derived_forms_take_at_most_their_allocations_size() {
+        let forms = DerivedForms::new();
+        let allocation = [0u8; 8];
+        let copy = |bytes: &[u8]| bytes.to_vec();
+        for offset in 0..4 {
+            forms.get_or_derive(&allocation, offset, 3, 1, &copy).unwrap();
+        }
+        // The third form of three bytes would pass the eight of the allocation: it was kept in
+        // place of the first two, and the fourth beside it.
+        assert_eq!(forms.len(), 2);
+        assert_eq!(forms.get_or_derive(&allocation, 6, 3, 1, &copy), None, "past the allocation");
+        assert!(forms.clone().is_empty(), "a clone keeps none");
+        assert_eq!(format!("{forms:?}"), "DerivedForms { forms: 2, bytes: 6 }");
     }
 
     #[test]

@@ -188,7 +188,7 @@ impl SimDevice {
     fn run_launch_queue(&mut self) -> Result<ProcessReport, LaunchError> {
         let Self { memory, objects, signals, launch_queue, .. } = self;
         let Some(queue) = launch_queue else { return Ok(ProcessReport::default()) };
-        match queue.process(memory, objects, signals, &mut pm4_not_available) {
+        match on_pool(|| queue.process(memory, objects, signals, &mut pm4_not_available)) {
             Ok(report) => Ok(report),
             Err(_) => Err(match queue.recover(memory) {
                 Some(QueueFault::Dispatch { source, .. }) => source,
@@ -348,12 +348,15 @@ impl SimDevice {
             _ => {}
         }
         ib_reports.clear();
-        let mut hook = |m: &mut SimMemory, o: &KernelTable, ib_va: u64, size_dwords: u32| -> Result<(), Pm4Error> {
-            let report = cp.execute_ib(m, o, ib_va, size_dwords, clock).map_err(|f| Box::new(f) as Pm4Error)?;
-            ib_reports.push(report);
-            Ok(())
-        };
-        Ok(q.queue.process(memory, objects, signals, &mut hook)?)
+        let queue = &mut q.queue;
+        on_pool(|| {
+            let mut hook = |m: &mut SimMemory, o: &KernelTable, ib_va: u64, size_dwords: u32| -> Result<(), Pm4Error> {
+                let report = cp.execute_ib(m, o, ib_va, size_dwords, clock).map_err(|f| Box::new(f) as Pm4Error)?;
+                ib_reports.push(report);
+                Ok(())
+            };
+            Ok(queue.process(memory, objects, signals, &mut hook)?)
+        })
     }
 
     /// Faults armed and not fired yet.
@@ -633,4 +636,13 @@ impl Device for SimDevice {
         // instead of sleeping `timeout`.
         Err(WaitError::Timeout { signal, value, condition, compare, timeout })
     }
+}
+
+/// Runs `work` (a queue's packet processor) on a thread of the pool the kernels' CPU references
+/// split large dispatches across ([`rayon`]'s global pool): from there a split hands half of
+/// its rows to the other threads and computes the rest itself, where a split started outside
+/// the pool would put the calling thread to sleep and wake a worker for every dispatch. One hand-off
+/// per run of a queue, however many packets it runs; called on a pool thread, `work` runs at once.
+fn on_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    rayon::scope(|_| work())
 }

@@ -15,6 +15,7 @@
 //! one and bound with the other, so the disagreement is a typed fault ([`HiddenArgMismatch`]).
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use kernarg_abi::layout::DispatchGeometry;
 use kernarg_abi::metadata::ValueKind;
@@ -389,6 +390,15 @@ impl<M: DeviceMemory + ?Sized> DeviceMemory for EffectGuard<'_, M> {
             return None;
         }
         self.inner.view(address, len)
+    }
+
+    /// Derives only from a range a declared readable effect covers, as [`Self::view`] lends.
+    fn derived(&self, address: u64, len: usize, key: u64, derive: &dyn Fn(&[u8]) -> Vec<u8>) -> Option<Arc<[u8]>> {
+        let len_u64 = u64::try_from(len).ok()?;
+        if len == 0 || !self.allowed(address, len_u64, Access::Read) {
+            return None;
+        }
+        self.inner.derived(address, len, key, derive)
     }
 
     fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use kernels::memory::{DeviceMemory, FaultReason, MemoryFault};
+use kernels::memory::{DerivedForms, DeviceMemory, FaultReason, MemoryFault};
 use tape_core::AllocationId;
 
 use hal::{AllocateError, DeviceAllocation, FreeError};
@@ -94,6 +94,9 @@ struct Region {
     id: AllocationId,
     kind: RegionKind,
     backing: Backing,
+    /// Forms derived from the bytes ([`DeviceMemory::derived`]): host memory of the sim's own,
+    /// not counted against the address space's budget, forgotten at every write.
+    derived: DerivedForms,
 }
 
 impl Region {
@@ -122,6 +125,7 @@ impl Region {
 
     /// Copies `data` to `offset` (inside the region).
     fn write(&mut self, offset: usize, data: &[u8]) {
+        self.derived.clear();
         match &mut self.backing {
             Backing::Owned(bytes) => bytes[offset..offset + data.len()].copy_from_slice(data),
             Backing::External(memory) => memory.write(len_u64_of(offset), data),
@@ -227,7 +231,7 @@ impl SimMemory {
             return Err(AllocateError::TooMany { limit: Self::ALLOCATIONS_MAX });
         }
         let id = self.take_id()?;
-        self.regions.insert(va, Region { id, kind, backing: Backing::External(memory) });
+        self.regions.insert(va, Region { id, kind, backing: Backing::External(memory), derived: DerivedForms::new() });
         Ok(DeviceAllocation { id, va, size })
     }
 
@@ -442,7 +446,7 @@ impl SimMemory {
         bytes.try_reserve_exact(len).map_err(|_| too_large)?;
         bytes.resize(len, 0);
         let id = self.take_id()?;
-        self.regions.insert(va, Region { id, kind, backing: Backing::Owned(bytes) });
+        self.regions.insert(va, Region { id, kind, backing: Backing::Owned(bytes), derived: DerivedForms::new() });
         self.in_use_bytes += reserved;
         Ok(DeviceAllocation { id, va, size })
     }
@@ -478,6 +482,15 @@ impl DeviceMemory for SimMemory {
         let (_, region, offset) = kernels::memory::locate_entry(&self.regions, Region::size, address, len).ok()?;
         match &region.backing {
             Backing::Owned(bytes) => bytes.get(offset..offset.checked_add(len)?),
+            Backing::External(_) => None,
+        }
+    }
+
+    /// Forms of memory the sim owns are kept with it; memory shared with a host has none.
+    fn derived(&self, address: u64, len: usize, key: u64, derive: &dyn Fn(&[u8]) -> Vec<u8>) -> Option<Arc<[u8]>> {
+        let (_, region, offset) = kernels::memory::locate_entry(&self.regions, Region::size, address, len).ok()?;
+        match &region.backing {
+            Backing::Owned(bytes) => region.derived.get_or_derive(bytes, offset, len, key, derive),
             Backing::External(_) => None,
         }
     }

@@ -249,12 +249,14 @@ fn matmul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Format) ->
 fn tile_tokens<const T: usize>(xs: &[f32], cols: usize) -> Vec<[f32; T]> {
     let n = xs.len() / cols;
     let mut tiles = vec![[0.0f32; T]; n.div_ceil(T) * cols];
-    for (t, row) in xs.chunks_exact(cols).enumerate() {
-        let tile = &mut tiles[t / T * cols..][..cols];
-        for (slot, &v) in tile.iter_mut().zip(row) {
-            slot[t % T] = v;
+    // One tile per task: a tile's T token rows in, its cols slots out.
+    tiles.par_chunks_mut(cols).zip(xs.par_chunks(T * cols)).for_each(|(tile, rows)| {
+        for (u, row) in rows.chunks_exact(cols).enumerate() {
+            for (slot, &v) in tile.iter_mut().zip(row) {
+                slot[u] = v;
+            }
         }
-    }
+    });
     tiles
 }
 
@@ -284,12 +286,17 @@ impl Matmul {
     /// Stores `sums` (`[row][tokens_padded]` of rows `first..`) as `y[t][first..]` for `t < n`.
     fn store_rows(&self, memory: &mut dyn DeviceMemory, first: u32, sums: &[f32]) -> Result<(), KernelError> {
         use signature::matmul_q::Y;
-        let mut bits = Vec::with_capacity(sums.len() / self.tokens_padded);
-        for t in 0..widen(self.n) {
-            bits.clear();
-            bits.extend(sums.chunks_exact(self.tokens_padded).map(|row| row[t].to_bits()));
+        let count = sums.len() / self.tokens_padded;
+        // Transposed across the cores, stored token by token from this thread.
+        let mut bits = vec![0u32; widen(self.n) * count];
+        bits.par_chunks_mut(count.max(1)).enumerate().for_each(|(t, out)| {
+            for (slot, row) in out.iter_mut().zip(sums.chunks_exact(self.tokens_padded)) {
+                *slot = row[t].to_bits();
+            }
+        });
+        for (t, token) in bits.chunks_exact(count.max(1)).enumerate() {
             let index = widen_usize(t) * u64::from(self.rows) + u64::from(first);
-            store(memory, &Y, self.y, index, &bits)?;
+            store(memory, &Y, self.y, index, token)?;
         }
         Ok(())
     }

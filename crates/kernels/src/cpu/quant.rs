@@ -162,14 +162,21 @@ fn matvec_quant(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Form
     })
 }
 
-/// The rows' sums computed from weights the address space lends in place ([`rows`]), or `None`
-/// when it lends them not (the streamed reads then run, and report any fault).
+/// The rows' sums computed from weights the address space lends ([`rows`]): in the vector
+/// path's layout kept with the weights ([`DeviceMemory::derived`]), else laid out from a view for
+/// this dispatch, or `None` when the address space lends them not (the streamed reads then run,
+/// and report any fault).
 fn in_place(memory: &dyn DeviceMemory, w: u64, blocks: u64, xs: &[f32], format: Format) -> Option<Vec<f32>> {
     let bytes = usize::try_from(blocks).ok()?.checked_mul(format.block_bytes)?;
-    let weights = memory.view(w, bytes)?;
-    let blocks_per_row = xs.len() / widen(QK);
-    let mut ys = vec![0.0f32; weights.len() / (blocks_per_row * format.block_bytes)];
-    rows::matvec(format.kind, weights, xs, blocks_per_row, &mut ys, rows::Path::Fastest);
+    let layout = rows::Layout::fastest(format.kind, xs.len() / widen(QK));
+    let mut ys = vec![0.0f32; bytes / (layout.blocks_per_row * format.block_bytes)];
+    if layout.group_rows() == 1 {
+        layout.matvec(memory.view(w, bytes)?, xs, &mut ys);
+    } else if let Some(packed) = memory.derived(w, bytes, layout.key(), &|weights| layout.pack(weights)) {
+        layout.matvec(&packed, xs, &mut ys);
+    } else {
+        layout.matvec(&layout.pack(memory.view(w, bytes)?), xs, &mut ys);
+    }
     Some(ys)
 }
 

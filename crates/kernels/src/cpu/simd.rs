@@ -1,15 +1,16 @@
 //! The vector instruction sets the CPU references use where this machine has them, detected at
 //! run time. A vector path performs exactly the scalar path's `f32` operations in the same order
-//! (each multiply and add rounded on its own: nothing is fused), only several independent ones
-//! at once, so it gives the same bits; each is tested against its scalar path.
+//! (each multiply and add rounded on its own; a multiply-add is fused only where the product is
+//! exact, which gives the same bits, and the path says why), only several independent ones at
+//! once, so it gives the same bits; each is tested against its scalar path.
 
 /// A vector instruction set.
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Isa {
-    /// AVX2 and F16C (256-bit registers).
+    /// AVX2, FMA and F16C (256-bit registers).
     Avx2,
-    /// AVX-512 F (512-bit registers), with AVX2 and F16C.
+    /// AVX-512 F (512-bit registers), with AVX2, FMA and F16C.
     Avx512,
 }
 
@@ -20,7 +21,9 @@ impl Isa {
 
     /// Whether this machine has it.
     pub(crate) fn available(self) -> bool {
-        let avx2 = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("f16c");
+        let avx2 = std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("f16c");
         match self {
             Isa::Avx2 => avx2,
             Isa::Avx512 => avx2 && std::arch::is_x86_feature_detected!("avx512f"),

@@ -1,16 +1,20 @@
 //! Whole quantised matrices at machine speed: the work-groups of `matvec_q4_1` and `matvec_q8_0`
-//! over weights read in place ([`crate::memory::DeviceMemory::view`]).
+//! over weights the address space lends ([`crate::memory::DeviceMemory::view`]), in a layout
+//! made for vector registers that the address space keeps with the weights
+//! ([`crate::memory::DeviceMemory::derived`]).
 //!
 //! Every row is computed exactly as its work-group computes it (see [`super::matvec_q4_1`]): 32
 //! partial sums, lane `t` accumulating blocks `t, t + 32, ...` element by element in the
-//! kernel's order, each multiply and add rounded on its own (no fused multiply-add), then the
-//! LDS tree. Rows are independent, so what changes here is only how many run at once:
-//! - the vector path (x86-64 with AVX2 and F16C, detected at run time) keeps eight rows in the
-//!   eight `f32` lanes of a 256-bit register, one register per work-item partial sum; the block
-//!   scales are converted by `vcvtph2ps`, which is exact for every binary16 value as
-//!   [`super::f16_to_f32`] is (a NaN comes back quiet with its payload);
-//! - the scalar path computes one row at a time, and takes the rows the vector path leaves (a
-//!   tail of fewer than eight rows, or every row on a machine without AVX2);
+//! kernel's order, each multiply and add rounded on its own, then the LDS tree. Rows are
+//! independent, so what changes here is only how many run at once:
+//! - the vector paths (x86-64 with AVX2, FMA and F16C, or AVX-512, detected at run time) keep
+//!   eight or sixteen rows in the `f32` lanes of a register, one register per work-item partial
+//!   sum, over the matrix [packed](Layout::pack) so that one load gives one element of every row
+//!   of a group; the block scales are converted by `vcvtph2ps`, which is exact for every binary16
+//!   value as [`super::f16_to_f32`] is (a NaN comes back quiet with its payload);
+//! - the scalar path computes one row at a time over the matrix as it is, and takes the rows the
+//!   vector path leaves (a tail of fewer rows than a group, or every row on a machine without the
+//!   vector instruction sets);
 //! - rows are split across the machine's cores (rayon) when a matrix has enough blocks to pay
 //!   for it.
 //!
@@ -41,6 +45,14 @@ impl Kind {
         }
     }
 
+    /// Bytes of a block's scales: `d` (and `m`).
+    const fn scale_bytes(self) -> usize {
+        match self {
+            Kind::Q4_1 => 4,
+            Kind::Q8_0 => 2,
+        }
+    }
+
     /// `acc` plus the block's 32 products with `xs`, in the kernel's order.
     fn dot(self, acc: f32, block: &[u8], xs: &[f32]) -> f32 {
         match self {
@@ -50,52 +62,109 @@ impl Kind {
     }
 }
 
-/// Which implementation computes the rows.
+/// How a matrix of one quantisation and width is laid out for one path, and computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Path {
-    /// The widest vector path the machine has, else the scalar path.
-    Fastest,
-    /// One vector path (where the machine has it; the scalar path otherwise).
-    #[cfg_attr(not(test), allow(dead_code))]
-    Vector(Isa),
-    /// One row at a time.
-    #[cfg_attr(not(test), allow(dead_code))]
-    Scalar,
+pub(super) struct Layout {
+    pub(super) kind: Kind,
+    pub(super) blocks_per_row: usize,
+    /// The vector path; `None` for the scalar path (the matrix as it is).
+    pub(super) isa: Option<Isa>,
 }
 
-/// Rows handled by one parallel task: eight vector groups.
+/// Rows handled by one parallel task: a whole number of groups of every vector path.
 const TASK_ROWS: usize = 64;
 /// Matrices with fewer blocks run on the calling thread (a task split costs more than it saves).
 const PARALLEL_BLOCKS_MIN: usize = 4096;
 
-/// `out[r]` = row `r` of the matrix `w` (`out.len()` rows of `blocks_per_row` blocks) times
-/// `xs` (`32 * blocks_per_row` values), for every row, as the kernel's work-group `r` computes it.
-pub(super) fn matvec(kind: Kind, w: &[u8], xs: &[f32], blocks_per_row: usize, out: &mut [f32], path: Path) {
-    let row_bytes = blocks_per_row * kind.block_bytes();
-    debug_assert_eq!(w.len(), out.len() * row_bytes);
-    debug_assert_eq!(xs.len(), blocks_per_row * super::widen(QK));
-    let task = |(index, rows): (usize, &mut [f32])| {
-        let first = index * TASK_ROWS;
-        rows_of(kind, &w[first * row_bytes..(first + rows.len()) * row_bytes], xs, blocks_per_row, rows, path);
-    };
-    if out.len() * blocks_per_row >= PARALLEL_BLOCKS_MIN {
-        out.par_chunks_mut(TASK_ROWS).enumerate().for_each(task);
-    } else {
-        out.chunks_mut(TASK_ROWS).enumerate().for_each(task);
+impl Layout {
+    /// The widest path this machine has, for matrices of `kind` with `blocks_per_row` blocks a row.
+    pub(super) fn fastest(kind: Kind, blocks_per_row: usize) -> Self {
+        Self { kind, blocks_per_row, isa: Isa::widest() }
     }
-}
 
-/// The rows of `w` (`out.len()` of them) on the calling thread.
-fn rows_of(kind: Kind, w: &[u8], xs: &[f32], blocks_per_row: usize, out: &mut [f32], path: Path) {
-    let row_bytes = blocks_per_row * kind.block_bytes();
-    let isa = match path {
-        Path::Fastest => Isa::widest(),
-        Path::Vector(isa) => Some(isa),
-        Path::Scalar => None,
-    };
-    let done = isa.map_or(0, |isa| x86::rows(isa, kind, w, xs, blocks_per_row, out));
-    for (r, y) in out.iter_mut().enumerate().skip(done) {
-        *y = scalar_row(kind, &w[r * row_bytes..(r + 1) * row_bytes], xs);
+    /// The vector path, if this machine has it (a layout naming one it lacks is the scalar
+    /// path's).
+    fn vector(self) -> Option<Isa> {
+        self.isa.filter(|isa| isa.available())
+    }
+
+    /// Rows a group of the vector path holds (one row for the scalar path).
+    pub(super) fn group_rows(self) -> usize {
+        self.vector().map_or(1, x86::rows_per_register)
+    }
+
+    const fn row_bytes(self) -> usize {
+        self.blocks_per_row * self.kind.block_bytes()
+    }
+
+    /// The key under which the address space keeps this layout of a matrix: one per
+    /// quantisation, width and path.
+    pub(super) fn key(self) -> u64 {
+        let kind = match self.kind {
+            Kind::Q4_1 => 1,
+            Kind::Q8_0 => 2,
+        };
+        let width = u64::try_from(self.group_rows()).unwrap_or(0);
+        let blocks = u64::try_from(self.blocks_per_row).unwrap_or(u64::MAX >> 16);
+        (blocks << 16) | (width << 4) | kind
+    }
+
+    /// The matrix `w` (whole rows) laid out for this path, in as many bytes. Rows are taken in
+    /// groups of [`Layout::group_rows`]; each group keeps its place and its bytes, ordered block
+    /// by block: the block's `d` of every row of the group (`f16`, row order), for Q4_1 its `m`
+    /// of every row, then its quant bytes as columns: byte `j` of every row of the group, for
+    /// each `j`. Rows after the last whole group are left as they are (the scalar path reads
+    /// them). The scalar path's layout is the matrix itself.
+    pub(super) fn pack(self, w: &[u8]) -> Vec<u8> {
+        let mut packed = w.to_vec();
+        let (n, row_bytes, block_bytes) = (self.group_rows(), self.row_bytes(), self.kind.block_bytes());
+        if n == 1 || row_bytes == 0 {
+            return packed;
+        }
+        let scales = self.kind.scale_bytes();
+        let groups = w.par_chunks_exact(n * row_bytes).zip(packed.par_chunks_exact_mut(n * row_bytes));
+        groups.for_each(|(from, to)| {
+            for (b, to) in to.chunks_exact_mut(n * block_bytes).enumerate() {
+                for r in 0..n {
+                    let block = &from[r * row_bytes + b * block_bytes..][..block_bytes];
+                    for half in 0..scales / 2 {
+                        to[half * 2 * n + 2 * r..][..2].copy_from_slice(&block[2 * half..2 * half + 2]);
+                    }
+                    for (j, &q) in block[scales..].iter().enumerate() {
+                        to[scales * n + j * n + r] = q;
+                    }
+                }
+            }
+        });
+        packed
+    }
+
+    /// `out[r]` = row `r` of the matrix times `xs` (`32 * blocks_per_row` values) for every row
+    /// (`out.len()` of them), as the kernel's work-group `r` computes it; `packed` is the matrix
+    /// in this layout ([`Layout::pack`]).
+    pub(super) fn matvec(self, packed: &[u8], xs: &[f32], out: &mut [f32]) {
+        let row_bytes = self.row_bytes();
+        debug_assert_eq!(packed.len(), out.len() * row_bytes);
+        debug_assert_eq!(xs.len(), self.blocks_per_row * super::widen(QK));
+        let task = |(index, rows): (usize, &mut [f32])| {
+            let first = index * TASK_ROWS;
+            self.rows_of(&packed[first * row_bytes..(first + rows.len()) * row_bytes], xs, rows);
+        };
+        if out.len() * self.blocks_per_row >= PARALLEL_BLOCKS_MIN {
+            out.par_chunks_mut(TASK_ROWS).enumerate().for_each(task);
+        } else {
+            out.chunks_mut(TASK_ROWS).enumerate().for_each(task);
+        }
+    }
+
+    /// The rows of `packed` (`out.len()` of them, starting with a whole group) on the calling
+    /// thread.
+    fn rows_of(self, packed: &[u8], xs: &[f32], out: &mut [f32]) {
+        let row_bytes = self.row_bytes();
+        let done = self.vector().map_or(0, |isa| x86::rows(isa, self.kind, packed, xs, self.blocks_per_row, out));
+        for (r, y) in out.iter_mut().enumerate().skip(done) {
+            *y = scalar_row(self.kind, &packed[r * row_bytes..(r + 1) * row_bytes], xs);
+        }
     }
 }
 
@@ -120,6 +189,10 @@ mod x86 {
     pub(super) fn rows(isa: super::Isa, _: super::Kind, _: &[u8], _: &[f32], _: usize, _: &mut [f32]) -> usize {
         match isa {}
     }
+
+    pub(super) fn rows_per_register(isa: super::Isa) -> usize {
+        match isa {}
+    }
 }
 
 #[cfg(test)]
@@ -128,19 +201,25 @@ mod tests {
 
     use super::*;
 
+    /// The rows of the `rows` x `blocks_per_row` matrix made of `bytes` (repeated) times `xs`
+    /// (repeated), by `layout`'s path.
+    fn product(layout: Layout, rows: usize, bytes: &[u8], xs: &[f32]) -> Vec<f32> {
+        let w: Vec<u8> = bytes.iter().cycle().take(rows * layout.row_bytes()).copied().collect();
+        let xs: Vec<f32> = xs.iter().cycle().take(layout.blocks_per_row * 32).copied().collect();
+        let mut out = vec![0.0; rows];
+        layout.matvec(&layout.pack(&w), &xs, &mut out);
+        out
+    }
+
     fn compare(kind: Kind, rows: usize, blocks_per_row: usize, bytes: &[u8], xs: &[f32]) {
-        let w: Vec<u8> = bytes.iter().cycle().take(rows * blocks_per_row * kind.block_bytes()).copied().collect();
-        let xs: Vec<f32> = xs.iter().cycle().take(blocks_per_row * 32).copied().collect();
-        let mut scalar = vec![0.0; rows];
-        matvec(kind, &w, &xs, blocks_per_row, &mut scalar, Path::Scalar);
-        for path in vector_paths() {
-            let mut fast = vec![0.0; rows];
-            matvec(kind, &w, &xs, blocks_per_row, &mut fast, path);
+        let scalar = product(Layout { kind, blocks_per_row, isa: None }, rows, bytes, xs);
+        for isa in vector_paths() {
+            let fast = product(Layout { kind, blocks_per_row, isa }, rows, bytes, xs);
             for (r, (f, s)) in fast.iter().zip(&scalar).enumerate() {
                 let same = f.to_bits() == s.to_bits() || (f.is_nan() && s.is_nan());
                 assert!(
                     same,
-                    "{path:?} {kind:?} row {r} of {rows} x {blocks_per_row} blocks: {f:e} ({:#x}) vs {s:e} ({:#x})",
+                    "{isa:?} {kind:?} row {r} of {rows} x {blocks_per_row} blocks: {f:e} ({:#x}) vs {s:e} ({:#x})",
                     f.to_bits(),
                     s.to_bits()
                 );
@@ -148,9 +227,9 @@ mod tests {
         }
     }
 
-    /// Every vector path this machine has, and the dispatching one.
-    fn vector_paths() -> Vec<Path> {
-        crate::cpu::simd::available_for_tests().into_iter().map(Path::Vector).chain([Path::Fastest]).collect()
+    /// Every vector path this machine has, and the fastest.
+    fn vector_paths() -> Vec<Option<Isa>> {
+        crate::cpu::simd::available_for_tests().into_iter().map(Some).chain([Isa::widest()]).collect()
     }
 
     fn value() -> impl Strategy<Value = f32> {
@@ -203,16 +282,14 @@ mod tests {
                 }
             }
             let xs: Vec<f32> = (0..32u8).map(|j| f32::from(j) * 0.25 - 3.0).collect();
-            let mut scalar = vec![0.0; rows];
-            matvec(kind, &w, &xs, 1, &mut scalar, Path::Scalar);
+            let scalar = product(Layout { kind, blocks_per_row: 1, isa: None }, rows, &w, &xs);
             let key = |v: &f32| if v.is_nan() { None } else { Some(v.to_bits()) };
-            for path in vector_paths() {
-                let mut fast = vec![0.0; rows];
-                matvec(kind, &w, &xs, 1, &mut fast, path);
+            for isa in vector_paths() {
+                let fast = product(Layout { kind, blocks_per_row: 1, isa }, rows, &w, &xs);
                 assert_eq!(
                     fast.iter().map(key).collect::<Vec<_>>(),
                     scalar.iter().map(key).collect::<Vec<_>>(),
-                    "{path:?} {kind:?}"
+                    "{isa:?} {kind:?}"
                 );
             }
         }
