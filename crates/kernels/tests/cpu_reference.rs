@@ -168,6 +168,43 @@ fn elementwise_in_place_matches_the_gpu() {
     assert_eq!(read_bits(&memory, OUT, n as usize), expected);
 }
 
+#[test]
+fn elementwise_in_place_across_cores_matches_the_gpu() {
+    // Large enough for the references to split it across cores: still each element's own.
+    let n = 70_000u32;
+    let a = Rng(5).f32s(n as usize, -5.0, 5.0);
+    let mut memory = HostMemory::new();
+    buffer(&mut memory, OUT, &a);
+    let k =
+        Kernarg::new(&signature::ADD).ptr("out", OUT).ptr("a", OUT).ptr("b", OUT).u32("n", n).group_size(256).bytes();
+    run(cpu::add, &launch_1d(&k, n, 256), &mut memory);
+    let expected = expect_elements(n, n, n as usize, |i| f32_of(2.0 * f64::from(a[i])));
+    assert_eq!(read_bits(&memory, OUT, n as usize), expected);
+}
+
+#[test]
+fn an_elementwise_copy_onto_its_own_source_one_element_on_goes_work_group_by_work_group() {
+    // dst = src + 1 element: a work-group reads what the one before it stored, as on the GPU
+    // (each work-group's loads before its stores, work-groups in order).
+    let (n32, wg16) = (300u32, 64u16);
+    let (n, wg) = (n32 as usize, usize::from(wg16));
+    let values: Vec<f32> = (0..=n32).map(|i| i as f32).collect();
+    let mut memory = HostMemory::new();
+    buffer(&mut memory, OUT, &values);
+    let k = Kernarg::new(&signature::COPY).ptr("dst", OUT + 4).ptr("src", OUT).u32("n", n32).group_size(wg16).bytes();
+    run(cpu::copy, &launch_1d(&k, n32, wg16), &mut memory);
+    let mut expected = values.clone();
+    for first in (0..n).step_by(wg) {
+        let end = (first + wg).min(n);
+        let loaded = expected[first..end].to_vec();
+        expected[first + 1..end + 1].copy_from_slice(&loaded);
+    }
+    assert_eq!(read_bits(&memory, OUT, n + 1)[..n + 1], expected.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    // Element 65 is element 63's value, carried by work-group 0's store into work-group 1's load
+    // (one copy of the whole range at once would give 64).
+    assert_eq!((expected[64], expected[65]), (63.0, 63.0));
+}
+
 /// `f64` matrix-vector product and the bound `sum |a * x|` its `f32` evaluation is judged by.
 fn matvec_f64(a: &[f32], x: &[f32], r: usize) -> (f64, f64) {
     let row = &a[r * x.len()..(r + 1) * x.len()];

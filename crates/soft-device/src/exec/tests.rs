@@ -114,3 +114,23 @@ fn an_access_must_fit_one_declared_range() {
     assert!(guard.read(X + 12, &mut eight).is_err());
     assert_eq!(guard.violation().map(|v| v.va), Some(X + 4));
 }
+
+#[test]
+fn views_and_derived_forms_are_lent_only_inside_one_readable_range() {
+    let mut m = memory();
+    let effects = [
+        ResolvedEffect { arg_index: 0, address: X, bytes: 8, access: Access::Read },
+        ResolvedEffect { arg_index: 1, address: Y, bytes: 8, access: Access::Write },
+    ];
+    let guard = EffectGuard::new(&mut m, "k", &effects);
+    let copy = |bytes: &[u8]| bytes.to_vec();
+    assert_eq!(guard.view(X, 8).map(<[u8]>::len), Some(8));
+    assert_eq!(guard.derived(X + 4, 4, 1, &copy).map(|f| f.len()), Some(4));
+    // Past the readable range, or only writable: neither lent nor recorded (the caller's read
+    // records the fault).
+    for (address, len) in [(X + 4, 8), (Y, 4)] {
+        assert_eq!(guard.view(address, len), None);
+        assert_eq!(guard.derived(address, len, 1, &copy), None);
+    }
+    assert_eq!(guard.violation(), None);
+}

@@ -210,3 +210,38 @@ fn external_regions_share_their_bytes_and_take_no_budget() {
     assert_eq!(Arc::strong_count(&shared), 1, "the region's clone goes with it");
     assert!(m.read_u32(host.va).is_err());
 }
+
+#[test]
+fn derived_forms_follow_every_write_and_go_with_their_region() {
+    let mut m = SimMemory::new();
+    let a = m.allocate_kind(16, SimMemory::GRANULE_BYTES, RegionKind::HostVisible).unwrap();
+    let other = m.allocate(16).unwrap();
+    m.write(a.va, &[1, 2, 3, 4]).unwrap();
+    let calls = std::cell::Cell::new(0);
+    let sum = |bytes: &[u8]| {
+        calls.set(calls.get() + 1);
+        vec![bytes.iter().fold(0u8, |s, &b| s.wrapping_add(b))]
+    };
+    assert_eq!(m.derived(a.va, 4, 1, &sum).as_deref(), Some(&[10][..]));
+    assert_eq!(m.derived(a.va, 4, 1, &sum).as_deref(), Some(&[10][..]));
+    assert_eq!(calls.get(), 1, "kept");
+    // Another allocation's write keeps it; a copy into it or a host store forgets it.
+    m.write(other.va, &[7]).unwrap();
+    assert_eq!(m.derived(a.va, 4, 1, &sum).as_deref(), Some(&[10][..]));
+    assert_eq!(calls.get(), 1);
+    m.write(a.va + 15, &[0]).unwrap();
+    m.write(a.va, &[5]).unwrap();
+    assert_eq!(m.derived(a.va, 4, 1, &sum).as_deref(), Some(&[14][..]));
+    m.store_u32(a.va, 0x0101_0101).unwrap();
+    assert_eq!(m.derived(a.va, 4, 1, &sum).as_deref(), Some(&[4][..]));
+    assert_eq!(calls.get(), 3);
+    // A range a read refuses is not derived; freed memory has no forms.
+    assert_eq!(m.derived(a.va + 12, 8, 1, &sum), None);
+    m.free_kind(a, RegionKind::HostVisible).unwrap();
+    assert_eq!(m.derived(a.va, 4, 1, &sum), None);
+    // Memory shared with a host (which may write it behind the sim's back) keeps none.
+    let shared = Arc::new(Shared(std::sync::Mutex::new(vec![0; 64])));
+    let host = m.map_external(0x5555_0000, shared, RegionKind::HostVisible).unwrap();
+    assert_eq!(m.derived(host.va, 4, 1, &sum), None);
+    assert_eq!(calls.get(), 3);
+}
