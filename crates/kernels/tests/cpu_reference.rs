@@ -156,30 +156,17 @@ fn axpy_without_fma_differs_from_the_fused_result() {
 
 #[test]
 fn elementwise_in_place_matches_the_gpu() {
-    // add with out == a == b: every work-item reads and writes only its own element.
-    let n = 700u32;
-    let a = Rng(3).f32s(n as usize, -5.0, 5.0);
-    let mut memory = HostMemory::new();
-    buffer(&mut memory, OUT, &a);
-    let k =
-        Kernarg::new(&signature::ADD).ptr("out", OUT).ptr("a", OUT).ptr("b", OUT).u32("n", n).group_size(64).bytes();
-    run(cpu::add, &launch_1d(&k, n, 64), &mut memory);
-    let expected = expect_elements(n, n, n as usize, |i| f32_of(2.0 * f64::from(a[i])));
-    assert_eq!(read_bits(&memory, OUT, n as usize), expected);
-}
-
-#[test]
-fn elementwise_in_place_across_cores_matches_the_gpu() {
-    // Large enough for the references to split it across cores: still each element's own.
-    let n = 70_000u32;
-    let a = Rng(5).f32s(n as usize, -5.0, 5.0);
-    let mut memory = HostMemory::new();
-    buffer(&mut memory, OUT, &a);
-    let k =
-        Kernarg::new(&signature::ADD).ptr("out", OUT).ptr("a", OUT).ptr("b", OUT).u32("n", n).group_size(256).bytes();
-    run(cpu::add, &launch_1d(&k, n, 256), &mut memory);
-    let expected = expect_elements(n, n, n as usize, |i| f32_of(2.0 * f64::from(a[i])));
-    assert_eq!(read_bits(&memory, OUT, n as usize), expected);
+    // add with out == a == b: every work-item reads and writes only its own element, in a
+    // dispatch on one thread and in one large enough to be split across cores.
+    for (n, wg, seed) in [(700u32, 64u16, 3u64), (70_000, 256, 5)] {
+        let a = Rng(seed).f32s(n as usize, -5.0, 5.0);
+        let mut memory = HostMemory::new();
+        buffer(&mut memory, OUT, &a);
+        let k = Kernarg::new(&signature::ADD).ptr("out", OUT).ptr("a", OUT).ptr("b", OUT).u32("n", n).group_size(wg);
+        run(cpu::add, &launch_1d(&k.bytes(), n, wg), &mut memory);
+        let expected = expect_elements(n, n, n as usize, |i| f32_of(2.0 * f64::from(a[i])));
+        assert_eq!(read_bits(&memory, OUT, n as usize), expected, "n = {n}");
+    }
 }
 
 #[test]

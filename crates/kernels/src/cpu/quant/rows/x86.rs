@@ -112,170 +112,120 @@ fn bytes32(bytes: &[u8], at: usize) -> __m256i {
     zerocopy::transmute!(array::<32>(bytes, at))
 }
 
-/// The sixteen rows of one group, Q4_1, in [`super::Layout::pack`]'s layout (320 bytes a block).
-#[target_feature(enable = "avx512f,avx2,fma,f16c")]
-fn rows16_q4_1(group: &[u8], xs: &[f32]) -> [f32; 16] {
-    const BLOCK: usize = 16 * 20;
-    let mut partial = [_mm512_setzero_ps(); LANES];
-    let low = _mm512_set1_epi32(15);
-    for (b, pair) in pairs(group.len() / BLOCK) {
-        let n = if pair { 2 } else { 1 };
-        let mut acc = [partial[b % LANES], partial[(b + 1) % LANES]];
-        let mut blocks = [&[0u8; BLOCK]; 2];
-        let mut d = [_mm512_setzero_ps(); 2];
-        let mut m = [_mm512_setzero_ps(); 2];
-        let mut x = [&[0.0f32; 32]; 2];
-        for i in 0..n {
-            blocks[i] = group[(b + i) * BLOCK..(b + i + 1) * BLOCK].try_into().unwrap_or(&[0; BLOCK]);
-            d[i] = _mm512_cvtph_ps(bytes32(blocks[i], 0));
-            m[i] = _mm512_cvtph_ps(bytes32(blocks[i], 32));
-            x[i] = x_of(xs, b + i);
-        }
-        for j in 0..16 {
-            for i in 0..n {
-                let q = _mm512_and_si512(_mm512_cvtepu8_epi32(bytes16(blocks[i], 64 + 16 * j)), low);
-                let w = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), d[i], m[i]);
-                acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(w, _mm512_set1_ps(x[i][j])));
+/// The vector path over registers of `$rows` `f32` lanes: `$q4_1` and `$q8_0` compute one
+/// group of `$rows` rows in [`super::Layout::pack`]'s layout (a block: the `f16` scales of every
+/// row, then its quant bytes column by column, `$rows` bytes a column); `$tree` is the LDS tree
+/// over the 32 partial sums. The intrinsics are those of the register width.
+macro_rules! vector_path {
+    (
+        rows: $rows:literal, features: $features:literal, register: $f32s:ty,
+        functions: ($q4_1:ident, $q8_0:ident, $tree:ident),
+        scales: $scales:ident, column: $column:ident, convert_f16: $cvtph:ident,
+        zero: $zero:ident, add: $add:ident, mul: $mul:ident, fmadd: $fmadd:ident, splat: $splat:ident,
+        widen_u8: $widen_u8:ident, widen_i8: $widen_i8:ident, to_f32: $to_f32:ident,
+        splat_i32: $splat_i32:ident, and: $and:ident, shift_right: $srli:ident $(,)?
+    ) => {
+        #[doc = concat!("The ", stringify!($rows), " rows of one group, Q4_1 (", stringify!($rows), " x 20 bytes a block).")]
+        #[target_feature(enable = $features)]
+        fn $q4_1(group: &[u8], xs: &[f32]) -> [f32; $rows] {
+            const BLOCK: usize = $rows * 20;
+            let mut partial = [$zero(); LANES];
+            let low = $splat_i32(15);
+            for (b, pair) in pairs(group.len() / BLOCK) {
+                let n = if pair { 2 } else { 1 };
+                let mut acc = [partial[b % LANES], partial[(b + 1) % LANES]];
+                let mut blocks = [&[0u8; BLOCK]; 2];
+                let mut d = [$zero(); 2];
+                let mut m = [$zero(); 2];
+                let mut x = [&[0.0f32; 32]; 2];
+                for i in 0..n {
+                    blocks[i] = group[(b + i) * BLOCK..(b + i + 1) * BLOCK].try_into().unwrap_or(&[0; BLOCK]);
+                    d[i] = $cvtph($scales(blocks[i], 0));
+                    m[i] = $cvtph($scales(blocks[i], 2 * $rows));
+                    x[i] = x_of(xs, b + i);
+                }
+                for j in 0..16 {
+                    for i in 0..n {
+                        let q = $and($widen_u8($column(blocks[i], 4 * $rows + $rows * j)), low);
+                        let w = $fmadd($to_f32(q), d[i], m[i]);
+                        acc[i] = $add(acc[i], $mul(w, $splat(x[i][j])));
+                    }
+                }
+                for j in 0..16 {
+                    for i in 0..n {
+                        let q = $srli::<4>($widen_u8($column(blocks[i], 4 * $rows + $rows * j)));
+                        let w = $fmadd($to_f32(q), d[i], m[i]);
+                        acc[i] = $add(acc[i], $mul(w, $splat(x[i][16 + j])));
+                    }
+                }
+                for i in 0..n {
+                    partial[(b + i) % LANES] = acc[i];
+                }
             }
+            zerocopy::transmute!($tree(partial))
         }
-        for j in 0..16 {
-            for i in 0..n {
-                let q = _mm512_srli_epi32::<4>(_mm512_cvtepu8_epi32(bytes16(blocks[i], 64 + 16 * j)));
-                let w = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), d[i], m[i]);
-                acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(w, _mm512_set1_ps(x[i][16 + j])));
+
+        #[doc = concat!("The ", stringify!($rows), " rows of one group, Q8_0 (", stringify!($rows), " x 34 bytes a block).")]
+        #[target_feature(enable = $features)]
+        fn $q8_0(group: &[u8], xs: &[f32]) -> [f32; $rows] {
+            const BLOCK: usize = $rows * 34;
+            let mut partial = [$zero(); LANES];
+            for (b, pair) in pairs(group.len() / BLOCK) {
+                let n = if pair { 2 } else { 1 };
+                let mut acc = [partial[b % LANES], partial[(b + 1) % LANES]];
+                let mut blocks = [&[0u8; BLOCK]; 2];
+                let mut d = [$zero(); 2];
+                let mut x = [&[0.0f32; 32]; 2];
+                for i in 0..n {
+                    blocks[i] = group[(b + i) * BLOCK..(b + i + 1) * BLOCK].try_into().unwrap_or(&[0; BLOCK]);
+                    d[i] = $cvtph($scales(blocks[i], 0));
+                    x[i] = x_of(xs, b + i);
+                }
+                for j in 0..32 {
+                    for i in 0..n {
+                        let q = $to_f32($widen_i8($column(blocks[i], 2 * $rows + $rows * j)));
+                        let w = $mul(q, d[i]);
+                        acc[i] = $add(acc[i], $mul(w, $splat(x[i][j])));
+                    }
+                }
+                for i in 0..n {
+                    partial[(b + i) % LANES] = acc[i];
+                }
             }
+            zerocopy::transmute!($tree(partial))
         }
-        for i in 0..n {
-            partial[(b + i) % LANES] = acc[i];
+
+        /// The LDS tree, a register of rows at once: for stride 16, ..., 1, slot t adds slot
+        /// t + stride.
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn $tree(mut partial: [$f32s; LANES]) -> $f32s {
+            let mut stride = LANES / 2;
+            while stride > 0 {
+                for t in 0..stride {
+                    partial[t] = $add(partial[t], partial[t + stride]);
+                }
+                stride /= 2;
+            }
+            partial[0]
         }
-    }
-    zerocopy::transmute!(tree16(partial))
+    };
 }
 
-/// The sixteen rows of one group, Q8_0, in [`super::Layout::pack`]'s layout (544 bytes a block).
-#[target_feature(enable = "avx512f,avx2,fma,f16c")]
-fn rows16_q8_0(group: &[u8], xs: &[f32]) -> [f32; 16] {
-    const BLOCK: usize = 16 * 34;
-    let mut partial = [_mm512_setzero_ps(); LANES];
-    for (b, pair) in pairs(group.len() / BLOCK) {
-        let n = if pair { 2 } else { 1 };
-        let mut acc = [partial[b % LANES], partial[(b + 1) % LANES]];
-        let mut blocks = [&[0u8; BLOCK]; 2];
-        let mut d = [_mm512_setzero_ps(); 2];
-        let mut x = [&[0.0f32; 32]; 2];
-        for i in 0..n {
-            blocks[i] = group[(b + i) * BLOCK..(b + i + 1) * BLOCK].try_into().unwrap_or(&[0; BLOCK]);
-            d[i] = _mm512_cvtph_ps(bytes32(blocks[i], 0));
-            x[i] = x_of(xs, b + i);
-        }
-        for j in 0..32 {
-            for i in 0..n {
-                let q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes16(blocks[i], 32 + 16 * j)));
-                let w = _mm512_mul_ps(q, d[i]);
-                acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(w, _mm512_set1_ps(x[i][j])));
-            }
-        }
-        for i in 0..n {
-            partial[(b + i) % LANES] = acc[i];
-        }
-    }
-    zerocopy::transmute!(tree16(partial))
+vector_path! {
+    rows: 16, features: "avx512f,avx2,fma,f16c", register: __m512,
+    functions: (rows16_q4_1, rows16_q8_0, tree16),
+    scales: bytes32, column: bytes16, convert_f16: _mm512_cvtph_ps,
+    zero: _mm512_setzero_ps, add: _mm512_add_ps, mul: _mm512_mul_ps, fmadd: _mm512_fmadd_ps, splat: _mm512_set1_ps,
+    widen_u8: _mm512_cvtepu8_epi32, widen_i8: _mm512_cvtepi8_epi32, to_f32: _mm512_cvtepi32_ps,
+    splat_i32: _mm512_set1_epi32, and: _mm512_and_si512, shift_right: _mm512_srli_epi32,
 }
 
-/// The LDS tree, sixteen rows at once: for stride 16, ..., 1, slot t adds slot t + stride.
-#[inline]
-#[target_feature(enable = "avx512f,avx2,fma,f16c")]
-fn tree16(mut partial: [__m512; LANES]) -> __m512 {
-    let mut stride = LANES / 2;
-    while stride > 0 {
-        for t in 0..stride {
-            partial[t] = _mm512_add_ps(partial[t], partial[t + stride]);
-        }
-        stride /= 2;
-    }
-    partial[0]
-}
-
-/// The eight rows of one group, Q4_1, in [`super::Layout::pack`]'s layout (160 bytes a block).
-#[target_feature(enable = "avx2,fma,f16c")]
-fn rows8_q4_1(group: &[u8], xs: &[f32]) -> [f32; 8] {
-    const BLOCK: usize = 8 * 20;
-    let mut partial = [_mm256_setzero_ps(); LANES];
-    let low = _mm256_set1_epi32(15);
-    for (b, pair) in pairs(group.len() / BLOCK) {
-        let n = if pair { 2 } else { 1 };
-        let mut acc = [partial[b % LANES], partial[(b + 1) % LANES]];
-        let mut blocks = [&[0u8; BLOCK]; 2];
-        let mut d = [_mm256_setzero_ps(); 2];
-        let mut m = [_mm256_setzero_ps(); 2];
-        let mut x = [&[0.0f32; 32]; 2];
-        for i in 0..n {
-            blocks[i] = group[(b + i) * BLOCK..(b + i + 1) * BLOCK].try_into().unwrap_or(&[0; BLOCK]);
-            d[i] = _mm256_cvtph_ps(bytes16(blocks[i], 0));
-            m[i] = _mm256_cvtph_ps(bytes16(blocks[i], 16));
-            x[i] = x_of(xs, b + i);
-        }
-        for j in 0..16 {
-            for i in 0..n {
-                let q = _mm256_and_si256(_mm256_cvtepu8_epi32(bytes8(blocks[i], 32 + 8 * j)), low);
-                let w = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), d[i], m[i]);
-                acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(w, _mm256_set1_ps(x[i][j])));
-            }
-        }
-        for j in 0..16 {
-            for i in 0..n {
-                let q = _mm256_srli_epi32::<4>(_mm256_cvtepu8_epi32(bytes8(blocks[i], 32 + 8 * j)));
-                let w = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), d[i], m[i]);
-                acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(w, _mm256_set1_ps(x[i][16 + j])));
-            }
-        }
-        for i in 0..n {
-            partial[(b + i) % LANES] = acc[i];
-        }
-    }
-    zerocopy::transmute!(tree8(partial))
-}
-
-/// The eight rows of one group, Q8_0, in [`super::Layout::pack`]'s layout (272 bytes a block).
-#[target_feature(enable = "avx2,fma,f16c")]
-fn rows8_q8_0(group: &[u8], xs: &[f32]) -> [f32; 8] {
-    const BLOCK: usize = 8 * 34;
-    let mut partial = [_mm256_setzero_ps(); LANES];
-    for (b, pair) in pairs(group.len() / BLOCK) {
-        let n = if pair { 2 } else { 1 };
-        let mut acc = [partial[b % LANES], partial[(b + 1) % LANES]];
-        let mut blocks = [&[0u8; BLOCK]; 2];
-        let mut d = [_mm256_setzero_ps(); 2];
-        let mut x = [&[0.0f32; 32]; 2];
-        for i in 0..n {
-            blocks[i] = group[(b + i) * BLOCK..(b + i + 1) * BLOCK].try_into().unwrap_or(&[0; BLOCK]);
-            d[i] = _mm256_cvtph_ps(bytes16(blocks[i], 0));
-            x[i] = x_of(xs, b + i);
-        }
-        for j in 0..32 {
-            for i in 0..n {
-                let q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes8(blocks[i], 16 + 8 * j)));
-                let w = _mm256_mul_ps(q, d[i]);
-                acc[i] = _mm256_add_ps(acc[i], _mm256_mul_ps(w, _mm256_set1_ps(x[i][j])));
-            }
-        }
-        for i in 0..n {
-            partial[(b + i) % LANES] = acc[i];
-        }
-    }
-    zerocopy::transmute!(tree8(partial))
-}
-
-/// The LDS tree, eight rows at once.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn tree8(mut partial: [__m256; LANES]) -> __m256 {
-    let mut stride = LANES / 2;
-    while stride > 0 {
-        for t in 0..stride {
-            partial[t] = _mm256_add_ps(partial[t], partial[t + stride]);
-        }
-        stride /= 2;
-    }
-    partial[0]
+vector_path! {
+    rows: 8, features: "avx2,fma,f16c", register: __m256,
+    functions: (rows8_q4_1, rows8_q8_0, tree8),
+    scales: bytes16, column: bytes8, convert_f16: _mm256_cvtph_ps,
+    zero: _mm256_setzero_ps, add: _mm256_add_ps, mul: _mm256_mul_ps, fmadd: _mm256_fmadd_ps, splat: _mm256_set1_ps,
+    widen_u8: _mm256_cvtepu8_epi32, widen_i8: _mm256_cvtepi8_epi32, to_f32: _mm256_cvtepi32_ps,
+    splat_i32: _mm256_set1_epi32, and: _mm256_and_si256, shift_right: _mm256_srli_epi32,
 }
