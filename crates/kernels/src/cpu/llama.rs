@@ -124,16 +124,6 @@ const _: () = assert!(signature::attention::BLOCK == 64);
 /// The largest count a `j += 64` loop over 32-bit `j` ends for.
 const ATTN_COUNT_MAX: u32 = u32::MAX - 63;
 
-/// The validated scalar arguments of an attention launch.
-#[derive(Clone, Copy)]
-struct Attention {
-    n: usize,
-    head_dim: usize,
-    kv_width: usize,
-    group: u32,
-    scale: f32,
-}
-
 /// `attention(float* out, const float* q, const float* k_cache, const float* v_cache,
 /// float* scores, u32 n, u32 heads, u32 kv_heads, u32 head_dim, u32 scores_stride, float scale)`:
 /// single-query grouped-query attention over cached positions `j < n`, one work-group of 64 per
@@ -194,45 +184,16 @@ pub fn attention(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(
     let qs = load_f32_vec(memory, &Q, q, 0, u64::from(active_heads) * u64::from(head_dim))?;
     let ks = load_f32_vec(memory, &K_CACHE, k_cache, 0, cache_len)?;
     let vs = load_f32_vec(memory, &V_CACHE, v_cache, 0, cache_len)?;
-    // Every element of the caches was read, so n * kv_heads * head_dim fits the host.
-    let head_dim_u64 = u64::from(head_dim);
-    let (n, head_dim) = (widen(n), widen(head_dim));
-    let shape = Attention { n, head_dim, kv_width: widen(kv_heads) * head_dim, group: heads / kv_heads, scale };
-    let mut p = vec![0.0f32; n];
-    let mut acc = vec![0.0f32; head_dim];
-    for h in 0..active_heads {
-        let kv_offset = widen(h / shape.group) * head_dim;
-        let qh = &qs[widen(h) * head_dim..][..head_dim];
-        let total = shape.probabilities(qh, &ks, kv_offset, &mut p);
-        acc.fill(0.0);
-        for (j, &pj) in p.iter().enumerate() {
-            let vj = &vs[j * shape.kv_width + kv_offset..][..head_dim];
-            for (a, &v) in acc.iter_mut().zip(vj) {
-                *a += pj * v;
-            }
-        }
-        let row: Vec<u32> = acc.iter().map(|&a| (a / total).to_bits()).collect();
-        let p_bits: Vec<u32> = p.iter().map(|v| v.to_bits()).collect();
-        store(memory, &SCORES, scores, u64::from(h) * u64::from(scores_stride), &p_bits)?;
-        store(memory, &OUT, out, u64::from(h) * head_dim_u64, &row)?;
+    // Every element of the caches was read, so n * kv_heads * head_dim fits the host. The
+    // heads are computed as the batched kernel's last row (the same operations in the same
+    // order: see `prefill::attention_rows`), 16 positions' dot products at a time.
+    let shape = (widen(active_heads), widen(kv_heads), widen(head_dim), widen(heads / kv_heads));
+    let rows = super::prefill::single_query(&qs, &ks, &vs, widen(n), shape, scale);
+    for (h, (p_bits, row)) in (0u64..).zip(rows) {
+        store(memory, &SCORES, scores, h * u64::from(scores_stride), &p_bits)?;
+        store(memory, &OUT, out, h * u64::from(head_dim), &row)?;
     }
     Ok(())
-}
-
-impl Attention {
-    /// Fills `p[j] = exp(s[j] - max)` for one head and returns their LDS-tree sum.
-    fn probabilities(&self, qh: &[f32], ks: &[f32], kv_offset: usize, p: &mut [f32]) -> f32 {
-        for (j, pj) in p.iter_mut().enumerate() {
-            let kj = &ks[j * self.kv_width + kv_offset..][..self.head_dim];
-            let mut dot = 0.0f32;
-            for (&a, &b) in qh.iter().zip(kj) {
-                dot += a * b;
-            }
-            *pj = dot * self.scale;
-        }
-        debug_assert_eq!(p.len(), self.n);
-        softmax(p)
-    }
 }
 
 /// Replaces `s` by `p[j] = exp(s[j] - max)` as `attention` computes it (per-work-item maxima

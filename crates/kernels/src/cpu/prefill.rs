@@ -47,6 +47,9 @@ use crate::signature::{self, ArgDecl, Signature};
 
 mod attention;
 pub use attention::attention_rows;
+pub(crate) use attention::single_query;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 /// Elements per quantisation block.
 const QK: u32 = super::QK;
@@ -61,8 +64,13 @@ const TOKENS: usize = 32;
 /// does not pay for a whole tile (they are padded to a multiple of it; the padding's sums are
 /// dropped).
 const TAIL_TOKENS: usize = 8;
-/// Weight rows a [`TOKENS`] pass computes together, sharing each load of the token tile.
-const ROW_GROUP: usize = 4;
+/// Weight rows a pass computes together, sharing each load of the token tile: the AVX-512 path
+/// takes them at once, the others in halves of [`HALF_GROUP`].
+const ROW_GROUP: usize = 8;
+/// Rows per pass of [`tile_sums`] in a group.
+const HALF_GROUP: usize = 4;
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(ROW_GROUP == x86::GROUP_ROWS && ROW_GROUP.is_multiple_of(HALF_GROUP));
 /// The largest `n` for which the kernel's `t0 += MATMUL_TILE` token loop ends.
 const MATMUL_N_MAX: u32 = u32::MAX - (signature::matmul_q::TILE - 1);
 /// Multiply-adds below which a dispatch runs on the calling thread only.
@@ -106,32 +114,50 @@ fn bytes_at<'a>(
 struct Format {
     sig: &'static Signature,
     block_bytes: usize,
-    /// Writes the block's 32 weights, each as the kernel rounds it before the product.
-    dequantise: fn(&[u8], &mut [f32]),
+    kind: Kind,
 }
 
-/// `(q & 15) * d + m` for the low nibbles (elements `0..16`), then the high (`16..32`).
-fn dequantise_q4_1(block: &[u8], out: &mut [f32]) {
-    let (d, m) = (f16_at(&block[0..2]), f16_at(&block[2..4]));
-    let (lo, hi) = out.split_at_mut(16);
-    for ((&q, lo), hi) in block[4..20].iter().zip(lo).zip(hi) {
-        *lo = f32::from(q & 15) * d + m;
-        *hi = f32::from(q >> 4) * d + m;
+/// The block formats of the matrix products.
+#[derive(Clone, Copy)]
+enum Kind {
+    Q4_1,
+    Q8_0,
+}
+
+impl Kind {
+    /// Writes the block's 32 weights, each as the kernel rounds it before the product: for Q4_1
+    /// `(q & 15) * d + m` for the low nibbles (elements `0..16`), then the high (`16..32`); for
+    /// Q8_0 `q * d` for elements `0..32`. Inlined, so that it is compiled for the instruction
+    /// set of its caller.
+    #[inline(always)]
+    fn dequantise(self, block: &[u8], out: &mut [f32; 32]) {
+        // Fixed-size arrays, so that each loop is one vector operation per step.
+        match self {
+            Kind::Q4_1 => {
+                let (d, m) = (f16_at(&block[0..2]), f16_at(&block[2..4]));
+                let Some(qs) = block.get(4..20).and_then(|q| q.first_chunk::<16>()) else { return };
+                let q: [i32; 32] =
+                    std::array::from_fn(|j| i32::from(if j < 16 { qs[j] & 15 } else { qs[j - 16] >> 4 }));
+                for (w, q) in out.iter_mut().zip(q) {
+                    // q < 16: exact as f32.
+                    *w = q as f32 * d + m;
+                }
+            }
+            Kind::Q8_0 => {
+                let d = f16_at(&block[0..2]);
+                let Some(qs) = block.get(2..34).and_then(|q| q.first_chunk::<32>()) else { return };
+                let q: [i32; 32] = std::array::from_fn(|j| i32::from(qs[j].cast_signed()));
+                for (w, q) in out.iter_mut().zip(q) {
+                    // |q| <= 128: exact as f32.
+                    *w = q as f32 * d;
+                }
+            }
+        }
     }
 }
 
-/// `q * d` for elements `0..32`.
-fn dequantise_q8_0(block: &[u8], out: &mut [f32]) {
-    let d = f16_at(&block[0..2]);
-    for (&q, w) in block[2..34].iter().zip(out) {
-        *w = f32::from(q.cast_signed()) * d;
-    }
-}
-
-const Q4_1: Format =
-    Format { sig: &signature::MATMUL_Q4_1, block_bytes: super::Q4_1_BLOCK_BYTES, dequantise: dequantise_q4_1 };
-const Q8_0: Format =
-    Format { sig: &signature::MATMUL_Q8_0, block_bytes: super::Q8_0_BLOCK_BYTES, dequantise: dequantise_q8_0 };
+const Q4_1: Format = Format { sig: &signature::MATMUL_Q4_1, block_bytes: super::Q4_1_BLOCK_BYTES, kind: Kind::Q4_1 };
+const Q8_0: Format = Format { sig: &signature::MATMUL_Q8_0, block_bytes: super::Q8_0_BLOCK_BYTES, kind: Kind::Q8_0 };
 
 /// `matmul_q4_1(float* y, const unsigned char* w, const float* x, u32 rows, u32 cols, u32 n)`:
 /// `y[t * rows + r] = sum_c w[r][c] * x[t * cols + c]` for `t < n`, `r < rows`, `w` in Q4_1.
@@ -176,8 +202,8 @@ struct Matmul {
 /// The tokens' activations transposed into tiles: whole [`TOKENS`] tiles, then the remaining
 /// tokens in [`TAIL_TOKENS`] tiles.
 struct Tiles {
-    main: Vec<[f32; TOKENS]>,
-    tail: Vec<[f32; TAIL_TOKENS]>,
+    main: Vec<Slot<TOKENS>>,
+    tail: Vec<Slot<TAIL_TOKENS>>,
 }
 
 fn matmul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Format) -> Result<(), KernelError> {
@@ -244,16 +270,22 @@ fn matmul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Format) ->
     Ok(())
 }
 
+/// One column of a token tile: the `T` tokens' activations for that column, on a cache line of
+/// its own (a vector load of them never straddles two lines).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Slot<const T: usize>([f32; T]);
+
 /// The token rows `xs` as tiles of `T`: element `(tile * cols + c)[u]` is
 /// `x[tile * T + u][c]`, zero past the last token.
-fn tile_tokens<const T: usize>(xs: &[f32], cols: usize) -> Vec<[f32; T]> {
+fn tile_tokens<const T: usize>(xs: &[f32], cols: usize) -> Vec<Slot<T>> {
     let n = xs.len() / cols;
-    let mut tiles = vec![[0.0f32; T]; n.div_ceil(T) * cols];
+    let mut tiles = vec![Slot([0.0f32; T]); n.div_ceil(T) * cols];
     // One tile per task: a tile's T token rows in, its cols slots out.
     tiles.par_chunks_mut(cols).zip(xs.par_chunks(T * cols)).for_each(|(tile, rows)| {
         for (u, row) in rows.chunks_exact(cols).enumerate() {
             for (slot, &v) in tile.iter_mut().zip(row) {
-                slot[u] = v;
+                slot.0[u] = v;
             }
         }
     });
@@ -266,19 +298,19 @@ impl Matmul {
         let row_count = bytes.len() / row_bytes;
         let mut sums = vec![0.0f32; row_count * self.tokens_padded];
         let cols = self.cols;
-        // The scratch holds a group's work-groups' weight rows, dequantised.
-        let job = |weights: &mut Vec<f32>, (rows, out): (&[u8], &mut [f32])| {
-            matmul_rows(rows, row_bytes, format, x_tiles, cols, weights, out);
+        let isa = Isa::widest();
+        let job = |scratch: &mut Scratch, (rows, out): (&[u8], &mut [f32])| {
+            matmul_rows(isa, rows, row_bytes, format, x_tiles, cols, scratch, out);
         };
         let work = row_count.saturating_mul(cols).saturating_mul(self.tokens_padded);
         let (group_bytes, group_sums) = (ROW_GROUP * row_bytes, ROW_GROUP * self.tokens_padded);
         if work < PARALLEL_WORK_MIN {
-            let mut weights = Vec::new();
+            let mut scratch = Scratch::new();
             for item in bytes.chunks(group_bytes).zip(sums.chunks_mut(group_sums)) {
-                job(&mut weights, item);
+                job(&mut scratch, item);
             }
         } else {
-            bytes.par_chunks(group_bytes).zip(sums.par_chunks_mut(group_sums)).for_each_init(Vec::new, job);
+            bytes.par_chunks(group_bytes).zip(sums.par_chunks_mut(group_sums)).for_each_init(Scratch::new, job);
         }
         sums
     }
@@ -317,171 +349,288 @@ impl Matmul {
     }
 }
 
+/// A work-item's partial sums of `R` weight rows for the `T` tokens of a tile, for each of the
+/// 32 work-items of a work-group.
+type Lanes<const T: usize, const R: usize> = [[[f32; T]; R]; LANES];
+
+/// A worker's scratch for [`matmul_rows`]: a group's weight rows, dequantised, and the
+/// work-items' partial sums for each tile shape. [`tile_sums`] writes every slot it reads, so
+/// none is cleared between uses.
+struct Scratch {
+    weights: Vec<f32>,
+    wide: Box<Lanes<TOKENS, ROW_GROUP>>,
+    group: Box<Lanes<TOKENS, HALF_GROUP>>,
+    row: Box<Lanes<TOKENS, 1>>,
+    tail_group: Box<Lanes<TAIL_TOKENS, HALF_GROUP>>,
+    tail: Box<Lanes<TAIL_TOKENS, 1>>,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        Self {
+            weights: Vec::new(),
+            wide: Box::new([[[0.0; TOKENS]; ROW_GROUP]; LANES]),
+            group: Box::new([[[0.0; TOKENS]; HALF_GROUP]; LANES]),
+            row: Box::new([[[0.0; TOKENS]; 1]; LANES]),
+            tail_group: Box::new([[[0.0; TAIL_TOKENS]; HALF_GROUP]; LANES]),
+            tail: Box::new([[[0.0; TAIL_TOKENS]; 1]; LANES]),
+        }
+    }
+}
+
 /// The sums of the weight rows in `rows` (at most [`ROW_GROUP`]) for every token (`out[r][t]`,
-/// `t < tokens_padded`), as work-groups `r` of the kernel compute them: a whole group's rows
-/// share each load of a token tile (so a tile is read from the cache once per group, not once
-/// per row), the rows of a partial group go one by one.
+/// `t < tokens_padded`), as work-groups `r` of the kernel compute them, compiled for the vector
+/// instruction set `isa` where this machine has it (the same operations in the same order, in
+/// wider registers: the same bits), else as it is.
+#[allow(clippy::too_many_arguments)]
 fn matmul_rows(
+    isa: Option<Isa>,
     rows: &[u8],
     row_bytes: usize,
     format: Format,
     x_tiles: &Tiles,
     cols: usize,
-    weights: &mut Vec<f32>,
+    scratch: &mut Scratch,
     out: &mut [f32],
 ) {
-    let count = rows.len() / row_bytes;
-    weights.resize(count * cols, 0.0);
-    for (block, values) in rows.chunks_exact(format.block_bytes).zip(weights.chunks_exact_mut(widen(QK))) {
-        (format.dequantise)(block, values);
-    }
-    let padded = out.len() / count.max(1);
-    let main_tokens = x_tiles.main.len() / cols * TOKENS;
-    let isa = Isa::widest();
-    let place = |out: &mut [f32], first_row: usize, token: usize, sums: &[[f32; TOKENS]]| {
-        for (r, s) in sums.iter().enumerate() {
-            out[(first_row + r) * padded + token..][..TOKENS].copy_from_slice(s);
-        }
-    };
-    for (i, tile) in x_tiles.main.chunks_exact(cols).enumerate() {
-        if count == ROW_GROUP {
-            let sums = tile_sums_with::<TOKENS, ROW_GROUP>(isa, weights, cols, tile);
-            place(out, 0, i * TOKENS, &sums);
-        } else {
-            for r in 0..count {
-                let sums = tile_sums_with::<TOKENS, 1>(isa, &weights[r * cols..(r + 1) * cols], cols, tile);
-                place(out, r, i * TOKENS, &sums);
-            }
-        }
-    }
-    for (i, tile) in x_tiles.tail.chunks_exact(cols).enumerate() {
-        for r in 0..count {
-            let [sums] = tile_sums_with::<TAIL_TOKENS, 1>(isa, &weights[r * cols..(r + 1) * cols], cols, tile);
-            out[r * padded + main_tokens + i * TAIL_TOKENS..][..TAIL_TOKENS].copy_from_slice(&sums);
-        }
-    }
-}
-
-/// [`tile_sums`] compiled for the vector instruction set `isa` where this machine has it (the
-/// same operations in the same order, in wider registers: the same bits), else as it is.
-fn tile_sums_with<const T: usize, const R: usize>(
-    isa: Option<Isa>,
-    weights: &[f32],
-    cols: usize,
-    tile: &[[f32; T]],
-) -> [[f32; T]; R] {
     match isa.filter(|isa| isa.available()) {
         #[cfg(target_arch = "x86_64")]
         Some(Isa::Avx512) => {
             #[allow(unsafe_code)]
-            // SAFETY: `tile_sums_avx512` requires only the CPU features it is compiled for, and
-            // `available()` detected AVX-512F, AVX2 and F16C on this machine just above.
+            // SAFETY: `matmul_rows_avx512` requires only the CPU features it is compiled for,
+            // and `available()` detected AVX-512F, AVX2 and F16C on this machine just above.
             unsafe {
-                tile_sums_avx512::<T, R>(weights, cols, tile)
+                matmul_rows_avx512(rows, row_bytes, format, x_tiles, cols, scratch, out);
             }
         }
         #[cfg(target_arch = "x86_64")]
         Some(Isa::Avx2) => {
             #[allow(unsafe_code)]
-            // SAFETY: `tile_sums_avx2` requires only the CPU features it is compiled for, and
+            // SAFETY: `matmul_rows_avx2` requires only the CPU features it is compiled for, and
             // `available()` detected AVX2 and F16C on this machine just above.
             unsafe {
-                tile_sums_avx2::<T, R>(weights, cols, tile)
+                matmul_rows_avx2(rows, row_bytes, format, x_tiles, cols, scratch, out);
             }
         }
         #[allow(unreachable_patterns)]
-        _ => tile_sums::<T, R>(weights, cols, tile),
+        _ => matmul_rows_inline::<false>(rows, row_bytes, format, x_tiles, cols, scratch, out),
     }
 }
 
-/// [`tile_sums`] in 512-bit registers.
+/// [`matmul_rows_inline`] in 512-bit registers.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,f16c")]
-fn tile_sums_avx512<const T: usize, const R: usize>(weights: &[f32], cols: usize, tile: &[[f32; T]]) -> [[f32; T]; R] {
-    tile_sums::<T, R>(weights, cols, tile)
+fn matmul_rows_avx512(
+    rows: &[u8],
+    row_bytes: usize,
+    format: Format,
+    x_tiles: &Tiles,
+    cols: usize,
+    scratch: &mut Scratch,
+    out: &mut [f32],
+) {
+    matmul_rows_inline::<true>(rows, row_bytes, format, x_tiles, cols, scratch, out);
 }
 
-/// [`tile_sums`] in 256-bit registers.
+/// [`matmul_rows_inline`] in 256-bit registers.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,f16c")]
-fn tile_sums_avx2<const T: usize, const R: usize>(weights: &[f32], cols: usize, tile: &[[f32; T]]) -> [[f32; T]; R] {
-    tile_sums::<T, R>(weights, cols, tile)
+fn matmul_rows_avx2(
+    rows: &[u8],
+    row_bytes: usize,
+    format: Format,
+    x_tiles: &Tiles,
+    cols: usize,
+    scratch: &mut Scratch,
+    out: &mut [f32],
+) {
+    matmul_rows_inline::<false>(rows, row_bytes, format, x_tiles, cols, scratch, out);
+}
+
+/// The body of [`matmul_rows`]: the rows are dequantised into the scratch, then a whole
+/// group's rows share each load of a token tile (so a tile is read from the cache once per
+/// group pass, not once per row); the rows of a partial group go one by one. `WIDE`: whole
+/// groups of whole tiles go through [`x86::tile_sums_group`]; only a caller compiled for AVX-512
+/// on a machine that has it may set it.
+#[inline(always)]
+fn matmul_rows_inline<const WIDE: bool>(
+    rows: &[u8],
+    row_bytes: usize,
+    format: Format,
+    x_tiles: &Tiles,
+    cols: usize,
+    scratch: &mut Scratch,
+    out: &mut [f32],
+) {
+    let count = rows.len() / row_bytes;
+    let weights = &mut scratch.weights;
+    weights.resize(count * cols, 0.0);
+    for (block, values) in rows.chunks_exact(format.block_bytes).zip(weights.as_chunks_mut::<32>().0) {
+        format.kind.dequantise(block, values);
+    }
+    let padded = out.len() / count.max(1);
+    let main_tokens = x_tiles.main.len() / cols * TOKENS;
+    let row = |r: usize, rows: usize| &weights[r * cols..(r + rows) * cols];
+    // A group's rows are enough independent chains for one work-item at a time on AVX-512; in
+    // halves, and a single row's tokens, take two work-items at once.
+    for (i, tile) in x_tiles.main.chunks_exact(cols).enumerate() {
+        let token = i * TOKENS;
+        if count == ROW_GROUP {
+            #[cfg(target_arch = "x86_64")]
+            if WIDE {
+                #[allow(unsafe_code)]
+                // SAFETY: `tile_sums_group` requires only AVX-512F, AVX2 and F16C, and `WIDE` is
+                // set only by `matmul_rows_avx512`, which `matmul_rows` calls after detecting
+                // them on this machine.
+                let sums = unsafe { x86::tile_sums_group(row(0, ROW_GROUP), cols, tile, &mut scratch.wide) };
+                place(out, padded, 0, token, &sums);
+                continue;
+            }
+            for first in (0..ROW_GROUP).step_by(HALF_GROUP) {
+                let sums =
+                    tile_sums::<TOKENS, HALF_GROUP, true>(row(first, HALF_GROUP), cols, tile, &mut scratch.group);
+                place(out, padded, first, token, &sums);
+            }
+        } else {
+            for r in 0..count {
+                let sums = tile_sums::<TOKENS, 1, true>(row(r, 1), cols, tile, &mut scratch.row);
+                place(out, padded, r, token, &sums);
+            }
+        }
+    }
+    for (i, tile) in x_tiles.tail.chunks_exact(cols).enumerate() {
+        let token = main_tokens + i * TAIL_TOKENS;
+        if count == ROW_GROUP {
+            for first in (0..ROW_GROUP).step_by(HALF_GROUP) {
+                let sums = tile_sums::<TAIL_TOKENS, HALF_GROUP, true>(
+                    row(first, HALF_GROUP),
+                    cols,
+                    tile,
+                    &mut scratch.tail_group,
+                );
+                place(out, padded, first, token, &sums);
+            }
+        } else {
+            for r in 0..count {
+                let sums = tile_sums::<TAIL_TOKENS, 1, true>(row(r, 1), cols, tile, &mut scratch.tail);
+                place(out, padded, r, token, &sums);
+            }
+        }
+    }
+}
+
+/// Writes `sums[r]` (the tile's tokens from `token`) into row `first_row + r` of `out`
+/// (`padded` tokens a row).
+#[inline(always)]
+fn place<const T: usize>(out: &mut [f32], padded: usize, first_row: usize, token: usize, sums: &[[f32; T]]) {
+    for (r, s) in sums.iter().enumerate() {
+        out[(first_row + r) * padded + token..][..T].copy_from_slice(s);
+    }
 }
 
 /// The sums of `R` weight rows (`weights` holds `R` rows of `cols` values, dequantised) for the
 /// `T` tokens of one tile: per row, the 32 work-items' partial sums, each token's accumulated in
-/// the kernel's order, then the LDS tree. Blocks go through the inner loop in pairs `(b, b + 1)`
-/// from an even `b`: they belong to two different work-items (lanes `b % 32` and `b % 32 + 1`),
-/// so their sums are independent, and each work-item still takes its blocks in ascending order;
-/// the `R` rows are `R` different work-groups, sharing only the loads of the tile.
+/// the kernel's order, then the LDS tree.
+///
+/// The `R` rows are `R` different work-groups, sharing only the loads of the tile. With `PAIR`,
+/// work-items go in pairs `(l, l + 1)`: their sums are independent, so the inner loop updates two
+/// chains at once (for `R = 1`, which alone would wait on one chain's latency); each work-item
+/// still takes its blocks `l, l + 32, ...` in ascending order. A work-item with no block
+/// (`l >= cols / 32`) keeps the `+0.0` it starts from, and the tree's additions of it are left
+/// out: every partial sum is `+0.0` or the result of an addition, so it is never `-0.0` (round
+/// to nearest even gives `-0.0` only for `-0.0 + -0.0`) and never a signalling NaN, and adding
+/// `+0.0` to such a value gives its own bits. So `lanes` is only ever read where this call
+/// wrote it.
 #[inline(always)]
-fn tile_sums<const T: usize, const R: usize>(weights: &[f32], cols: usize, tile: &[[f32; T]]) -> [[f32; T]; R] {
+fn tile_sums<const T: usize, const R: usize, const PAIR: bool>(
+    weights: &[f32],
+    cols: usize,
+    tile: &[Slot<T>],
+    lanes: &mut Lanes<T, R>,
+) -> [[f32; T]; R] {
     const Q: usize = QK as usize;
     const ZEROS: [f32; Q] = [0.0; Q];
     let block_of = |r: usize, b: usize| -> &[f32; Q] {
         weights.get(r * cols + b * Q..).and_then(|w| w.first_chunk::<Q>()).unwrap_or(&ZEROS)
     };
-    // lanes[lane][r]: work-item `lane`'s partial sums of row r.
-    let mut lanes = [[[0.0f32; T]; R]; LANES];
+    let x_of = |b: usize| &tile[b * Q..][..Q];
     let blocks = cols / Q;
-    let mut b = 0;
-    while b + 1 < blocks {
-        // b is even, so the pair's lanes are lane and lane + 1 < 32.
-        let lane = b % LANES;
-        let (x0, x1) = (&tile[b * Q..][..Q], &tile[(b + 1) * Q..][..Q]);
-        let mut w0 = [&ZEROS; R];
-        let mut w1 = [&ZEROS; R];
-        for r in 0..R {
-            w0[r] = block_of(r, b);
-            w1[r] = block_of(r, b + 1);
-        }
-        let (mut acc0, mut acc1) = (lanes[lane], lanes[lane + 1]);
-        for j in 0..Q {
-            let (xa, xb) = (&x0[j], &x1[j]);
-            for r in 0..R {
-                let (wa, wb) = (w0[r][j], w1[r][j]);
-                for t in 0..T {
-                    acc0[r][t] += wa * xa[t];
-                    acc1[r][t] += wb * xb[t];
+    let active = blocks.min(LANES);
+    if active == 0 {
+        return [[0.0; T]; R];
+    }
+    let mut lane = 0;
+    while lane < active {
+        let pair = PAIR && lane + 1 < active;
+        let (mut acc0, mut acc1) = ([[0.0f32; T]; R], [[0.0f32; T]; R]);
+        let mut b = lane;
+        // Both work-items have block b and b + 1 of this round.
+        while pair && b + 1 < blocks {
+            let (x0, x1) = (x_of(b), x_of(b + 1));
+            let w0: [&[f32; Q]; R] = std::array::from_fn(|r| block_of(r, b));
+            let w1: [&[f32; Q]; R] = std::array::from_fn(|r| block_of(r, b + 1));
+            // The chains in locals of this round only, so that they stay in registers.
+            let (mut a0, mut a1) = (acc0, acc1);
+            for j in 0..Q {
+                let (xa, xb) = (&x0[j].0, &x1[j].0);
+                for r in 0..R {
+                    let (wa, wb) = (w0[r][j], w1[r][j]);
+                    for t in 0..T {
+                        a0[r][t] += wa * xa[t];
+                        a1[r][t] += wb * xb[t];
+                    }
                 }
             }
+            (acc0, acc1) = (a0, a1);
+            b += LANES;
+        }
+        // Work-item `lane` alone: its remaining blocks (the last one of a pair's, or all of an
+        // unpaired work-item's).
+        while b < blocks {
+            let x = x_of(b);
+            let w: [&[f32; Q]; R] = std::array::from_fn(|r| block_of(r, b));
+            let mut a = acc0;
+            for j in 0..Q {
+                let x = &x[j].0;
+                for r in 0..R {
+                    let w = w[r][j];
+                    for t in 0..T {
+                        a[r][t] += w * x[t];
+                    }
+                }
+            }
+            acc0 = a;
+            b += LANES;
         }
         lanes[lane] = acc0;
-        lanes[lane + 1] = acc1;
-        b += 2;
-    }
-    if b < blocks {
-        let lane = b % LANES;
-        let x = &tile[b * Q..][..Q];
-        let mut acc = lanes[lane];
-        for (j, x) in x.iter().enumerate() {
-            for (r, acc) in acc.iter_mut().enumerate() {
-                let w = block_of(r, b)[j];
-                for t in 0..T {
-                    acc[t] += w * x[t];
-                }
-            }
+        if pair {
+            lanes[lane + 1] = acc1;
         }
-        lanes[lane] = acc;
+        lane += if pair { 2 } else { 1 };
     }
-    tree_reduce_tokens(&mut lanes);
+    tree_reduce_tokens(lanes, active);
     lanes[0]
 }
 
 /// The LDS tree of [`tree_reduce`] over 32 work-items, for every token of a tile at once: slot
-/// `l < stride` adds slot `l + stride`, token by token; the sums end in slot 0.
+/// `l < stride` adds slot `l + stride`, token by token; the sums end in slot 0. Slots from
+/// `active` on hold the `+0.0` of work-items without a block, and their additions are left out
+/// (an identity for the values [`tile_sums`] adds); only slots below `active` are read.
 #[inline(always)]
-fn tree_reduce_tokens<const T: usize, const R: usize>(lanes: &mut [[[f32; T]; R]; LANES]) {
+fn tree_reduce_tokens<const T: usize, const R: usize>(lanes: &mut Lanes<T, R>, active: usize) {
     const { assert!(LANES == 32) };
+    let mut active = active.min(LANES);
     for stride in [16, 8, 4, 2, 1] {
+        // active <= 2 * stride here, so every slot written is below stride.
         let (low, high) = lanes.split_at_mut(stride);
-        for (a, b) in low.iter_mut().zip(high.iter()) {
+        for (a, b) in low.iter_mut().zip(high.iter()).take(active.saturating_sub(stride)) {
             for r in 0..R {
                 for t in 0..T {
                     a[r][t] += b[r][t];
                 }
             }
         }
+        active = active.min(stride);
     }
 }
 
@@ -637,42 +786,58 @@ mod tests {
     #[test]
     fn token_tiles_transpose_and_pad() {
         let xs: Vec<f32> = (0..3 * 2).map(|v| v as f32).collect();
-        let tiles: Vec<[f32; TOKENS]> = tile_tokens(&xs, 2);
+        let tiles: Vec<Slot<TOKENS>> = tile_tokens(&xs, 2);
         assert_eq!(tiles.len(), 2);
-        assert_eq!(tiles[0][..4], [0.0, 2.0, 4.0, 0.0]);
-        assert_eq!(tiles[1][..4], [1.0, 3.0, 5.0, 0.0]);
+        assert_eq!(tiles[0].0[..4], [0.0, 2.0, 4.0, 0.0]);
+        assert_eq!(tiles[1].0[..4], [1.0, 3.0, 5.0, 0.0]);
     }
 
-    fn vector_paths_agree<const T: usize, const R: usize>(cols: usize, seed: u32) {
+    /// `rows` weight rows of `cols` columns in `format`, from random bytes (any f16 scale: NaN,
+    /// infinities and subnormals among them), against `n` random tokens.
+    fn vector_paths_agree(format: Format, rows: usize, cols: usize, n: usize, seed: u32) {
         let mut state = seed.wrapping_mul(2_654_435_761) | 1;
         let mut next = move || {
             state ^= state << 13;
             state ^= state >> 17;
             state ^= state << 5;
-            // Mostly ordinary values, now and then any bit pattern (NaN, infinities, subnormals).
-            if state.is_multiple_of(16) {
-                f32::from_bits(state.rotate_left(7))
-            } else {
-                f32::from(u16::try_from(state % 2001).unwrap_or(0)) / 250.0 - 4.0
-            }
+            state
         };
-        let weights: Vec<f32> = (0..R * cols).map(|_| next()).collect();
-        let tile: Vec<[f32; T]> = (0..cols).map(|_| std::array::from_fn(|_| next())).collect();
-        let scalar = tile_sums::<T, R>(&weights, cols, &tile);
-        // Each row of a group is the row alone.
-        for r in 0..R {
-            let [alone] = tile_sums::<T, 1>(&weights[r * cols..(r + 1) * cols], cols, &tile);
-            let same =
-                alone.iter().zip(&scalar[r]).all(|(a, s)| a.to_bits() == s.to_bits() || (a.is_nan() && s.is_nan()));
-            assert!(same, "row {r} of {R}, cols {cols}: {alone:?} vs {:?}", scalar[r]);
-        }
-        for isa in crate::cpu::simd::available_for_tests().into_iter().map(Some).chain([None]) {
-            let fast = tile_sums_with::<T, R>(isa, &weights, cols, &tile);
-            for (r, (fast, scalar)) in fast.iter().zip(&scalar).enumerate() {
-                for (t, (f, s)) in fast.iter().zip(scalar).enumerate() {
-                    let same = f.to_bits() == s.to_bits() || (f.is_nan() && s.is_nan());
-                    assert!(same, "{isa:?} cols {cols} row {r} token {t}: {f} vs {s}");
+        let row_bytes = cols / 32 * format.block_bytes;
+        let bytes: Vec<u8> = (0..rows * row_bytes).map(|_| next().to_le_bytes()[1]).collect();
+        // Mostly ordinary values, now and then any bit pattern (NaN, infinities, subnormals).
+        let xs: Vec<f32> = (0..n * cols)
+            .map(|_| {
+                let v = next();
+                if v.is_multiple_of(16) {
+                    f32::from_bits(v.rotate_left(7))
+                } else {
+                    f32::from(u16::try_from(v % 2001).unwrap_or(0)) / 250.0 - 4.0
                 }
+            })
+            .collect();
+        let whole = n / TOKENS * TOKENS;
+        let padded = whole + (n - whole).next_multiple_of(TAIL_TOKENS);
+        let (main, tail) = xs.split_at(whole * cols);
+        let tiles = Tiles { main: tile_tokens(main, cols), tail: tile_tokens(tail, cols) };
+        let sums = |isa: Option<Isa>, bytes: &[u8]| {
+            let mut out = vec![0.0f32; bytes.len() / row_bytes * padded];
+            matmul_rows(isa, bytes, row_bytes, format, &tiles, cols, &mut Scratch::new(), &mut out);
+            out
+        };
+        let same = |a: &[f32], b: &[f32]| {
+            a.iter().zip(b).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()))
+        };
+        let scalar = sums(None, &bytes);
+        // Each row of a group is the row alone.
+        for (r, row) in bytes.chunks_exact(row_bytes).enumerate() {
+            let alone = sums(None, row);
+            assert!(same(&alone, &scalar[r * padded..][..padded]), "row {r} of {rows}, cols {cols}, n {n}");
+        }
+        for isa in crate::cpu::simd::available_for_tests() {
+            let fast = sums(Some(isa), &bytes);
+            for (i, (f, s)) in fast.iter().zip(&scalar).enumerate() {
+                let same = f.to_bits() == s.to_bits() || (f.is_nan() && s.is_nan());
+                assert!(same, "{isa:?} cols {cols} n {n} row {} token {}: {f} vs {s}", i / padded, i % padded);
             }
         }
     }
@@ -681,9 +846,9 @@ mod tests {
     fn the_vector_paths_give_the_scalar_bits() {
         for (i, cols) in [32, 64, 96, 32 * 18, 32 * 33, 32 * 48, 32 * 70].into_iter().enumerate() {
             let seed = u32::try_from(i).unwrap_or(0);
-            vector_paths_agree::<TOKENS, ROW_GROUP>(cols, seed);
-            vector_paths_agree::<TOKENS, 1>(cols, seed + 50);
-            vector_paths_agree::<TAIL_TOKENS, 1>(cols, seed + 100);
+            for (format, rows, n) in [(Q4_1, ROW_GROUP, 70), (Q8_0, ROW_GROUP, 33), (Q4_1, 3, 5), (Q8_0, 1, 40)] {
+                vector_paths_agree(format, rows, cols, n, seed + u32::try_from(rows + n).unwrap_or(0));
+            }
         }
     }
 
@@ -697,7 +862,7 @@ mod tests {
             lane[1][3] = v;
             flat[l] = v;
         }
-        tree_reduce_tokens(&mut lanes);
+        tree_reduce_tokens(&mut lanes, LANES);
         assert_eq!(lanes[0][1][3].to_bits(), crate::cpu::tree_reduce(&mut flat).to_bits());
         assert_eq!(lanes[0][0][3].to_bits(), 0);
     }

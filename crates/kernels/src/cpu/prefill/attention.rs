@@ -10,6 +10,9 @@ use crate::cpu::llama::softmax;
 const _: () = assert!(signature::attention_rows::BLOCK == 64);
 /// The largest count a `j += 64` loop over 32-bit `j` ends for.
 const ATTN_COUNT_MAX: u32 = u32::MAX - 63;
+/// Multiply-adds below which a batch of work-groups runs on the calling thread only (a decode
+/// step's heads at a few hundred positions are worth spreading).
+const ATTN_PARALLEL_WORK_MIN: usize = 1 << 16;
 /// Positions whose dot products the reference computes together.
 const POSITIONS: usize = 16;
 /// (row, head) work-groups computed between two rounds of stores, at most.
@@ -111,6 +114,32 @@ pub fn attention_rows(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Res
     Ok(())
 }
 
+/// The `(scores row, out row)` bits of every head `h < heads` of one query over the cached
+/// positions `j < n` (`n >= 1`): the work-groups of [`crate::cpu::attention`], computed as row 0
+/// of `attention_rows` with `pos0 = n - 1`, whose contract makes it those bits. `qs` holds the
+/// heads' queries, the caches `n` positions of `kv_heads * head_dim`; head `h` reads kv head
+/// `h / group`.
+pub(crate) fn single_query(
+    qs: &[f32],
+    ks: &[f32],
+    vs: &[f32],
+    n: usize,
+    (heads, kv_heads, head_dim, group): (usize, usize, usize, usize),
+    scale: f32,
+) -> Vec<(Vec<u32>, Vec<u32>)> {
+    let shape = AttentionRows {
+        pos0: n.saturating_sub(1),
+        heads,
+        head_dim,
+        kv_width: kv_heads * head_dim,
+        group: group.max(1),
+        blocks: n.div_ceil(POSITIONS),
+        scale,
+    };
+    let keys = shape.transpose_keys(ks, kv_heads);
+    shape.attend_batch(0..heads, qs, &keys, vs)
+}
+
 /// The validated shape of an `attention_rows` launch, as host counts.
 #[derive(Clone, Copy)]
 struct AttentionRows {
@@ -198,7 +227,7 @@ impl AttentionRows {
     ) -> Vec<(Vec<u32>, Vec<u32>)> {
         let last_positions = self.pos0 + (range.end - 1) / self.heads + 1;
         let work = range.len().saturating_mul(last_positions).saturating_mul(self.head_dim + 1);
-        if work < PARALLEL_WORK_MIN {
+        if work < ATTN_PARALLEL_WORK_MIN {
             range.map(|g| self.attend(g, qs, keys, vs)).collect()
         } else {
             range.into_par_iter().map(|g| self.attend(g, qs, keys, vs)).collect()
@@ -238,5 +267,87 @@ impl AttentionRows {
         }
         s.truncate(count);
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel's work-group `h` written plainly: `s[j] = (sum_d q[d] * k[j][d], d ascending) *
+    /// scale`, the softmax of `attention`, `out[d] = (sum_j p[j] * v[j][d], j ascending) / sum`.
+    fn plain(
+        qs: &[f32],
+        ks: &[f32],
+        vs: &[f32],
+        n: usize,
+        shape: (usize, usize, usize, usize),
+        scale: f32,
+    ) -> Vec<(Vec<u32>, Vec<u32>)> {
+        let (heads, kv_heads, head_dim, group) = shape;
+        let kv_width = kv_heads * head_dim;
+        (0..heads)
+            .map(|h| {
+                let kv_offset = h / group * head_dim;
+                let qh = &qs[h * head_dim..][..head_dim];
+                let mut p: Vec<f32> = (0..n)
+                    .map(|j| {
+                        let mut dot = 0.0f32;
+                        for (&a, &b) in qh.iter().zip(&ks[j * kv_width + kv_offset..][..head_dim]) {
+                            dot += a * b;
+                        }
+                        dot * scale
+                    })
+                    .collect();
+                let total = softmax(&mut p);
+                let mut acc = vec![0.0f32; head_dim];
+                for (j, &pj) in p.iter().enumerate() {
+                    for (a, &v) in acc.iter_mut().zip(&vs[j * kv_width + kv_offset..][..head_dim]) {
+                        *a += pj * v;
+                    }
+                }
+                (p.iter().map(|v| v.to_bits()).collect(), acc.iter().map(|&a| (a / total).to_bits()).collect())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_single_query_is_the_kernel_written_plainly() {
+        let mut state = 0x9e37_79b9u32;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            // Now and then any bit pattern (NaN, infinities, subnormals, signed zeros).
+            if state.is_multiple_of(64) {
+                f32::from_bits(state.rotate_left(9))
+            } else {
+                f32::from(u16::try_from(state % 4001).unwrap_or(0)) / 1000.0 - 2.0
+            }
+        };
+        for (n, heads, kv_heads, head_dim) in
+            [(1, 1, 1, 1), (15, 3, 1, 8), (16, 9, 3, 64), (17, 4, 2, 5), (300, 9, 3, 64), (70, 6, 6, 0)]
+        {
+            let kv_width = kv_heads * head_dim;
+            let qs: Vec<f32> = (0..heads * head_dim).map(|_| next()).collect();
+            let ks: Vec<f32> = (0..n * kv_width).map(|_| next()).collect();
+            let vs: Vec<f32> = (0..n * kv_width).map(|_| next()).collect();
+            let shape = (heads, kv_heads, head_dim, heads / kv_heads);
+            let got = single_query(&qs, &ks, &vs, n, shape, 0.125);
+            let want = plain(&qs, &ks, &vs, n, shape, 0.125);
+            let same = |a: &[u32], b: &[u32]| {
+                a.len() == b.len()
+                    && a.iter()
+                        .zip(b)
+                        .all(|(&a, &b)| a == b || (f32::from_bits(a).is_nan() && f32::from_bits(b).is_nan()))
+            };
+            for (h, ((gp, go), (wp, wo))) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    same(gp, wp) && same(go, wo),
+                    "n {n} heads {heads} kv_heads {kv_heads} head_dim {head_dim}: head {h}"
+                );
+            }
+            assert_eq!(got.len(), heads);
+        }
     }
 }

@@ -1,0 +1,56 @@
+//! The AVX-512 path of the matrix products of [`super`]: the tile sums of a whole group of
+//! [`GROUP_ROWS`] weight rows and [`super::TOKENS`] tokens, written with intrinsics so that the
+//! 16 chains (eight rows, two registers of 16 tokens each) stay in registers.
+//!
+//! It performs [`super::tile_sums`]'s operations in its order, for every (row, token): each
+//! work-item's sum from `+0.0` over its blocks `l, l + 32, ...` ascending, within a block
+//! `w * x` then `+`, one rounded `f32` operation at a time (`_mm512_mul_ps`, `_mm512_add_ps`:
+//! no fused multiply-add), then the LDS tree. One work-item at a time: the eight rows already
+//! give the loop 16 independent chains, and a register of a tile column is shared by eight
+//! products, so the tile is read half as often as by two work-items of four rows.
+
+use std::arch::x86_64::{__m512, _mm512_add_ps, _mm512_mul_ps, _mm512_set1_ps, _mm512_setzero_ps};
+
+use super::{LANES, Lanes, QK, Slot, TOKENS, tree_reduce_tokens};
+
+/// Weight rows of a group.
+pub(super) const GROUP_ROWS: usize = 8;
+const _: () = assert!(TOKENS == 32, "a tile column is two 512-bit registers");
+
+/// [`super::tile_sums`] for `GROUP_ROWS` rows and `TOKENS` tokens: `weights` holds the group's
+/// rows of `cols` values, dequantised; `tile` the tile's columns.
+#[target_feature(enable = "avx512f,avx2,f16c")]
+pub(super) fn tile_sums_group(
+    weights: &[f32],
+    cols: usize,
+    tile: &[Slot<TOKENS>],
+    lanes: &mut Lanes<TOKENS, GROUP_ROWS>,
+) -> [[f32; TOKENS]; GROUP_ROWS] {
+    const Q: usize = QK as usize;
+    const ZEROS: [f32; Q] = [0.0; Q];
+    let blocks = cols / Q;
+    let active = blocks.min(LANES);
+    if active == 0 {
+        return [[0.0; TOKENS]; GROUP_ROWS];
+    }
+    for (lane, slot) in lanes.iter_mut().enumerate().take(active) {
+        let mut acc = [[_mm512_setzero_ps(); 2]; GROUP_ROWS];
+        for b in (lane..blocks).step_by(LANES) {
+            let x = &tile[b * Q..][..Q];
+            let w: [&[f32; Q]; GROUP_ROWS] = std::array::from_fn(|r| {
+                weights.get(r * cols + b * Q..).and_then(|w| w.first_chunk::<Q>()).unwrap_or(&ZEROS)
+            });
+            for (j, Slot(column)) in x.iter().enumerate() {
+                let [low, high]: [__m512; 2] = zerocopy::transmute!(*column);
+                for r in 0..GROUP_ROWS {
+                    let wr = _mm512_set1_ps(w[r][j]);
+                    acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_mul_ps(wr, low));
+                    acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_mul_ps(wr, high));
+                }
+            }
+        }
+        *slot = zerocopy::transmute!(acc);
+    }
+    tree_reduce_tokens(lanes, active);
+    lanes[0]
+}
