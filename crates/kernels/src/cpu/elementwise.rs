@@ -4,6 +4,7 @@
 //! element `i` when `i < n`, so exactly the elements `i < min(n, grid_size_x)` are touched,
 //! whatever the work-group size, partial last work-group included.
 
+use super::simd::{Isa, compiled_for};
 use super::{Grid, KernelError, load, store, widen};
 use crate::launch::Launch;
 use crate::memory::DeviceMemory;
@@ -72,7 +73,6 @@ impl<const I: usize> Map<'_, I> {
         bases: &[u64; I],
         op: &(impl Fn([u32; I]) -> u32 + Sync),
     ) -> Option<Vec<u32>> {
-        use rayon::prelude::*;
         let active = widen(n.min(grid.size_x));
         let bytes = active.checked_mul(4)?;
         let len = u64::try_from(bytes).ok()?;
@@ -86,17 +86,48 @@ impl<const I: usize> Map<'_, I> {
             *view = memory.view(base, bytes)?;
         }
         let words = views.map(|view| view.as_chunks::<4>().0);
-        let element = |i: usize| op(std::array::from_fn(|input| u32::from_le_bytes(words[input][i])));
-        Some(if active >= PARALLEL_ELEMENTS_MIN {
-            (0..active).into_par_iter().with_min_len(PARALLEL_ELEMENTS_MIN / 4).map(element).collect()
-        } else {
-            (0..active).map(element).collect()
-        })
+        Some(elements(Isa::widest(), words, active, op))
     }
+}
+
+/// `op` on the first `active` elements of the little-endian words `inputs`, in chunks of
+/// contiguous elements whose loop is compiled for `isa` (and so vectorises; the same bits, see
+/// [`compiled_for`]), spread over the machine's cores when there are many.
+fn elements<const I: usize>(
+    isa: Option<Isa>,
+    inputs: [&[[u8; 4]]; I],
+    active: usize,
+    op: &(impl Fn([u32; I]) -> u32 + Sync),
+) -> Vec<u32> {
+    use rayon::prelude::*;
+    let chunk = |(index, out): (usize, &mut [u32])| {
+        let first = index * CHUNK_ELEMENTS;
+        let ins = inputs.map(|words| &words[first..first + out.len()]);
+        compiled_for(
+            isa,
+            #[inline(always)]
+            || {
+                let len = out.len();
+                let ins = ins.map(|values| &values[..len]);
+                for i in 0..len {
+                    out[i] = op(std::array::from_fn(|input| u32::from_le_bytes(ins[input][i])));
+                }
+            },
+        );
+    };
+    let mut results = vec![0u32; active];
+    if active >= PARALLEL_ELEMENTS_MIN {
+        results.par_chunks_mut(CHUNK_ELEMENTS).enumerate().for_each(chunk);
+    } else {
+        results.chunks_mut(CHUNK_ELEMENTS).enumerate().for_each(chunk);
+    }
+    results
 }
 
 /// Elements below which an element-wise dispatch runs on the calling thread only.
 const PARALLEL_ELEMENTS_MIN: usize = 1 << 15;
+/// Elements of a chunk of results computed by one loop (a task of the cores).
+const CHUNK_ELEMENTS: usize = PARALLEL_ELEMENTS_MIN / 4;
 
 /// `fill(float* out, float value, u32 n)`: `out[i] = value` (the exact bits of `value`).
 ///
@@ -159,4 +190,75 @@ pub fn scale(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), K
     let s = S.read_f32(launch.kernarg)?;
     Map { sig: &signature::SCALE, out: OUT, inputs: [X], n: N }
         .run(launch, memory, |[x]| (s * f32::from_bits(x)).to_bits())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random words with every special class mixed in: zeros, infinities, NaNs with payloads,
+    /// subnormals, and values near the exponential's bounds.
+    fn words(len: usize, seed: u64) -> Vec<[u8; 4]> {
+        let mut state = seed | 1;
+        let specials = [0u32, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7fc0_1234, 0xffa0_0001, 1, 0x8000_0003];
+        (0..len)
+            .map(|i| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let bits = match state % 8 {
+                    0 => specials[i % specials.len()],
+                    // Within [-128, 128): silu's exponential over its whole computed range.
+                    1..=3 => (f32::from(u16::try_from(state >> 48).unwrap_or(0)) / 256.0 - 128.0).to_bits(),
+                    _ => u32::try_from(state >> 32).unwrap_or(0),
+                };
+                bits.to_le_bytes()
+            })
+            .collect()
+    }
+
+    /// `op` through [`elements`] on every instruction set this machine has and the baseline: the
+    /// bits of `op` applied one element at a time.
+    fn check(name: &str, op: impl Fn([u32; 2]) -> u32 + Sync, inputs: [&[[u8; 4]]; 2]) {
+        let len = inputs[0].len();
+        let expected: Vec<u32> =
+            (0..len).map(|i| op([u32::from_le_bytes(inputs[0][i]), u32::from_le_bytes(inputs[1][i])])).collect();
+        let isas = crate::cpu::simd::available_for_tests().into_iter().map(Some).chain([None]);
+        for isa in isas {
+            let got = elements(isa, inputs, len, &op);
+            // Same bits, except that of two NaN operands of a commutative operation either
+            // payload may survive (see `compiled_for`): such a result must be a NaN.
+            let nan = |bits: u32| f32::from_bits(bits).is_nan();
+            if let Some(i) = (0..len).find(|&i| got[i] != expected[i] && !(nan(got[i]) && nan(expected[i]))) {
+                panic!(
+                    "{name}, {len} elements, {isa:?}: element {i} of {:#010x}, {:#010x} is {:#010x}, not {:#010x}",
+                    u32::from_le_bytes(inputs[0][i]),
+                    u32::from_le_bytes(inputs[1][i]),
+                    got[i],
+                    expected[i]
+                );
+            }
+        }
+    }
+
+    /// Each element-wise operation's vector loop, on lengths with a ragged last chunk and
+    /// vector tail, and split over the cores.
+    #[test]
+    fn vector_loops_give_the_one_element_bits() {
+        // (1 + 2^-12)^2 needs 25 bits: a fused multiply-add would keep the 2^-24 that the
+        // rounded product drops, and give 2^-24 instead of 0 here.
+        let a = 1.0 + 2f32.powi(-12);
+        let axpy = |[x, y]: [u32; 2]| (a * f32::from_bits(x) + f32::from_bits(y)).to_bits();
+        let add = |[x, y]: [u32; 2]| (f32::from_bits(x) + f32::from_bits(y)).to_bits();
+        for len in [0usize, 1, 17, CHUNK_ELEMENTS + 5, PARALLEL_ELEMENTS_MIN + 4 * CHUNK_ELEMENTS + 3] {
+            let (x, y) = (words(len, 3), words(len, 7));
+            let x_fma = vec![a.to_bits().to_le_bytes(); len];
+            let y_fma = vec![(-(1.0 + 2f32.powi(-11))).to_bits().to_le_bytes(); len];
+            check("add", add, [&x, &y]);
+            check("axpy", axpy, [&x, &y]);
+            check("axpy, a product that a fused multiply-add would keep", axpy, [&x_fma, &y_fma]);
+            check("silu_mul", super::super::llama::silu, [&x, &y]);
+        }
+        assert_eq!(axpy([a.to_bits(), (-(1.0 + 2f32.powi(-11))).to_bits()]), 0);
+    }
 }

@@ -62,9 +62,123 @@ pub fn expf(x: f32) -> f32 {
     }
 }
 
+/// [`expf`] without branches, for loops that vectorise: every input's result has [`expf`]'s
+/// bits (tested over every input range). The polynomial and scaling run on `x` where [`expf`]
+/// computes them and on `0.0` otherwise, and the result is chosen by the same comparisons; the
+/// power of two is applied as `(y * 2^a) * 2^b` with `b = 0` where [`expf`] multiplies once, and
+/// multiplying by `1.0` is exact.
+#[inline(always)]
+#[must_use]
+pub(crate) fn expf_select(x: f32) -> f32 {
+    let computed = (LO..=HI).contains(&x);
+    let xm = if computed { x } else { 0.0 };
+    let t = xm * LOG2E + ROUND;
+    let n = t.to_bits().cast_signed() - ROUND.to_bits().cast_signed();
+    let nf = t - ROUND;
+    let r = xm - nf * LN2_HI;
+    let r = r - nf * LN2_LO;
+    let mut p = POLY[0];
+    for &c in &POLY[1..] {
+        p = p * r + c;
+    }
+    let y = p * (r * r) + r + 1.0;
+    let (a, b) = if n > 127 {
+        (127, n - 127)
+    } else if n < -126 {
+        (n + 100, -100)
+    } else {
+        (n, 0)
+    };
+    let v = y * pow2i(a) * pow2i(b);
+    if x.is_nan() {
+        x
+    } else if x > HI {
+        f32::INFINITY
+    } else if x < LO {
+        0.0
+    } else {
+        v
+    }
+}
+
+/// `xs[i] = expf(xs[i] - shift)` for every `i`, compiled for `isa` (see
+/// [`super::simd::compiled_for`]): the bits of [`expf`] on each `xs[i] - shift`.
+pub(crate) fn exp_shifted(isa: Option<super::simd::Isa>, xs: &mut [f32], shift: f32) {
+    super::simd::compiled_for(
+        isa,
+        #[inline(always)]
+        || {
+            for x in xs.iter_mut() {
+                *x = expf_select(*x - shift);
+            }
+        },
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every input class: both signs of each exponent with random mantissas, the bounds `LO` and
+    /// `HI` and their neighbours, the ranges where `2^n` is applied in two steps, zeros,
+    /// infinities and NaNs with payloads.
+    fn inputs() -> Vec<f32> {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut xs = Vec::new();
+        for sign in [0u32, 1 << 31] {
+            for exponent in 0u32..=255 {
+                for _ in 0..64 {
+                    let mantissa = u32::try_from(next() & 0x7f_ffff).unwrap_or(0);
+                    xs.push(f32::from_bits(sign | exponent << 23 | mantissa));
+                }
+            }
+        }
+        for edge in [LO, HI, 88.0, -87.0, -87.5, -88.0, -100.0, 0.0, -0.0] {
+            let bits = edge.to_bits();
+            xs.extend((bits.saturating_sub(300)..=bits.saturating_add(300)).map(f32::from_bits));
+        }
+        // Uniform over the computed range and a little past it, in steps of 2^-8.
+        for _ in 0..20_000 {
+            let step = u16::try_from(next() % 50_000).unwrap_or(0);
+            xs.push(f32::from(step) / 256.0 - 105.0);
+        }
+        xs.extend([
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::from_bits(0xffc0_0001),
+            f32::from_bits(0x7f80_0001),
+        ]);
+        xs
+    }
+
+    #[test]
+    fn the_select_form_gives_expf_bits_on_every_input_class() {
+        for x in inputs() {
+            assert_eq!(expf_select(x).to_bits(), expf(x).to_bits(), "exp({x:e}), bits {:#010x}", x.to_bits());
+        }
+    }
+
+    #[test]
+    fn exp_shifted_gives_expf_bits_on_every_instruction_set() {
+        let xs = inputs();
+        for shift in [0.0f32, 3.5, -2.25, f32::INFINITY, f32::NAN] {
+            let expected: Vec<u32> = xs.iter().map(|&x| expf(x - shift).to_bits()).collect();
+            let isas = super::super::simd::available_for_tests().into_iter().map(Some).chain([None]);
+            for isa in isas {
+                let mut got = xs.clone();
+                exp_shifted(isa, &mut got, shift);
+                let got: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
+                assert!(got == expected, "{isa:?}, shift {shift}: a result differs from expf's bits");
+            }
+        }
+    }
 
     /// The `f32` literals of `rl_expf` in `hip/device.h`, in source order.
     fn header_literals() -> Vec<f32> {

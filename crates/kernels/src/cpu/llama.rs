@@ -2,7 +2,8 @@
 //! `silu_mul`.
 
 use super::elementwise::Map;
-use super::{Grid, KernelError, expf, load, load_f32_vec, store, tree_reduce, widen};
+use super::exp::expf_select;
+use super::{Grid, KernelError, load, load_f32_vec, store, tree_reduce, widen};
 use crate::launch::Launch;
 use crate::memory::DeviceMemory;
 use crate::signature::{self, ArgDecl};
@@ -133,7 +134,7 @@ const ATTN_COUNT_MAX: u32 = u32::MAX - 63;
 /// In `f32`, as the kernel does: `s[j] = (sum_d q[h][d] * k[j][d], d ascending) * scale`;
 /// work-item `t` takes the maximum over `j = t, t + 64, ...` by `s > m ? s : m` from `-inf`, then
 /// the LDS tree takes `o > m ? o : m` (`stride = 32, ..., 1`); `p[j] = exp(s[j] - max)` with
-/// [`expf`], summed per work-item in the same `j` order and by the LDS tree;
+/// [`crate::cpu::expf`], summed per work-item in the same `j` order and by the LDS tree;
 /// `out[h][d] = (sum_j p[j] * v[j][d], j ascending) / sum`. `scores[h * scores_stride + j]`
 /// ends holding `p[j]`.
 ///
@@ -200,15 +201,20 @@ pub fn attention(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(
 /// and sums over `j = l, l + 64, ...`, then the LDS trees) and returns the sum.
 pub(super) fn softmax(s: &mut [f32]) -> f32 {
     let mut lanes = [f32::NEG_INFINITY; ATTN_LANES];
-    for (j, &v) in s.iter().enumerate() {
-        let m = &mut lanes[j % ATTN_LANES];
-        *m = if v > *m { v } else { *m };
+    for chunk in s.chunks(ATTN_LANES) {
+        for (m, &v) in lanes.iter_mut().zip(chunk) {
+            *m = if v > *m { v } else { *m };
+        }
     }
     let max = tree_max(&mut lanes);
+    // The exponentials first (vectorised, the bits of `expf`), then each work-item's sum over
+    // its `j` in ascending order, a chunk of one `j` per work-item at a time.
+    super::exp::exp_shifted(super::simd::Isa::widest(), s, max);
     let mut sums = [0.0f32; ATTN_LANES];
-    for (j, v) in s.iter_mut().enumerate() {
-        *v = expf(*v - max);
-        sums[j % ATTN_LANES] += *v;
+    for chunk in s.chunks(ATTN_LANES) {
+        for (sum, &v) in sums.iter_mut().zip(chunk) {
+            *sum += v;
+        }
     }
     tree_reduce(&mut sums)
 }
@@ -228,14 +234,18 @@ pub(super) fn tree_max(lds: &mut [f32; ATTN_LANES]) -> f32 {
 }
 
 /// `silu_mul(float* out, const float* gate, const float* up, u32 n)`: with `g = gate[i]`,
-/// `out[i] = (g / (1 + exp(-g))) * up[i]` for `i < min(n, grid_size_x)`, [`expf`] for `exp`.
+/// `out[i] = (g / (1 + exp(-g))) * up[i]` for `i < min(n, grid_size_x)`, [`crate::cpu::expf`] for `exp`.
 ///
 /// # Errors
 /// [`KernelError`] for a short kernarg segment, an unsupported launch, or a fault on an argument.
 pub fn silu_mul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(), KernelError> {
     use signature::silu_mul::{GATE, N, OUT, UP};
-    Map { sig: &signature::SILU_MUL, out: OUT, inputs: [GATE, UP], n: N }.run(launch, memory, |[gate, up]| {
-        let g = f32::from_bits(gate);
-        (g / (1.0 + expf(-g)) * f32::from_bits(up)).to_bits()
-    })
+    Map { sig: &signature::SILU_MUL, out: OUT, inputs: [GATE, UP], n: N }.run(launch, memory, silu)
+}
+
+/// `silu_mul`'s element: `(g / (1 + exp(-g))) * up` on raw `f32` bits.
+#[inline(always)]
+pub(super) fn silu([gate, up]: [u32; 2]) -> u32 {
+    let g = f32::from_bits(gate);
+    (g / (1.0 + expf_select(-g)) * f32::from_bits(up)).to_bits()
 }

@@ -36,6 +36,49 @@ impl Isa {
     }
 }
 
+/// `body()`, inlined into a function compiled for `isa` where this machine has it, so that the
+/// body's loops vectorise to that instruction set's registers; compiled for the baseline the
+/// crate is built for otherwise (`None`, or an instruction set this machine lacks). The body's
+/// `f32` operations round the same whichever it is compiled for: Rust never contracts a multiply
+/// and an add into a fused multiply-add, and the vector forms of `+`, `-`, `*`, `/`, comparisons
+/// and selects are the scalar ones lane by lane. One thing is not fixed by the source, on any
+/// path: when both operands of a commutative `+` or `*` are NaN, which payload the result carries
+/// depends on the operand order the compiler picks; the result is a NaN either way. Give the
+/// closure `#[inline(always)]`.
+#[inline(always)]
+pub(crate) fn compiled_for<R>(isa: Option<Isa>, body: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx2,fma,f16c")]
+        fn avx512<R>(body: impl FnOnce() -> R) -> R {
+            body()
+        }
+        #[target_feature(enable = "avx2,fma,f16c")]
+        fn avx2<R>(body: impl FnOnce() -> R) -> R {
+            body()
+        }
+        match isa {
+            Some(isa @ Isa::Avx512) if isa.available() => {
+                #[allow(unsafe_code)]
+                // SAFETY: `avx512` requires only the CPU features it is compiled for, and
+                // `isa.available()` detected all of them on this machine.
+                return unsafe { avx512(body) };
+            }
+            Some(isa @ Isa::Avx2) if isa.available() => {
+                #[allow(unsafe_code)]
+                // SAFETY: as for `avx512` above, with AVX2, FMA and F16C.
+                return unsafe { avx2(body) };
+            }
+            _ => {}
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    if let Some(isa) = isa {
+        match isa {}
+    }
+    body()
+}
+
 /// No vector instruction set on this architecture: every reference takes its scalar path.
 #[cfg(not(target_arch = "x86_64"))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -34,22 +34,27 @@ pub(super) fn tile_sums_group(
         return [[0.0; TOKENS]; GROUP_ROWS];
     }
     for (lane, slot) in lanes.iter_mut().enumerate().take(active) {
-        let mut acc = [[_mm512_setzero_ps(); 2]; GROUP_ROWS];
+        // acc[half][r]: tokens 16 * half.. of row r.
+        let mut acc = [[_mm512_setzero_ps(); GROUP_ROWS]; 2];
         for b in (lane..blocks).step_by(LANES) {
             let x = &tile[b * Q..][..Q];
             let w: [&[f32; Q]; GROUP_ROWS] = std::array::from_fn(|r| {
                 weights.get(r * cols + b * Q..).and_then(|w| w.first_chunk::<Q>()).unwrap_or(&ZEROS)
             });
-            for (j, Slot(column)) in x.iter().enumerate() {
-                let [low, high]: [__m512; 2] = zerocopy::transmute!(*column);
-                for r in 0..GROUP_ROWS {
-                    let wr = _mm512_set1_ps(w[r][j]);
-                    acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_mul_ps(wr, low));
-                    acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_mul_ps(wr, high));
+            // A half's pass over the block: every broadcast weight has one use, so it is the
+            // multiply's memory operand (a separate broadcast would take a vector pipe).
+            for (half, acc) in acc.iter_mut().enumerate() {
+                for (j, Slot(column)) in x.iter().enumerate() {
+                    let halves: [__m512; 2] = zerocopy::transmute!(*column);
+                    for (r, sum) in acc.iter_mut().enumerate() {
+                        *sum = _mm512_add_ps(*sum, _mm512_mul_ps(_mm512_set1_ps(w[r][j]), halves[half]));
+                    }
                 }
             }
         }
-        *slot = zerocopy::transmute!(acc);
+        for (r, row) in slot.iter_mut().enumerate() {
+            *row = zerocopy::transmute!([acc[0][r], acc[1][r]]);
+        }
     }
     tree_reduce_tokens(lanes, active);
     lanes[0]
