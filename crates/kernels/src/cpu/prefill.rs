@@ -246,24 +246,18 @@ fn matmul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Format) ->
     let row_bytes = shape.cols / widen(QK) * format.block_bytes;
     let rows_per_chunk = u32::try_from(READ_CHUNK_BYTES / row_bytes).unwrap_or(u32::MAX).max(1);
     // Weights the address space lends in place are computed in one pass over all rows (one
-    // parallel region); the stores still go chunk by chunk, as the streamed reads do them.
-    let lent =
-        memory.view(w, widen(active_rows) * row_bytes).map(|all| shape.rows_of(all, row_bytes, format, &x_tiles));
+    // parallel region) and stored at once; streamed weights chunk by chunk.
+    if let Some(all) = memory.view(w, widen(active_rows) * row_bytes) {
+        let sums = shape.rows_of(all, row_bytes, format, &x_tiles);
+        return shape.store_rows(memory, 0, &sums);
+    }
     let mut buffer = Vec::new();
     let mut first = 0u32;
     while first < active_rows {
         let count = (active_rows - first).min(rows_per_chunk);
-        let sums = match &lent {
-            Some(all) => {
-                let padded = shape.tokens_padded;
-                std::borrow::Cow::Borrowed(&all[widen(first) * padded..widen(first + count) * padded])
-            }
-            None => {
-                let offset = u64::from(first) * widen_usize(row_bytes);
-                let bytes = bytes_at(&*memory, &W, w, offset, widen(count) * row_bytes, &mut buffer)?;
-                std::borrow::Cow::Owned(shape.rows_of(bytes, row_bytes, format, &x_tiles))
-            }
-        };
+        let offset = u64::from(first) * widen_usize(row_bytes);
+        let bytes = bytes_at(&*memory, &W, w, offset, widen(count) * row_bytes, &mut buffer)?;
+        let sums = shape.rows_of(bytes, row_bytes, format, &x_tiles);
         shape.store_rows(memory, first, &sums)?;
         first += count;
     }
@@ -315,18 +309,31 @@ impl Matmul {
         sums
     }
 
-    /// Stores `sums` (`[row][tokens_padded]` of rows `first..`) as `y[t][first..]` for `t < n`.
+    /// Stores `sums` (`[row][tokens_padded]` of rows `first..`) as `y[t][first..]` for `t < n`:
+    /// token by token, or in one store when the rows are all of `y`'s rows.
     fn store_rows(&self, memory: &mut dyn DeviceMemory, first: u32, sums: &[f32]) -> Result<(), KernelError> {
         use signature::matmul_q::Y;
+        /// Tokens transposed together: a row's sums for them are one cache line.
+        const TRANSPOSE_TOKENS: usize = 16;
         let count = sums.len() / self.tokens_padded;
-        // Transposed across the cores, stored token by token from this thread.
+        if count == 0 {
+            return Ok(());
+        }
+        // Transposed across the cores, a line of each row at a time, then stored from this
+        // thread.
         let mut bits = vec![0u32; widen(self.n) * count];
-        bits.par_chunks_mut(count.max(1)).enumerate().for_each(|(t, out)| {
-            for (slot, row) in out.iter_mut().zip(sums.chunks_exact(self.tokens_padded)) {
-                *slot = row[t].to_bits();
+        bits.par_chunks_mut(count * TRANSPOSE_TOKENS).enumerate().for_each(|(block, out)| {
+            let t0 = block * TRANSPOSE_TOKENS;
+            for (r, row) in sums.chunks_exact(self.tokens_padded).enumerate() {
+                for (token, &sum) in out.chunks_exact_mut(count).zip(&row[t0..]) {
+                    token[r] = sum.to_bits();
+                }
             }
         });
-        for (t, token) in bits.chunks_exact(count.max(1)).enumerate() {
+        if first == 0 && count == widen(self.rows) {
+            return store(memory, &Y, self.y, 0, &bits);
+        }
+        for (t, token) in bits.chunks_exact(count).enumerate() {
             let index = widen_usize(t) * u64::from(self.rows) + u64::from(first);
             store(memory, &Y, self.y, index, token)?;
         }

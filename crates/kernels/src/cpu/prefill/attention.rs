@@ -5,6 +5,7 @@ use rayon::prelude::*;
 
 use super::*;
 use crate::cpu::llama::softmax;
+use crate::cpu::simd::compiled_for;
 
 // The work-group size of `attention_rows`, as `attention`'s (whose softmax it shares).
 const _: () = assert!(signature::attention_rows::BLOCK == 64);
@@ -88,6 +89,7 @@ pub fn attention_rows(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Res
     let vs = load_f32_vec(memory, &V_CACHE, v_cache, 0, positions.saturating_mul(kv_width))?;
     // Every element of q and the caches was read, so their counts fit the host.
     let shape = AttentionRows {
+        isa: Isa::widest(),
         pos0: widen(pos0),
         heads: widen(heads),
         head_dim: widen(head_dim),
@@ -105,10 +107,13 @@ pub fn attention_rows(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Res
     let mut first = 0usize;
     while first < active {
         let end = shape.batch_end(first, active);
+        // Each work-group's scores row, then the batch's `out` rows (contiguous) at once.
+        let mut rows = Vec::with_capacity((end - first) * shape.head_dim);
         for (g, (p, row)) in (first..end).zip(shape.attend_batch(first..end, &qs, &keys, &vs)) {
             store(memory, &SCORES, scores, widen_usize(g) * stride, &p)?;
-            store(memory, &OUT, out, widen_usize(g * shape.head_dim), &row)?;
+            rows.extend(row);
         }
+        store(memory, &OUT, out, widen_usize(first * shape.head_dim), &rows)?;
         first = end;
     }
     Ok(())
@@ -124,10 +129,24 @@ pub(crate) fn single_query(
     ks: &[f32],
     vs: &[f32],
     n: usize,
+    shape: (usize, usize, usize, usize),
+    scale: f32,
+) -> Vec<(Vec<u32>, Vec<u32>)> {
+    single_query_on(Isa::widest(), qs, ks, vs, n, shape, scale)
+}
+
+/// [`single_query`] with its loops compiled for `isa`.
+fn single_query_on(
+    isa: Option<Isa>,
+    qs: &[f32],
+    ks: &[f32],
+    vs: &[f32],
+    n: usize,
     (heads, kv_heads, head_dim, group): (usize, usize, usize, usize),
     scale: f32,
 ) -> Vec<(Vec<u32>, Vec<u32>)> {
     let shape = AttentionRows {
+        isa,
         pos0: n.saturating_sub(1),
         heads,
         head_dim,
@@ -143,6 +162,8 @@ pub(crate) fn single_query(
 /// The validated shape of an `attention_rows` launch, as host counts.
 #[derive(Clone, Copy)]
 struct AttentionRows {
+    /// The instruction set the work-groups' loops are compiled for.
+    isa: Option<Isa>,
     pos0: usize,
     heads: usize,
     head_dim: usize,
@@ -227,14 +248,24 @@ impl AttentionRows {
     ) -> Vec<(Vec<u32>, Vec<u32>)> {
         let last_positions = self.pos0 + (range.end - 1) / self.heads + 1;
         let work = range.len().saturating_mul(last_positions).saturating_mul(self.head_dim + 1);
+        // Each work-group compiled for the machine's widest vector registers (the same bits,
+        // see `compiled_for`).
+        let attend = |g: usize| {
+            compiled_for(
+                self.isa,
+                #[inline(always)]
+                || self.attend(g, qs, keys, vs),
+            )
+        };
         if work < ATTN_PARALLEL_WORK_MIN {
-            range.map(|g| self.attend(g, qs, keys, vs)).collect()
+            range.map(attend).collect()
         } else {
-            range.into_par_iter().map(|g| self.attend(g, qs, keys, vs)).collect()
+            range.into_par_iter().map(attend).collect()
         }
     }
 
     /// Work-group `g`: query row `g / heads`, head `g % heads`.
+    #[inline(always)]
     fn attend(&self, g: usize, qs: &[f32], keys: &[[f32; POSITIONS]], vs: &[f32]) -> (Vec<u32>, Vec<u32>) {
         let count = self.pos0 + g / self.heads + 1;
         let kv_offset = g % self.heads / self.group * self.head_dim;
@@ -253,6 +284,7 @@ impl AttentionRows {
 
     /// `s[j] = (sum_d q[d] * k[j][d], d ascending) * scale` for `j < count`, from the kv head's
     /// transposed keys (`[block][d]`).
+    #[inline(always)]
     fn scores(&self, qh: &[f32], keys: &[[f32; POSITIONS]], count: usize) -> Vec<f32> {
         let blocks = count.div_ceil(POSITIONS);
         let mut s = Vec::with_capacity(blocks * POSITIONS);
@@ -333,21 +365,24 @@ mod tests {
             let ks: Vec<f32> = (0..n * kv_width).map(|_| next()).collect();
             let vs: Vec<f32> = (0..n * kv_width).map(|_| next()).collect();
             let shape = (heads, kv_heads, head_dim, heads / kv_heads);
-            let got = single_query(&qs, &ks, &vs, n, shape, 0.125);
             let want = plain(&qs, &ks, &vs, n, shape, 0.125);
-            let same = |a: &[u32], b: &[u32]| {
-                a.len() == b.len()
-                    && a.iter()
-                        .zip(b)
-                        .all(|(&a, &b)| a == b || (f32::from_bits(a).is_nan() && f32::from_bits(b).is_nan()))
-            };
-            for (h, ((gp, go), (wp, wo))) in got.iter().zip(&want).enumerate() {
-                assert!(
-                    same(gp, wp) && same(go, wo),
-                    "n {n} heads {heads} kv_heads {kv_heads} head_dim {head_dim}: head {h}"
-                );
+            let isas = crate::cpu::simd::available_for_tests().into_iter().map(Some).chain([None]);
+            for isa in isas {
+                let got = single_query_on(isa, &qs, &ks, &vs, n, shape, 0.125);
+                let same = |a: &[u32], b: &[u32]| {
+                    a.len() == b.len()
+                        && a.iter()
+                            .zip(b)
+                            .all(|(&a, &b)| a == b || (f32::from_bits(a).is_nan() && f32::from_bits(b).is_nan()))
+                };
+                for (h, ((gp, go), (wp, wo))) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        same(gp, wp) && same(go, wo),
+                        "{isa:?}, n {n} heads {heads} kv_heads {kv_heads} head_dim {head_dim}: head {h}"
+                    );
+                }
+                assert_eq!(got.len(), heads);
             }
-            assert_eq!(got.len(), heads);
         }
     }
 }
