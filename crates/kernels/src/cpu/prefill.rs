@@ -237,12 +237,15 @@ fn matmul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Format) ->
         // Every work-item's sum is 0.0, and so is the tree's, for every token.
         return shape.store_zeros(memory, active_rows);
     }
-    let xs = load_f32_vec(memory, &X, x, 0, u64::from(n) * u64::from(cols))?;
+    // x in place where the address space lends it, else read.
+    let x_len = u64::from(n) * u64::from(cols);
+    let lent_x = usize::try_from(4 * x_len).ok().and_then(|len| memory.view(x, len));
+    let x_tiles = match lent_x {
+        Some(bytes) => Tiles::new(bytes.as_chunks::<4>().0, whole, shape.cols, |v| f32::from_le_bytes(*v)),
+        None => Tiles::new(&load_f32_vec(memory, &X, x, 0, x_len)?, whole, shape.cols, |&v| v),
+    };
     // x (4 * cols bytes per token) was read, so a weight row (cols / 32 * 34 bytes at most) and
     // the transposed activations (padded to at most 8 tokens) are bounded by mapped memory.
-    let (main, tail) = xs.split_at(whole * shape.cols);
-    let x_tiles = Tiles { main: tile_tokens(main, shape.cols), tail: tile_tokens(tail, shape.cols) };
-    drop(xs);
     let row_bytes = shape.cols / widen(QK) * format.block_bytes;
     let rows_per_chunk = u32::try_from(READ_CHUNK_BYTES / row_bytes).unwrap_or(u32::MAX).max(1);
     // Weights the address space lends in place are computed in one pass over all rows (one
@@ -270,16 +273,25 @@ fn matmul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Format) ->
 #[repr(C, align(64))]
 struct Slot<const T: usize>([f32; T]);
 
-/// The token rows `xs` as tiles of `T`: element `(tile * cols + c)[u]` is
-/// `x[tile * T + u][c]`, zero past the last token.
-fn tile_tokens<const T: usize>(xs: &[f32], cols: usize) -> Vec<Slot<T>> {
+impl Tiles {
+    /// The token rows `xs` (`value` of each element) as tiles: the first `whole` tokens in
+    /// [`TOKENS`] tiles, the rest in [`TAIL_TOKENS`] tiles.
+    fn new<V: Sync>(xs: &[V], whole: usize, cols: usize, value: impl Fn(&V) -> f32 + Sync) -> Self {
+        let (main, tail) = xs.split_at(whole * cols);
+        Self { main: tile_tokens(main, cols, &value), tail: tile_tokens(tail, cols, &value) }
+    }
+}
+
+/// The token rows `xs` (`value` of each element) as tiles of `T`: element `(tile * cols + c)[u]`
+/// is `x[tile * T + u][c]`, zero past the last token.
+fn tile_tokens<const T: usize, V: Sync>(xs: &[V], cols: usize, value: &(impl Fn(&V) -> f32 + Sync)) -> Vec<Slot<T>> {
     let n = xs.len() / cols;
     let mut tiles = vec![Slot([0.0f32; T]); n.div_ceil(T) * cols];
     // One tile per task: a tile's T token rows in, its cols slots out.
     tiles.par_chunks_mut(cols).zip(xs.par_chunks(T * cols)).for_each(|(tile, rows)| {
         for (u, row) in rows.chunks_exact(cols).enumerate() {
-            for (slot, &v) in tile.iter_mut().zip(row) {
-                slot.0[u] = v;
+            for (slot, v) in tile.iter_mut().zip(row) {
+                slot.0[u] = value(v);
             }
         }
     });
@@ -287,7 +299,8 @@ fn tile_tokens<const T: usize>(xs: &[f32], cols: usize) -> Vec<Slot<T>> {
 }
 
 impl Matmul {
-    /// The sums of every weight row in `bytes` for every token: `[row][tokens_padded]`.
+    /// The sums of every weight row in `bytes` for every token, group by group of
+    /// [`ROW_GROUP`] rows, each `[tokens_padded][rows of the group]`.
     fn rows_of(&self, bytes: &[u8], row_bytes: usize, format: Format, x_tiles: &Tiles) -> Vec<f32> {
         let row_count = bytes.len() / row_bytes;
         let mut sums = vec![0.0f32; row_count * self.tokens_padded];
@@ -309,24 +322,28 @@ impl Matmul {
         sums
     }
 
-    /// Stores `sums` (`[row][tokens_padded]` of rows `first..`) as `y[t][first..]` for `t < n`:
-    /// token by token, or in one store when the rows are all of `y`'s rows.
+    /// Stores `sums` (rows `first..` as [`Matmul::rows_of`] lays them out) as `y[t][first..]`
+    /// for `t < n`: token by token, or in one store when the rows are all of `y`'s rows.
     fn store_rows(&self, memory: &mut dyn DeviceMemory, first: u32, sums: &[f32]) -> Result<(), KernelError> {
         use signature::matmul_q::Y;
-        /// Tokens transposed together: a row's sums for them are one cache line.
+        /// Tokens gathered together by one task.
         const TRANSPOSE_TOKENS: usize = 16;
         let count = sums.len() / self.tokens_padded;
         if count == 0 {
             return Ok(());
         }
-        // Transposed across the cores, a line of each row at a time, then stored from this
-        // thread.
+        // Each token's row gathered from the groups (a group's sums for a token are adjacent)
+        // across the cores, then stored from this thread.
         let mut bits = vec![0u32; widen(self.n) * count];
+        let groups = sums.chunks(ROW_GROUP * self.tokens_padded);
         bits.par_chunks_mut(count * TRANSPOSE_TOKENS).enumerate().for_each(|(block, out)| {
             let t0 = block * TRANSPOSE_TOKENS;
-            for (r, row) in sums.chunks_exact(self.tokens_padded).enumerate() {
-                for (token, &sum) in out.chunks_exact_mut(count).zip(&row[t0..]) {
-                    token[r] = sum.to_bits();
+            for (g, group) in groups.clone().enumerate() {
+                let rows = group.len() / self.tokens_padded;
+                for (token, sums) in out.chunks_exact_mut(count).zip(group[t0 * rows..].chunks_exact(rows)) {
+                    for (slot, sum) in token[g * ROW_GROUP..][..rows].iter_mut().zip(sums) {
+                        *slot = sum.to_bits();
+                    }
                 }
             }
         });
@@ -385,7 +402,7 @@ impl Scratch {
     }
 }
 
-/// The sums of the weight rows in `rows` (at most [`ROW_GROUP`]) for every token (`out[r][t]`,
+/// The sums of the weight rows in `rows` (at most [`ROW_GROUP`]) for every token (`out[t][r]`,
 /// `t < tokens_padded`), as work-groups `r` of the kernel compute them, compiled for the vector
 /// instruction set `isa` where this machine has it (the same operations in the same order, in
 /// wider registers: the same bits), else as it is.
@@ -475,7 +492,6 @@ fn matmul_rows_inline<const WIDE: bool>(
     for (block, values) in rows.chunks_exact(format.block_bytes).zip(weights.as_chunks_mut::<32>().0) {
         format.kind.dequantise(block, values);
     }
-    let padded = out.len() / count.max(1);
     let main_tokens = x_tiles.main.len() / cols * TOKENS;
     let row = |r: usize, rows: usize| &weights[r * cols..(r + rows) * cols];
     // A group's rows are enough independent chains for one work-item at a time on AVX-512; in
@@ -490,18 +506,18 @@ fn matmul_rows_inline<const WIDE: bool>(
                 // set only by `matmul_rows_avx512`, which `matmul_rows` calls after detecting
                 // them on this machine.
                 let sums = unsafe { x86::tile_sums_group(row(0, ROW_GROUP), cols, tile, &mut scratch.wide) };
-                place(out, padded, 0, token, &sums);
+                place(out, count, 0, token, &sums);
                 continue;
             }
             for first in (0..ROW_GROUP).step_by(HALF_GROUP) {
                 let sums =
                     tile_sums::<TOKENS, HALF_GROUP, true>(row(first, HALF_GROUP), cols, tile, &mut scratch.group);
-                place(out, padded, first, token, &sums);
+                place(out, count, first, token, &sums);
             }
         } else {
             for r in 0..count {
                 let sums = tile_sums::<TOKENS, 1, true>(row(r, 1), cols, tile, &mut scratch.row);
-                place(out, padded, r, token, &sums);
+                place(out, count, r, token, &sums);
             }
         }
     }
@@ -515,23 +531,25 @@ fn matmul_rows_inline<const WIDE: bool>(
                     tile,
                     &mut scratch.tail_group,
                 );
-                place(out, padded, first, token, &sums);
+                place(out, count, first, token, &sums);
             }
         } else {
             for r in 0..count {
                 let sums = tile_sums::<TAIL_TOKENS, 1, true>(row(r, 1), cols, tile, &mut scratch.tail);
-                place(out, padded, r, token, &sums);
+                place(out, count, r, token, &sums);
             }
         }
     }
 }
 
-/// Writes `sums[r]` (the tile's tokens from `token`) into row `first_row + r` of `out`
-/// (`padded` tokens a row).
+/// Writes `sums[r]` (the tile's tokens from `token`) into `out[token + t][first_row + r]`
+/// (`rows` sums a token).
 #[inline(always)]
-fn place<const T: usize>(out: &mut [f32], padded: usize, first_row: usize, token: usize, sums: &[[f32; T]]) {
-    for (r, s) in sums.iter().enumerate() {
-        out[(first_row + r) * padded + token..][..T].copy_from_slice(s);
+fn place<const T: usize>(out: &mut [f32], rows: usize, first_row: usize, token: usize, sums: &[[f32; T]]) {
+    for (t, token) in out[token * rows..][..T * rows].chunks_exact_mut(rows).enumerate() {
+        for (slot, row) in token[first_row..].iter_mut().zip(sums) {
+            *slot = row[t];
+        }
     }
 }
 
@@ -793,7 +811,7 @@ mod tests {
     #[test]
     fn token_tiles_transpose_and_pad() {
         let xs: Vec<f32> = (0..3 * 2).map(|v| v as f32).collect();
-        let tiles: Vec<Slot<TOKENS>> = tile_tokens(&xs, 2);
+        let tiles: Vec<Slot<TOKENS>> = tile_tokens(&xs, 2, &|&v| v);
         assert_eq!(tiles.len(), 2);
         assert_eq!(tiles[0].0[..4], [0.0, 2.0, 4.0, 0.0]);
         assert_eq!(tiles[1].0[..4], [1.0, 3.0, 5.0, 0.0]);
@@ -824,8 +842,7 @@ mod tests {
             .collect();
         let whole = n / TOKENS * TOKENS;
         let padded = whole + (n - whole).next_multiple_of(TAIL_TOKENS);
-        let (main, tail) = xs.split_at(whole * cols);
-        let tiles = Tiles { main: tile_tokens(main, cols), tail: tile_tokens(tail, cols) };
+        let tiles = Tiles::new(&xs, whole, cols, |&v| v);
         let sums = |isa: Option<Isa>, bytes: &[u8]| {
             let mut out = vec![0.0f32; bytes.len() / row_bytes * padded];
             matmul_rows(isa, bytes, row_bytes, format, &tiles, cols, &mut Scratch::new(), &mut out);
@@ -835,16 +852,18 @@ mod tests {
             a.iter().zip(b).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()))
         };
         let scalar = sums(None, &bytes);
-        // Each row of a group is the row alone.
+        // Each row of a group is the row alone (`out[t][r]`).
         for (r, row) in bytes.chunks_exact(row_bytes).enumerate() {
             let alone = sums(None, row);
-            assert!(same(&alone, &scalar[r * padded..][..padded]), "row {r} of {rows}, cols {cols}, n {n}");
+            let column: Vec<f32> = scalar.iter().skip(r).step_by(rows).copied().collect();
+            assert!(same(&alone, &column), "row {r} of {rows}, cols {cols}, n {n}");
         }
+        assert_eq!(scalar.len(), rows * padded);
         for isa in crate::cpu::simd::available_for_tests() {
             let fast = sums(Some(isa), &bytes);
             for (i, (f, s)) in fast.iter().zip(&scalar).enumerate() {
                 let same = f.to_bits() == s.to_bits() || (f.is_nan() && s.is_nan());
-                assert!(same, "{isa:?} cols {cols} n {n} row {} token {}: {f} vs {s}", i / padded, i % padded);
+                assert!(same, "{isa:?} cols {cols} n {n} row {} token {}: {f} vs {s}", i % rows, i / rows);
             }
         }
     }
