@@ -2,10 +2,11 @@
 //! the Q4_1 matrix-vector product at the model's FFN shapes (1536 x 576 and 576 x 1536), with
 //! the f32 `matvec` reference at the same shapes as the baseline, the same Q4_1 product over 64
 //! different matrices in turn (35 MB: past the core's cache, as a decode token's weights are)
-//! and the Q8_0 product at the model's output shape (49152 x 576, 30 MB), the batched `matmul_q4_1` of a
-//! 128-token prefill pass at the first shape (its time over 128 tokens against `matvec_q4_1`'s
-//! over one is the batching gain), and attention over 256 positions (9 query heads, 3 KV heads,
-//! head size 64).
+//! and the Q8_0 product at the model's output shape (49152 x 576, 30 MB), the batched
+//! `matmul_q4_1` of a 128-token prefill pass at each of the model's projection shapes (its time
+//! over 128 tokens against `matvec_q4_1`'s over one is the batching gain), attention over 256
+//! positions (9 query heads, 3 KV heads, head size 64), and `attention_rows` over a 128-token
+//! pass.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kernels::cpu::{self, CpuReference, Q4_1_BLOCK_BYTES};
@@ -126,8 +127,44 @@ fn attention(c: &mut Criterion) {
     bench_launch(c, "attention n=256 heads=9 kv_heads=3 head_dim=64", cpu::attention, &mut memory, &launch);
 }
 
+/// `attention_rows` of a 128-token prefill pass from position 0 (the model's heads), scores rows
+/// of a 2048-position context.
+fn attention_rows(c: &mut Criterion) {
+    let (n, heads, kv_heads, head_dim, stride) = (128u32, 9u32, 3u32, 64u32, 2048u32);
+    let (rows, cache) = ((n * heads * head_dim) as usize, (n * kv_heads * head_dim) as usize);
+    let mut memory = HostMemory::new();
+    map(&mut memory, Y, &vec![0; 4 * rows]);
+    map(&mut memory, X, &floats(rows, 11));
+    map(&mut memory, K, &floats(cache, 13));
+    map(&mut memory, V, &floats(cache, 17));
+    map(&mut memory, S, &vec![0; 4 * (n * heads * stride) as usize]);
+    let k = kernarg(
+        &signature::ATTENTION_ROWS,
+        &[("out", Y), ("q", X), ("k_cache", K), ("v_cache", V), ("scores", S)],
+        &[
+            ("pos0", 0),
+            ("n", n),
+            ("heads", heads),
+            ("kv_heads", kv_heads),
+            ("head_dim", head_dim),
+            ("scores_stride", stride),
+        ],
+        &[("scale", 0.125)],
+        64,
+    );
+    let launch =
+        Launch { kernarg: &k, grid_size: [n * heads * 64, 1, 1], workgroup_size: [64, 1, 1], dynamic_lds_bytes: 0 };
+    bench_launch(c, "attention_rows n=128 heads=9 kv_heads=3 head_dim=64", cpu::attention_rows, &mut memory, &launch);
+}
+
 fn matmul(c: &mut Criterion) {
-    let (rows, cols, n) = (1536u32, 576u32, 128u32);
+    // The model's projections: gate and up, q and out, k and v, down.
+    for (rows, cols) in [(1536u32, 576u32), (576, 576), (192, 576), (576, 1536)] {
+        matmul_shape(c, rows, cols, 128);
+    }
+}
+
+fn matmul_shape(c: &mut Criterion, rows: u32, cols: u32, n: u32) {
     let (r, k, t) = (rows as usize, cols as usize, n as usize);
     let mut memory = HostMemory::new();
     map(&mut memory, Y, &vec![0; 4 * r * t]);
@@ -200,5 +237,5 @@ fn streamed(c: &mut Criterion) {
     bench_launch(c, &format!("matvec_q8_0 {rows}x{cols}"), cpu::matvec_q8_0, &mut memory, &launch);
 }
 
-criterion_group!(benches, matvecs, streamed, matmul, attention);
+criterion_group!(benches, matvecs, streamed, matmul, attention, attention_rows);
 criterion_main!(benches);

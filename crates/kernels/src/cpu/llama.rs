@@ -190,11 +190,11 @@ pub fn attention(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(
     // order: see `prefill::attention_rows`), 16 positions' dot products at a time.
     let shape = (widen(active_heads), widen(kv_heads), widen(head_dim), widen(heads / kv_heads));
     let rows = super::prefill::single_query(&qs, &ks, &vs, widen(n), shape, scale);
-    for (h, (p_bits, row)) in (0u64..).zip(rows) {
-        store(memory, &SCORES, scores, h * u64::from(scores_stride), &p_bits)?;
-        store(memory, &OUT, out, h * u64::from(head_dim), &row)?;
+    for (h, p_bits) in (0u64..).zip(rows.scores.chunks_exact(widen(n))) {
+        store(memory, &SCORES, scores, h * u64::from(scores_stride), p_bits)?;
     }
-    Ok(())
+    // The heads' out rows are contiguous.
+    store(memory, &OUT, out, 0, &rows.out)
 }
 
 /// Replaces `s` by `p[j] = exp(s[j] - max)` as `attention` computes it (per-work-item maxima

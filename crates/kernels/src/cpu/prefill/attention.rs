@@ -108,19 +108,21 @@ pub fn attention_rows(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Res
     while first < active {
         let end = shape.batch_end(first, active);
         // Each work-group's scores row, then the batch's `out` rows (contiguous) at once.
-        let mut rows = Vec::with_capacity((end - first) * shape.head_dim);
-        for (g, (p, row)) in (first..end).zip(shape.attend_batch(first..end, &qs, &keys, &vs)) {
-            store(memory, &SCORES, scores, widen_usize(g) * stride, &p)?;
-            rows.extend(row);
+        let rows = shape.attend_batch(first..end, &qs, &keys, &vs);
+        let mut offset = 0;
+        for g in first..end {
+            let count = shape.count(g);
+            store(memory, &SCORES, scores, widen_usize(g) * stride, &rows.scores[offset..offset + count])?;
+            offset += count;
         }
-        store(memory, &OUT, out, widen_usize(first * shape.head_dim), &rows)?;
+        store(memory, &OUT, out, widen_usize(first * shape.head_dim), &rows.out)?;
         first = end;
     }
     Ok(())
 }
 
-/// The `(scores row, out row)` bits of every head `h < heads` of one query over the cached
-/// positions `j < n` (`n >= 1`): the work-groups of [`crate::cpu::attention`], computed as row 0
+/// The scores rows (`n` each) and `out` rows of every head `h < heads` of one query over the
+/// cached positions `j < n` (`n >= 1`): the work-groups of [`crate::cpu::attention`], computed as row 0
 /// of `attention_rows` with `pos0 = n - 1`, whose contract makes it those bits. `qs` holds the
 /// heads' queries, the caches `n` positions of `kv_heads * head_dim`; head `h` reads kv head
 /// `h / group`.
@@ -131,7 +133,7 @@ pub(crate) fn single_query(
     n: usize,
     shape: (usize, usize, usize, usize),
     scale: f32,
-) -> Vec<(Vec<u32>, Vec<u32>)> {
+) -> BatchRows {
     single_query_on(Isa::widest(), qs, ks, vs, n, shape, scale)
 }
 
@@ -144,7 +146,7 @@ fn single_query_on(
     n: usize,
     (heads, kv_heads, head_dim, group): (usize, usize, usize, usize),
     scale: f32,
-) -> Vec<(Vec<u32>, Vec<u32>)> {
+) -> BatchRows {
     let shape = AttentionRows {
         isa,
         pos0: n.saturating_sub(1),
@@ -238,68 +240,153 @@ impl AttentionRows {
         keys
     }
 
-    /// `(scores row, out row)` bits of the work-groups `range`, in order.
+    /// Positions work-group `g` attends.
+    fn count(&self, g: usize) -> usize {
+        self.pos0 + g / self.heads + 1
+    }
+
+    /// The rows of the work-groups `range`, in order.
     fn attend_batch(
         &self,
         range: std::ops::Range<usize>,
         qs: &[f32],
         keys: &[[f32; POSITIONS]],
         vs: &[f32],
-    ) -> Vec<(Vec<u32>, Vec<u32>)> {
-        let last_positions = self.pos0 + (range.end - 1) / self.heads + 1;
+    ) -> BatchRows {
+        let total: usize = range.clone().map(|g| self.count(g)).sum();
+        let mut rows = BatchRows { scores: vec![0; total], out: vec![0; range.len() * self.head_dim] };
+        // Each work-group's own rows of the results.
+        let mut items = Vec::with_capacity(range.len());
+        let (mut scores, mut out) = (&mut rows.scores[..], &mut rows.out[..]);
+        for g in range.clone() {
+            let (p, scores_rest) = std::mem::take(&mut scores).split_at_mut(self.count(g));
+            let (o, out_rest) = std::mem::take(&mut out).split_at_mut(self.head_dim);
+            (scores, out) = (scores_rest, out_rest);
+            items.push((g, p, o));
+        }
+        let last_positions = self.count(range.end - 1);
         let work = range.len().saturating_mul(last_positions).saturating_mul(self.head_dim + 1);
         // Each work-group compiled for the machine's widest vector registers (the same bits,
         // see `compiled_for`).
-        let attend = |g: usize| {
+        let attend = |scratch: &mut Scratch, (g, p, o): (usize, &mut [u32], &mut [u32])| {
             compiled_for(
                 self.isa,
                 #[inline(always)]
-                || self.attend(g, qs, keys, vs),
-            )
+                || self.attend(g, qs, keys, vs, scratch, p, o),
+            );
         };
         if work < ATTN_PARALLEL_WORK_MIN {
-            range.map(attend).collect()
+            let mut scratch = Scratch::default();
+            items.into_iter().for_each(|item| attend(&mut scratch, item));
         } else {
-            range.into_par_iter().map(attend).collect()
+            items.into_par_iter().for_each_init(Scratch::default, attend);
         }
+        rows
     }
 
-    /// Work-group `g`: query row `g / heads`, head `g % heads`.
+    /// Work-group `g` (query row `g / heads`, head `g % heads`) into its scores row `p_bits` and
+    /// `out` row.
     #[inline(always)]
-    fn attend(&self, g: usize, qs: &[f32], keys: &[[f32; POSITIONS]], vs: &[f32]) -> (Vec<u32>, Vec<u32>) {
-        let count = self.pos0 + g / self.heads + 1;
+    #[allow(clippy::too_many_arguments)]
+    fn attend(
+        &self,
+        g: usize,
+        qs: &[f32],
+        keys: &[[f32; POSITIONS]],
+        vs: &[f32],
+        scratch: &mut Scratch,
+        p_bits: &mut [u32],
+        out: &mut [u32],
+    ) {
+        let count = p_bits.len();
         let kv_offset = g % self.heads / self.group * self.head_dim;
         let qh = &qs[g * self.head_dim..][..self.head_dim];
-        let mut p = self.scores(qh, &keys[kv_offset * self.blocks..], count);
-        let total = softmax(&mut p);
-        let mut acc = vec![0.0f32; self.head_dim];
-        for (j, &pj) in p.iter().enumerate() {
-            let vj = &vs[j * self.kv_width + kv_offset..][..self.head_dim];
-            for (a, &v) in acc.iter_mut().zip(vj) {
-                *a += pj * v;
+        self.scores(qh, &keys[kv_offset * self.blocks..], count, &mut scratch.s);
+        let p = &mut scratch.s[..count];
+        let total = softmax(p);
+        for (bits, &v) in p_bits.iter_mut().zip(p.iter()) {
+            *bits = v.to_bits();
+        }
+        // `out[d]`, VALUE_DIMS dimensions at a time (their sums in registers across the
+        // positions), each summed over `j` ascending.
+        for (d0, out) in (0..self.head_dim).step_by(VALUE_DIMS).zip(out.chunks_mut(VALUE_DIMS)) {
+            let values = |j: usize| &vs[j * self.kv_width + kv_offset + d0..];
+            let mut acc = [0.0f32; VALUE_DIMS];
+            if out.len() == VALUE_DIMS {
+                // A whole chunk: a fixed width, so the sums stay in registers.
+                // (Always a whole chunk: the cache was read for every position attended.)
+                for (j, &pj) in p.iter().enumerate() {
+                    if let Some(vj) = values(j).first_chunk::<VALUE_DIMS>() {
+                        for (a, &v) in acc.iter_mut().zip(vj) {
+                            *a += pj * v;
+                        }
+                    }
+                }
+            } else {
+                for (j, &pj) in p.iter().enumerate() {
+                    for (a, &v) in acc.iter_mut().zip(&values(j)[..out.len()]) {
+                        *a += pj * v;
+                    }
+                }
+            }
+            for (bits, &a) in out.iter_mut().zip(&acc) {
+                *bits = (a / total).to_bits();
             }
         }
-        (p.iter().map(|v| v.to_bits()).collect(), acc.iter().map(|&a| (a / total).to_bits()).collect())
     }
 
-    /// `s[j] = (sum_d q[d] * k[j][d], d ascending) * scale` for `j < count`, from the kv head's
-    /// transposed keys (`[block][d]`).
+    /// `s[j] = (sum_d q[d] * k[j][d], d ascending) * scale` for `j < count` (and past it, to a
+    /// whole block), from the kv head's transposed keys (`[block][d]`): [`SCORE_BLOCKS`] blocks'
+    /// independent sums at a time, then the rest one by one.
     #[inline(always)]
-    fn scores(&self, qh: &[f32], keys: &[[f32; POSITIONS]], count: usize) -> Vec<f32> {
-        let blocks = count.div_ceil(POSITIONS);
-        let mut s = Vec::with_capacity(blocks * POSITIONS);
-        for b in 0..blocks {
+    fn scores(&self, qh: &[f32], keys: &[[f32; POSITIONS]], count: usize, s: &mut Vec<f32>) {
+        let (blocks, head_dim) = (count.div_ceil(POSITIONS), self.head_dim);
+        s.clear();
+        let mut b = 0;
+        while b + SCORE_BLOCKS <= blocks {
+            let mut acc = [[0.0f32; POSITIONS]; SCORE_BLOCKS];
+            for (d, &qd) in qh.iter().enumerate() {
+                for (i, a) in acc.iter_mut().enumerate() {
+                    for (x, &kv) in a.iter_mut().zip(&keys[(b + i) * head_dim + d]) {
+                        *x += qd * kv;
+                    }
+                }
+            }
+            for a in acc {
+                s.extend(a.map(|dot| dot * self.scale));
+            }
+            b += SCORE_BLOCKS;
+        }
+        for b in b..blocks {
             let mut acc = [0.0f32; POSITIONS];
-            for (&qd, k) in qh.iter().zip(&keys[b * self.head_dim..][..self.head_dim]) {
+            for (&qd, k) in qh.iter().zip(&keys[b * head_dim..][..head_dim]) {
                 for (a, &kv) in acc.iter_mut().zip(k) {
                     *a += qd * kv;
                 }
             }
             s.extend(acc.map(|dot| dot * self.scale));
         }
-        s.truncate(count);
-        s
     }
+}
+
+/// Blocks of [`POSITIONS`] whose dot products [`AttentionRows::scores`] computes together.
+const SCORE_BLOCKS: usize = 4;
+
+/// Dimensions of `out` whose sums [`AttentionRows::attend`] keeps in registers together.
+const VALUE_DIMS: usize = 64;
+
+/// A work-group's working row, kept across the work-groups of a thread.
+#[derive(Default)]
+struct Scratch {
+    /// Scores, then `p`.
+    s: Vec<f32>,
+}
+
+/// The results of a batch of work-groups: their scores rows one after another (work-group
+/// `g`'s [`AttentionRows::count`] long), and their `out` rows.
+pub(crate) struct BatchRows {
+    pub(crate) scores: Vec<u32>,
+    pub(crate) out: Vec<u32>,
 }
 
 #[cfg(test)]
@@ -375,13 +462,14 @@ mod tests {
                             .zip(b)
                             .all(|(&a, &b)| a == b || (f32::from_bits(a).is_nan() && f32::from_bits(b).is_nan()))
                 };
-                for (h, ((gp, go), (wp, wo))) in got.iter().zip(&want).enumerate() {
+                assert_eq!((got.scores.len(), got.out.len()), (heads * n, heads * head_dim));
+                for (h, (wp, wo)) in want.iter().enumerate() {
+                    let (gp, go) = (&got.scores[h * n..][..n], &got.out[h * head_dim..][..head_dim]);
                     assert!(
                         same(gp, wp) && same(go, wo),
                         "{isa:?}, n {n} heads {heads} kv_heads {kv_heads} head_dim {head_dim}: head {h}"
                     );
                 }
-                assert_eq!(got.len(), heads);
             }
         }
     }
