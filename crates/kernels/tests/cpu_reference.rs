@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{Kernarg, Rng, SENTINEL, buffer, f32_of, launch_1d, read_bits, run, sentinel_buffer};
+use common::{Kernarg, Recorder, Rng, SENTINEL, buffer, f32_of, launch_1d, read_bits, run, sentinel_buffer};
 use kernels::cpu::{self, CpuReference};
 use kernels::launch::Launch;
 use kernels::memory::HostMemory;
@@ -445,5 +445,50 @@ fn rmsnorm_rounds_each_step_like_the_kernel() {
             let expected = f32_of(f64::from(f32_of(f64::from(pair[c]) * f64::from(inv))) * f64::from(w[c]));
             assert_eq!(got[2 * r + c], expected.to_bits(), "row {r} col {c}");
         }
+    }
+}
+
+/// An arena of `len` random floats (now and then any bit pattern) at `IN_A`.
+fn arena(len: usize, seed: u64) -> Vec<f32> {
+    let mut rng = Rng(seed);
+    (0..len)
+        .map(|_| {
+            let v = rng.f32_in(-3.0, 3.0);
+            // CAST: the top bits of a random u64, as raw f32 bits.
+            #[allow(clippy::cast_possible_truncation)]
+            let bits = (rng.next_u64() >> 32) as u32;
+            if bits.is_multiple_of(97) { f32::from_bits(bits) } else { v }
+        })
+        .collect()
+}
+
+#[test]
+fn rmsnorm_gives_the_row_loop_bits_from_lent_memory() {
+    // HostMemory lends x and the weight (`view`), so a dispatch is computed at once where that
+    // is what the rows one after another give; the recorder lends nothing, so the rows go one by
+    // one. Layouts in one arena (offsets in floats): apart, in place, out over the weight, out
+    // one row past x (the last two make each row read what the row before stored).
+    let (rows, cols) = (5u32, 300u32);
+    let (len, width) = ((rows * cols) as usize, cols as usize);
+    let at = |floats: usize| IN_A + 4 * floats as u64;
+    for (out, x, weight) in [(len, 0, 2 * len), (0, 0, 2 * len), (2 * len - 2 * width, 0, 2 * len), (width, 0, 2 * len)]
+    {
+        let values = arena(3 * len, 5);
+        let k = Kernarg::new(&signature::RMSNORM)
+            .ptr("out", at(out))
+            .ptr("x", at(x))
+            .ptr("weight", at(weight))
+            .u32("rows", rows)
+            .u32("cols", cols)
+            .f32("eps", 1e-6)
+            .bytes();
+        let launch = launch_1d(&k, rows * 256, 256);
+        let mut lent = HostMemory::new();
+        buffer(&mut lent, IN_A, &values);
+        run(cpu::rmsnorm, &launch, &mut lent);
+        let mut copied = HostMemory::new();
+        buffer(&mut copied, IN_A, &values);
+        cpu::rmsnorm(&launch, &mut Recorder::new(&mut copied)).unwrap();
+        assert_eq!(read_bits(&lent, IN_A, 3 * len), read_bits(&copied, IN_A, 3 * len), "out at {out}");
     }
 }

@@ -747,3 +747,35 @@ fn attention_rows_preconditions_and_faults_are_typed_errors() {
     assert_eq!(attempt(&Attn { n: 0, kv_heads: 0, ..c }, 1, 64, &mut HostMemory::new()), Ok(()));
     assert_eq!(attempt(&Attn { heads: 0, stride: 0, ..c }, 1, 64, &mut HostMemory::new()), Ok(()));
 }
+
+#[test]
+fn rope_rows_give_the_row_loop_bits_from_lent_memory() {
+    // HostMemory lends x and the table (`view`), so whole rows are rotated at once where that is
+    // what the rows one after another give; the recorder lends nothing, so the rows go one by
+    // one. Layouts in one arena (offsets in floats): the table apart from x, and inside it (each
+    // row then reads what the rows before stored).
+    let (pos0, heads, head_dim, n) = (3usize, 3usize, 8usize, 6usize);
+    let (width, table_len) = (heads * head_dim, (pos0 + n) * head_dim);
+    let at = |floats: usize| X + 4 * floats as u64;
+    for (table, grid) in [(n * width, n * width / 2), (width, n * width / 2), (n * width, n * width / 2 - 5)] {
+        let values = Rng(11).f32s(n * width + table_len, -2.0, 2.0);
+        let k = Kernarg::new(&signature::ROPE_ROWS)
+            .ptr("x", X)
+            .ptr("table", at(table))
+            .u32("pos0", u32_of(pos0))
+            .u32("heads", u32_of(heads))
+            .u32("head_dim", u32_of(head_dim))
+            .u32("n", u32_of(n))
+            .group_size(64)
+            .bytes();
+        let launch = launch_1d(&k, u32_of(grid), 64);
+        let mut lent = HostMemory::new();
+        buffer(&mut lent, X, &values);
+        run(cpu::rope_rows, &launch, &mut lent);
+        let mut copied = HostMemory::new();
+        buffer(&mut copied, X, &values);
+        cpu::rope_rows(&launch, &mut Recorder::new(&mut copied)).unwrap();
+        let all = values.len();
+        assert_eq!(read_bits(&lent, X, all), read_bits(&copied, X, all), "table at {table}, {grid} work-items");
+    }
+}

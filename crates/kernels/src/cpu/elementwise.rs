@@ -5,7 +5,7 @@
 //! whatever the work-group size, partial last work-group included.
 
 use super::simd::{Isa, compiled_for};
-use super::{Grid, KernelError, load, store, widen};
+use super::{Grid, KernelError, load, store, store_pieces, widen};
 use crate::launch::Launch;
 use crate::memory::DeviceMemory;
 use crate::signature::{self, ArgDecl, Signature};
@@ -37,11 +37,9 @@ impl<const I: usize> Map<'_, I> {
         let n = self.n.read_u32(kernarg)?;
 
         if let Some(results) = self.lent(memory, &grid, n, out_base, &bases, &op) {
-            // The same stores as below, work-group by work-group.
-            for (first, end) in grid.chunks_below(n) {
-                store(memory, &self.out, out_base, first.into(), &results[widen(first)..widen(end)])?;
-            }
-            return Ok(());
+            // The bytes the work-groups below store (contiguous from element 0), at once.
+            let pieces = grid.chunks_below(n).map(|(first, end)| widen(first)..widen(end));
+            return store_pieces(memory, &self.out, (out_base, 0), &results, pieces);
         }
         let mut loaded: [Vec<u32>; I] = std::array::from_fn(|_| Vec::new());
         let mut results = Vec::new();

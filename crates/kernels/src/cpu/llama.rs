@@ -3,7 +3,7 @@
 
 use super::elementwise::Map;
 use super::exp::expf_select;
-use super::{Grid, KernelError, load, load_f32_vec, store, tree_reduce, widen};
+use super::{Grid, KernelError, load, load_f32_vec, store, store_pieces, tree_reduce, widen};
 use crate::launch::Launch;
 use crate::memory::DeviceMemory;
 use crate::signature::{self, ArgDecl};
@@ -194,7 +194,8 @@ pub fn attention(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(
         store(memory, &SCORES, scores, h * u64::from(scores_stride), p_bits)?;
     }
     // The heads' out rows are contiguous.
-    store(memory, &OUT, out, 0, &rows.out)
+    let heads = (0..widen(active_heads)).map(|h| h * widen(head_dim)..(h + 1) * widen(head_dim));
+    store_pieces(memory, &OUT, (out, 0), &rows.out, heads)
 }
 
 /// Replaces `s` by `p[j] = exp(s[j] - max)` as `attention` computes it (per-work-item maxima

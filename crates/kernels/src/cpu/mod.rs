@@ -310,6 +310,27 @@ fn store(memory: &mut dyn DeviceMemory, arg: &ArgDecl, base: u64, first: u64, da
     memory.write_u32s(address, data).map_err(|fault| KernelError::Memory { arg: arg.name, fault })
 }
 
+/// Writes `data` starting at element `first` of argument `arg`, where the kernel's work-groups
+/// store it in the consecutive `pieces` (element ranges of `data`, in order, covering it): in one
+/// access when that succeeds, which writes the same bytes; when it faults (and so writes
+/// nothing), piece by piece, so that the pieces before the first faulting one are written and
+/// its fault is the one reported, as the work-groups' stores give.
+fn store_pieces(
+    memory: &mut dyn DeviceMemory,
+    arg: &ArgDecl,
+    (base, first): (u64, u64),
+    data: &[u32],
+    pieces: impl Iterator<Item = std::ops::Range<usize>>,
+) -> Result<(), KernelError> {
+    if store(memory, arg, base, first, data).is_ok() {
+        return Ok(());
+    }
+    for piece in pieces {
+        store(memory, arg, base, first + widen_usize(piece.start), &data[piece])?;
+    }
+    Ok(())
+}
+
 /// Reads `count` elements starting at element `first` of argument `arg` in chunks of
 /// [`READ_CHUNK_ELEMENTS`], growing the result only as reads succeed.
 fn load_f32_vec(

@@ -38,8 +38,8 @@ use rayon::prelude::*;
 
 use super::simd::Isa;
 use super::{
-    Grid, KernelError, READ_CHUNK_BYTES, READ_CHUNK_ELEMENTS, f16_to_f32, load, load_bytes, load_f32_vec, store, widen,
-    widen_usize,
+    Grid, KernelError, READ_CHUNK_BYTES, READ_CHUNK_ELEMENTS, f16_to_f32, load, load_bytes, load_f32_vec, store,
+    store_pieces, widen, widen_usize,
 };
 use crate::launch::Launch;
 use crate::memory::DeviceMemory;
@@ -353,7 +353,8 @@ impl Matmul {
             }
         });
         if first == 0 && count == widen(self.rows) {
-            return store(memory, &Y, self.y, 0, &bits);
+            let tokens = (0..widen(self.n)).map(|t| t * count..(t + 1) * count);
+            return store_pieces(memory, &Y, (self.y, 0), &bits, tokens);
         }
         for (t, token) in bits.chunks_exact(count).enumerate() {
             let index = widen_usize(t) * u64::from(self.rows) + u64::from(first);
@@ -782,6 +783,14 @@ pub fn rope_rows(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(
     if active == 0 {
         return Ok(());
     }
+    if active.is_multiple_of(row_pairs)
+        && let Some(rotated) = lent_rope_rows(memory, (x, table), pos0, active / row_pairs, (row_elements, half))
+    {
+        // The row loop's stores, at once.
+        let rows =
+            (0..rotated.len() / widen(row_elements)).map(|t| t * widen(row_elements)..(t + 1) * widen(row_elements));
+        return store_pieces(memory, &X, (x, 0), &rotated, rows);
+    }
     for t in 0..active.div_ceil(row_pairs) {
         // t < n fits 32 bits.
         let row = u32::try_from(t).unwrap_or(u32::MAX);
@@ -797,14 +806,46 @@ pub fn rope_rows(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(
     Ok(())
 }
 
+/// Every row of a `rope_rows` launch of whole rows at once, from `x` and the table rows of
+/// positions `pos0..pos0 + rows` lent in place, when that gives what the work-items compute:
+/// the table does not overlap `x` (each pair's result then depends only on its own loads) and
+/// the positions do not wrap. `None` otherwise: the row loop runs (and reports any fault).
+fn lent_rope_rows(
+    memory: &dyn DeviceMemory,
+    (x, table): (u64, u64),
+    pos0: u32,
+    rows: u64,
+    (row_elements, half): (u32, u64),
+) -> Option<Vec<u32>> {
+    let x_bytes = rows.checked_mul(4 * u64::from(row_elements))?;
+    let end = u64::from(pos0).checked_add(rows).filter(|&end| end <= 1 << 32)?;
+    let (table_first, table_bytes) = (8 * u64::from(pos0) * half, 8 * (end - u64::from(pos0)) * half);
+    let table_at = table.checked_add(table_first)?;
+    if x < table_at.saturating_add(table_bytes) && table_at < x.saturating_add(x_bytes) {
+        return None;
+    }
+    let words =
+        |bytes: &[u8]| -> Vec<f32> { bytes.as_chunks::<4>().0.iter().map(|b| f32::from_le_bytes(*b)).collect() };
+    let xs = words(memory.view(x, usize::try_from(x_bytes).ok()?)?);
+    let cs = words(memory.view(table_at, usize::try_from(table_bytes).ok()?)?);
+    let (row_len, table_row) = (widen(row_elements), narrow(2 * half));
+    let mut rotated = Vec::with_capacity(xs.len());
+    for (xs, cs) in xs.chunks_exact(row_len.max(1)).zip(cs.chunks_exact(table_row.max(1))) {
+        rotated.extend(rotate_pairs(xs, cs, narrow(half)));
+    }
+    Some(rotated)
+}
+
 /// `rope`'s rotation of the pairs of `xs` (pair `p` with `(cos, sin)` pair `p % half` of `cs`).
 fn rotate_pairs(xs: &[f32], cs: &[f32], half: usize) -> Vec<u32> {
     let mut out = Vec::with_capacity(xs.len());
-    for (p, pair) in xs.chunks_exact(2).enumerate() {
-        let i = p % half;
-        let (c, s, x0, x1) = (cs[2 * i], cs[2 * i + 1], pair[0], pair[1]);
-        out.push((x0 * c - x1 * s).to_bits());
-        out.push((x0 * s + x1 * c).to_bits());
+    // Head by head: pair `i` of a head takes `(cos, sin)` pair `i`.
+    for head in xs.chunks(2 * half.max(1)) {
+        for (pair, cs) in head.chunks_exact(2).zip(cs.chunks_exact(2)) {
+            let (c, s, x0, x1) = (cs[0], cs[1], pair[0], pair[1]);
+            out.push((x0 * c - x1 * s).to_bits());
+            out.push((x0 * s + x1 * c).to_bits());
+        }
     }
     out
 }

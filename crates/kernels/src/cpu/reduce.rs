@@ -1,6 +1,6 @@
 //! Work-group reductions through LDS: `block_sum` and `rmsnorm`.
 
-use super::{Grid, KernelError, load, load_f32_vec, store, tree_reduce, widen};
+use super::{Grid, KernelError, load, load_f32_vec, store, store_pieces, tree_reduce, widen};
 use crate::launch::Launch;
 use crate::memory::DeviceMemory;
 use crate::signature;
@@ -94,15 +94,54 @@ pub fn rmsnorm(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(),
     if cols > RMSNORM_COLS_MAX {
         return Err(KernelError::ColumnLoopWraps { cols, limit: RMSNORM_COLS_MAX });
     }
+    let normalize = |xs: &[f32], ws: &[f32], normalized: &mut [u32]| {
+        let inv = rms_inverse(xs, cols, eps);
+        for ((bits, &xv), &wv) in normalized.iter_mut().zip(xs).zip(ws) {
+            *bits = (xv * inv * wv).to_bits();
+        }
+    };
+    if let Some(normalized) = lent_rows(memory, (out, x, weight), active_rows, cols, normalize) {
+        // The row loop's stores, at once.
+        let row_ranges = (0..widen(active_rows)).map(|r| r * widen(cols)..(r + 1) * widen(cols));
+        return store_pieces(memory, &OUT, (out, 0), &normalized, row_ranges);
+    }
     for row in 0..active_rows {
         let first = u64::from(row) * u64::from(cols);
         let xs = load_f32_vec(memory, &X, x, first, cols.into())?;
         let ws = load_f32_vec(memory, &WEIGHT, weight, 0, cols.into())?;
-        let inv = rms_inverse(&xs, cols, eps);
-        let normalized: Vec<u32> = xs.iter().zip(&ws).map(|(&xv, &wv)| (xv * inv * wv).to_bits()).collect();
+        let mut normalized = vec![0; xs.len()];
+        normalize(&xs, &ws, &mut normalized);
         store(memory, &OUT, out, first, &normalized)?;
     }
     Ok(())
+}
+
+/// Every row at once from inputs the address space lends in place, when that gives what the
+/// work-groups compute one after another: `out` does not overlap `weight`, and overlaps the rows
+/// of `x` only exactly (a row's result then depends on no other row's store). `None` otherwise:
+/// the row loop runs (and reports any fault).
+fn lent_rows(
+    memory: &dyn DeviceMemory,
+    (out, x, weight): (u64, u64, u64),
+    rows: u32,
+    cols: u32,
+    normalize: impl Fn(&[f32], &[f32], &mut [u32]),
+) -> Option<Vec<u32>> {
+    let cols_len = widen(cols);
+    let (row_bytes, all_bytes) = (4 * u64::from(cols), 4 * u64::from(rows) * u64::from(cols));
+    let overlaps = |a: u64, a_len: u64, b: u64, b_len: u64| a < b.saturating_add(b_len) && b < a.saturating_add(a_len);
+    if overlaps(out, all_bytes, weight, row_bytes) || (out != x && overlaps(out, all_bytes, x, all_bytes)) {
+        return None;
+    }
+    let as_f32s =
+        |bytes: &[u8]| -> Vec<f32> { bytes.as_chunks::<4>().0.iter().map(|b| f32::from_le_bytes(*b)).collect() };
+    let ws = as_f32s(memory.view(weight, usize::try_from(row_bytes).ok()?)?);
+    let xs = as_f32s(memory.view(x, usize::try_from(all_bytes).ok()?)?);
+    let mut normalized = vec![0u32; xs.len()];
+    for (row, out) in xs.chunks_exact(cols_len).zip(normalized.chunks_exact_mut(cols_len)) {
+        normalize(row, &ws, out);
+    }
+    Some(normalized)
 }
 
 /// `1.0 / sqrt(sum / (float)cols + eps)` with the kernel's per-work-item strided sums of squares

@@ -115,7 +115,8 @@ pub fn attention_rows(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Res
             store(memory, &SCORES, scores, widen_usize(g) * stride, &rows.scores[offset..offset + count])?;
             offset += count;
         }
-        store(memory, &OUT, out, widen_usize(first * shape.head_dim), &rows.out)?;
+        let groups = (0..end - first).map(|i| i * shape.head_dim..(i + 1) * shape.head_dim);
+        store_pieces(memory, &OUT, (out, widen_usize(first * shape.head_dim)), &rows.out, groups)?;
         first = end;
     }
     Ok(())
