@@ -72,6 +72,15 @@ pub trait DeviceMemory {
         None
     }
 
+    /// Whether a [`DeviceMemory::write`] of the `len` bytes at `address` would succeed. A query,
+    /// not an access: an implementation that checks accesses (the soft device's effect guard)
+    /// records nothing for it. The provided method says `false`; callers then write as they
+    /// would without asking.
+    fn writable(&self, address: u64, len: usize) -> bool {
+        let _ = (address, len);
+        false
+    }
+
     /// A form of the `len` bytes at `address` computed from them by `derive` (a weight matrix
     /// laid out for a CPU reference's vector path), kept by the address space with those bytes
     /// so that a kernel reading the same bytes at every dispatch derives it once. A kept form is
@@ -455,6 +464,10 @@ impl DeviceMemory for HostMemory {
     fn derived(&self, address: u64, len: usize, key: u64, derive: &dyn Fn(&[u8]) -> Vec<u8>) -> Option<Arc<[u8]>> {
         let (_, a, offset) = locate_entry(&self.allocations, Allocation::size, address, len).ok()?;
         a.derived.get_or_derive(&a.bytes, offset, len, key, derive)
+    }
+
+    fn writable(&self, address: u64, len: usize) -> bool {
+        len == 0 || self.locate(address, len).is_ok()
     }
 
     fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {

@@ -405,6 +405,12 @@ impl<M: DeviceMemory + ?Sized> DeviceMemory for EffectGuard<'_, M> {
         self.check(address, data.len(), Access::Write)?;
         self.inner.write(address, data)
     }
+
+    /// Only a range a declared writable effect covers; nothing is recorded.
+    fn writable(&self, address: u64, len: usize) -> bool {
+        let Ok(len_u64) = u64::try_from(len) else { return false };
+        len == 0 || (self.allowed(address, len_u64, Access::Write) && self.inner.writable(address, len))
+    }
 }
 
 #[cfg(test)]

@@ -505,6 +505,10 @@ impl DeviceMemory for SimMemory {
         }
         Ok(())
     }
+
+    fn writable(&self, address: u64, len: usize) -> bool {
+        len == 0 || self.locate(address, len).is_ok()
+    }
 }
 
 /// `value` rounded up to a multiple of the power of two `align`, saturating.

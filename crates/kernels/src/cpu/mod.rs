@@ -312,9 +312,9 @@ fn store(memory: &mut dyn DeviceMemory, arg: &ArgDecl, base: u64, first: u64, da
 
 /// Writes `data` starting at element `first` of argument `arg`, where the kernel's work-groups
 /// store it in the consecutive `pieces` (element ranges of `data`, in order, covering it): in one
-/// access when that succeeds, which writes the same bytes; when it faults (and so writes
-/// nothing), piece by piece, so that the pieces before the first faulting one are written and
-/// its fault is the one reported, as the work-groups' stores give.
+/// access when the address space says it would succeed ([`DeviceMemory::writable`]), which
+/// writes the same bytes; otherwise piece by piece, so that the pieces before the first faulting
+/// one are written and its fault is the one reported, as the work-groups' stores give.
 fn store_pieces(
     memory: &mut dyn DeviceMemory,
     arg: &ArgDecl,
@@ -322,8 +322,12 @@ fn store_pieces(
     data: &[u32],
     pieces: impl Iterator<Item = std::ops::Range<usize>>,
 ) -> Result<(), KernelError> {
-    if store(memory, arg, base, first, data).is_ok() {
-        return Ok(());
+    let whole = element_address(arg, base, first)
+        .ok()
+        .zip(data.len().checked_mul(4))
+        .is_some_and(|(address, len)| memory.writable(address, len));
+    if whole {
+        return store(memory, arg, base, first, data);
     }
     for piece in pieces {
         store(memory, arg, base, first + widen_usize(piece.start), &data[piece])?;

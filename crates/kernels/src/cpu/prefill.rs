@@ -26,13 +26,17 @@
 //! The soft device runs prefill through these references, so they are written to be fast without
 //! changing a bit. The matrix products keep one `[f32; 32]` of partial sums per work-item and
 //! multiply a dequantised weight into 32 tokens at once: the tokens' activations are transposed
-//! once per dispatch, so the update is one vectorisable loop of eight independent 4-wide sums
-//! (the tokens after the last whole tile go in tiles of 8). Attention computes 16 positions' dot
-//! products together from a transposed key cache (independent sums, so the loop is not bound by
-//! one chain's latency) and accumulates values over contiguous `d`. Weight rows and (row, head)
-//! work-groups are spread over the cores with `rayon` when a dispatch is large; results are
-//! stored in work-group order afterwards, from the calling thread. The code is plain safe Rust:
-//! it vectorises to the baseline instruction set the crate is built for.
+//! once per dispatch into tiles (the tokens after the last whole tile go in tiles of 8), so the
+//! update is a loop of independent vector sums. On AVX-512 a group of eight weight rows goes
+//! through [`x86::tile_sums_group`] (intrinsics: sixteen sums in registers, each broadcast weight
+//! the memory operand of its multiply); elsewhere, and for the tail tiles, the same operations
+//! are plain Rust compiled for the machine's widest instruction set. Attention computes four
+//! blocks of 16 positions' dot products together from a transposed key cache (independent sums,
+//! so the loop is not bound by one chain's latency) and keeps 64 dimensions' value sums in
+//! registers. Weight rows and (row, head) work-groups are spread over the cores with `rayon`
+//! when a dispatch is large; results are stored afterwards from the calling thread, in one
+//! access where the work-groups' stores are contiguous (piece by piece, in their order, only
+//! when that access faults).
 
 use rayon::prelude::*;
 

@@ -5,9 +5,11 @@
 //! It performs [`super::tile_sums`]'s operations in its order, for every (row, token): each
 //! work-item's sum from `+0.0` over its blocks `l, l + 32, ...` ascending, within a block
 //! `w * x` then `+`, one rounded `f32` operation at a time (`_mm512_mul_ps`, `_mm512_add_ps`:
-//! no fused multiply-add), then the LDS tree. One work-item at a time: the eight rows already
-//! give the loop 16 independent chains, and a register of a tile column is shared by eight
-//! products, so the tile is read half as often as by two work-items of four rows.
+//! no fused multiply-add), then the LDS tree. One work-item at a time, and within a block one
+//! half of the tile's tokens at a time: the eight rows give that loop eight independent chains,
+//! a register of a tile column is shared by eight products, and each weight, broadcast from
+//! memory as the multiply's own operand, feeds one multiply (a separate broadcast instruction
+//! would take a vector pipe from the multiplies and adds).
 
 use std::arch::x86_64::{__m512, _mm512_add_ps, _mm512_mul_ps, _mm512_set1_ps, _mm512_setzero_ps};
 
