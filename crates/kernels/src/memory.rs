@@ -506,6 +506,21 @@ mod tests {
     }
 
     #[test]
+    fn writable_is_what_a_write_would_do() {
+        let mut m = memory();
+        let cases =
+            [(0x1000u64, 16usize), (0x100c, 4), (0x1010, 8), (0x100e, 4), (0x0ffc, 4), (0x1018, 1), (0x1004, 0)];
+        for (address, len) in cases {
+            let expected = m.clone().write(address, &vec![0; len]).is_ok();
+            assert_eq!(m.writable(address, len), expected, "{address:#x} + {len}");
+        }
+        // Only a query: nothing was written.
+        m.write(0x1000, &[7; 16]).unwrap();
+        assert!(m.writable(0x1000, 16));
+        assert_eq!(m.allocation(0x1000).unwrap(), &[7; 16]);
+    }
+
+    #[test]
     fn faults_name_address_length_and_reason() {
         let mut m = memory();
         let mut four = [0u8; 4];

@@ -116,6 +116,23 @@ fn an_access_must_fit_one_declared_range() {
 }
 
 #[test]
+fn writable_says_yes_only_inside_one_writable_range_and_records_nothing() {
+    let mut m = memory();
+    let effects = [
+        ResolvedEffect { arg_index: 0, address: X, bytes: 8, access: Access::Read },
+        ResolvedEffect { arg_index: 1, address: Y, bytes: 8, access: Access::Write },
+    ];
+    let guard = EffectGuard::new(&mut m, "k", &effects);
+    assert!(guard.writable(Y, 8) && guard.writable(Y + 4, 4) && guard.writable(X, 0));
+    // Past the writable range, or only readable: no, and nothing recorded (the caller's write
+    // records the fault).
+    for (address, len) in [(Y + 4, 8), (X, 4), (Y, usize::MAX)] {
+        assert!(!guard.writable(address, len), "{address:#x} + {len}");
+    }
+    assert_eq!(guard.violation(), None);
+}
+
+#[test]
 fn views_and_derived_forms_are_lent_only_inside_one_readable_range() {
     let mut m = memory();
     let effects = [
