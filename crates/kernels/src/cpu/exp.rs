@@ -40,17 +40,7 @@ pub fn expf(x: f32) -> f32 {
     if x < LO {
         return 0.0;
     }
-    let t = x * LOG2E + ROUND;
-    // |x * LOG2E| <= 151 < 2^22: t's low mantissa bits hold n, so the bit difference is n.
-    let n = t.to_bits().cast_signed() - ROUND.to_bits().cast_signed();
-    let nf = t - ROUND;
-    let r = x - nf * LN2_HI;
-    let r = r - nf * LN2_LO;
-    let mut p = POLY[0];
-    for &c in &POLY[1..] {
-        p = p * r + c;
-    }
-    let y = p * (r * r) + r + 1.0;
+    let (y, n) = reduced(x);
     // n lies in [-150, 128]: 2^n is applied in two exact steps where it is not a normal f32,
     // so that only the last multiply rounds.
     if n > 127 {
@@ -62,6 +52,23 @@ pub fn expf(x: f32) -> f32 {
     }
 }
 
+/// `(y, n)` with `e^x = y * 2^n` for `LO <= x <= HI`, as `rl_expf` computes them: `n` the nearest
+/// integer to `x * log2(e)`, `y = e^r` by the polynomial on `r = x - n * ln 2` (Cody–Waite).
+#[inline(always)]
+fn reduced(x: f32) -> (f32, i32) {
+    let t = x * LOG2E + ROUND;
+    // |x * LOG2E| <= 151 < 2^22: t's low mantissa bits hold n, so the bit difference is n.
+    let n = t.to_bits().cast_signed() - ROUND.to_bits().cast_signed();
+    let nf = t - ROUND;
+    let r = x - nf * LN2_HI;
+    let r = r - nf * LN2_LO;
+    let mut p = POLY[0];
+    for &c in &POLY[1..] {
+        p = p * r + c;
+    }
+    (p * (r * r) + r + 1.0, n)
+}
+
 /// [`expf`] without branches, for loops that vectorise: every input's result has [`expf`]'s
 /// bits (tested over every input range). The polynomial and scaling run on `x` where [`expf`]
 /// computes them and on `0.0` otherwise, and the result is chosen by the same comparisons; the
@@ -71,17 +78,7 @@ pub fn expf(x: f32) -> f32 {
 #[must_use]
 pub(crate) fn expf_select(x: f32) -> f32 {
     let computed = (LO..=HI).contains(&x);
-    let xm = if computed { x } else { 0.0 };
-    let t = xm * LOG2E + ROUND;
-    let n = t.to_bits().cast_signed() - ROUND.to_bits().cast_signed();
-    let nf = t - ROUND;
-    let r = xm - nf * LN2_HI;
-    let r = r - nf * LN2_LO;
-    let mut p = POLY[0];
-    for &c in &POLY[1..] {
-        p = p * r + c;
-    }
-    let y = p * (r * r) + r + 1.0;
+    let (y, n) = reduced(if computed { x } else { 0.0 });
     let (a, b) = if n > 127 {
         (127, n - 127)
     } else if n < -126 {
