@@ -2,6 +2,7 @@
 //! speed notes of [`super`]).
 
 use super::*;
+use crate::cpu::simd::compiled_for;
 
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -345,58 +346,22 @@ fn matmul_rows(
     scratch: &mut Scratch,
     out: &mut [f32],
 ) {
-    match isa.filter(|isa| isa.available()) {
-        #[cfg(target_arch = "x86_64")]
-        Some(Isa::Avx512) => {
-            #[allow(unsafe_code)]
-            // SAFETY: `matmul_rows_avx512` requires only the CPU features it is compiled for,
-            // and `available()` detected AVX-512F, AVX2 and F16C on this machine just above.
-            unsafe {
-                matmul_rows_avx512(rows, row_bytes, format, x_tiles, cols, scratch, out);
-            }
-        }
-        #[cfg(target_arch = "x86_64")]
-        Some(Isa::Avx2) => {
-            #[allow(unsafe_code)]
-            // SAFETY: `matmul_rows_avx2` requires only the CPU features it is compiled for, and
-            // `available()` detected AVX2 and F16C on this machine just above.
-            unsafe {
-                matmul_rows_avx2(rows, row_bytes, format, x_tiles, cols, scratch, out);
-            }
-        }
-        #[allow(unreachable_patterns)]
-        _ => matmul_rows_inline::<false>(rows, row_bytes, format, x_tiles, cols, scratch, out),
+    let isa = isa.filter(|isa| isa.available());
+    // The body compiled for the instruction set; with `WIDE` only where this machine has
+    // AVX-512 (detected just above).
+    #[cfg(target_arch = "x86_64")]
+    if isa == Some(Isa::Avx512) {
+        return compiled_for(
+            isa,
+            #[inline(always)]
+            || matmul_rows_inline::<true>(rows, row_bytes, format, x_tiles, cols, scratch, out),
+        );
     }
-}
-
-/// [`matmul_rows_inline`] in 512-bit registers.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,f16c")]
-fn matmul_rows_avx512(
-    rows: &[u8],
-    row_bytes: usize,
-    format: Format,
-    x_tiles: &Tiles,
-    cols: usize,
-    scratch: &mut Scratch,
-    out: &mut [f32],
-) {
-    matmul_rows_inline::<true>(rows, row_bytes, format, x_tiles, cols, scratch, out);
-}
-
-/// [`matmul_rows_inline`] in 256-bit registers.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,f16c")]
-fn matmul_rows_avx2(
-    rows: &[u8],
-    row_bytes: usize,
-    format: Format,
-    x_tiles: &Tiles,
-    cols: usize,
-    scratch: &mut Scratch,
-    out: &mut [f32],
-) {
-    matmul_rows_inline::<false>(rows, row_bytes, format, x_tiles, cols, scratch, out);
+    compiled_for(
+        isa,
+        #[inline(always)]
+        || matmul_rows_inline::<false>(rows, row_bytes, format, x_tiles, cols, scratch, out),
+    );
 }
 
 /// The body of [`matmul_rows`]: the rows are dequantised into the scratch, then a whole
@@ -431,8 +396,7 @@ fn matmul_rows_inline<const WIDE: bool>(
             if WIDE {
                 #[allow(unsafe_code)]
                 // SAFETY: `tile_sums_group` requires only AVX-512F, AVX2 and F16C, and `WIDE` is
-                // set only by `matmul_rows_avx512`, which `matmul_rows` calls after detecting
-                // them on this machine.
+                // set only by `matmul_rows`, after detecting them on this machine.
                 let sums = unsafe { x86::tile_sums_group(row(0, ROW_GROUP), cols, tile, &mut scratch.wide) };
                 place(out, count, 0, token, &sums);
                 continue;
