@@ -5,7 +5,7 @@
 //! whatever the work-group size, partial last work-group included.
 
 use super::simd::{Isa, compiled_for};
-use super::{Grid, KernelError, load, store, store_pieces, widen};
+use super::{Grid, KernelError, load, overlaps, store, store_pieces, widen};
 use crate::launch::Launch;
 use crate::memory::DeviceMemory;
 use crate::signature::{self, ArgDecl, Signature};
@@ -74,11 +74,11 @@ impl<const I: usize> Map<'_, I> {
         let active = widen(n.min(grid.size_x));
         let bytes = active.checked_mul(4)?;
         let len = u64::try_from(bytes).ok()?;
-        let out_end = out_base.checked_add(len)?;
+        out_base.checked_add(len)?;
         let mut views = [&[][..]; I];
         for (view, &base) in views.iter_mut().zip(bases) {
-            let end = base.checked_add(len)?;
-            if base != out_base && base < out_end && out_base < end {
+            base.checked_add(len)?;
+            if base != out_base && overlaps((base, len), (out_base, len)) {
                 return None;
             }
             *view = memory.view(base, bytes)?;

@@ -301,6 +301,16 @@ fn load(memory: &dyn DeviceMemory, arg: &ArgDecl, base: u64, first: u64, out: &m
     memory.read_u32s(address, out).map_err(|fault| KernelError::Memory { arg: arg.name, fault })
 }
 
+/// Whether the byte ranges `[a, a + a_len)` and `[b, b + b_len)` share a byte (ends saturate).
+fn overlaps((a, a_len): (u64, u64), (b, b_len): (u64, u64)) -> bool {
+    a < b.saturating_add(b_len) && b < a.saturating_add(a_len)
+}
+
+/// Lent bytes as the little-endian `f32` values they hold, bit for bit.
+fn f32s_of(bytes: &[u8]) -> Vec<f32> {
+    bytes.as_chunks::<4>().0.iter().map(|b| f32::from_le_bytes(*b)).collect()
+}
+
 /// Writes `data` starting at element `first` of argument `arg` (one access).
 fn store(memory: &mut dyn DeviceMemory, arg: &ArgDecl, base: u64, first: u64, data: &[u32]) -> Result<(), KernelError> {
     if data.is_empty() {

@@ -42,8 +42,8 @@ use rayon::prelude::*;
 
 use super::simd::Isa;
 use super::{
-    Grid, KernelError, READ_CHUNK_BYTES, READ_CHUNK_ELEMENTS, f16_to_f32, load, load_bytes, load_f32_vec, store,
-    store_pieces, widen, widen_usize,
+    Grid, KernelError, READ_CHUNK_BYTES, READ_CHUNK_ELEMENTS, f16_to_f32, f32s_of, load, load_bytes, load_f32_vec,
+    overlaps, store, store_pieces, widen, widen_usize,
 };
 use crate::launch::Launch;
 use crate::memory::DeviceMemory;
@@ -247,13 +247,11 @@ fn lent_rope_rows(
     let end = u64::from(pos0).checked_add(rows).filter(|&end| end <= 1 << 32)?;
     let (table_first, table_bytes) = (8 * u64::from(pos0) * half, 8 * (end - u64::from(pos0)) * half);
     let table_at = table.checked_add(table_first)?;
-    if x < table_at.saturating_add(table_bytes) && table_at < x.saturating_add(x_bytes) {
+    if overlaps((x, x_bytes), (table_at, table_bytes)) {
         return None;
     }
-    let words =
-        |bytes: &[u8]| -> Vec<f32> { bytes.as_chunks::<4>().0.iter().map(|b| f32::from_le_bytes(*b)).collect() };
-    let xs = words(memory.view(x, usize::try_from(x_bytes).ok()?)?);
-    let cs = words(memory.view(table_at, usize::try_from(table_bytes).ok()?)?);
+    let xs = f32s_of(memory.view(x, usize::try_from(x_bytes).ok()?)?);
+    let cs = f32s_of(memory.view(table_at, usize::try_from(table_bytes).ok()?)?);
     let (row_len, table_row) = (widen(row_elements), narrow(2 * half));
     let mut rotated = Vec::with_capacity(xs.len());
     for (xs, cs) in xs.chunks_exact(row_len.max(1)).zip(cs.chunks_exact(table_row.max(1))) {

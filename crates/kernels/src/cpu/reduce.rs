@@ -1,6 +1,6 @@
 //! Work-group reductions through LDS: `block_sum` and `rmsnorm`.
 
-use super::{Grid, KernelError, load, load_f32_vec, store, store_pieces, tree_reduce, widen};
+use super::{Grid, KernelError, f32s_of, load, load_f32_vec, overlaps, store, store_pieces, tree_reduce, widen};
 use crate::launch::Launch;
 use crate::memory::DeviceMemory;
 use crate::signature;
@@ -129,14 +129,11 @@ fn lent_rows(
 ) -> Option<Vec<u32>> {
     let cols_len = widen(cols);
     let (row_bytes, all_bytes) = (4 * u64::from(cols), 4 * u64::from(rows) * u64::from(cols));
-    let overlaps = |a: u64, a_len: u64, b: u64, b_len: u64| a < b.saturating_add(b_len) && b < a.saturating_add(a_len);
-    if overlaps(out, all_bytes, weight, row_bytes) || (out != x && overlaps(out, all_bytes, x, all_bytes)) {
+    if overlaps((out, all_bytes), (weight, row_bytes)) || (out != x && overlaps((out, all_bytes), (x, all_bytes))) {
         return None;
     }
-    let as_f32s =
-        |bytes: &[u8]| -> Vec<f32> { bytes.as_chunks::<4>().0.iter().map(|b| f32::from_le_bytes(*b)).collect() };
-    let ws = as_f32s(memory.view(weight, usize::try_from(row_bytes).ok()?)?);
-    let xs = as_f32s(memory.view(x, usize::try_from(all_bytes).ok()?)?);
+    let ws = f32s_of(memory.view(weight, usize::try_from(row_bytes).ok()?)?);
+    let xs = f32s_of(memory.view(x, usize::try_from(all_bytes).ok()?)?);
     let mut normalized = vec![0u32; xs.len()];
     for (row, out) in xs.chunks_exact(cols_len).zip(normalized.chunks_exact_mut(cols_len)) {
         normalize(row, &ws, out);
