@@ -6,6 +6,7 @@ pub mod bench;
 pub mod bundle_export;
 pub mod disasm;
 pub mod doctor;
+pub mod exit;
 pub mod generate;
 pub mod golden;
 pub mod inspect;

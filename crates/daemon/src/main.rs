@@ -67,11 +67,5 @@ fn main() -> ExitCode {
         Command::Tape(cmd) => tape::run(&cmd),
         Command::Sim(cmd) => sim::run(&cmd),
     };
-    match result {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("redline: error: {err:#}");
-            ExitCode::from(2)
-        }
-    }
+    result.unwrap_or_else(|err| daemon::exit::report(&err))
 }

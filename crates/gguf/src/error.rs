@@ -17,6 +17,9 @@ pub enum GgufError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// The path is not a regular file, or the file is over [`MAX_FILE_BYTES`](crate::MAX_FILE_BYTES).
+    #[error(transparent)]
+    Read(#[from] infile::ReadError),
     /// The first four bytes are not `GGUF`.
     #[error("bad magic {found:02x?} at byte offset 0 (expected \"GGUF\")")]
     BadMagic {

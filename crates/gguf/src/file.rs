@@ -2,7 +2,6 @@
 //! tensor views.
 
 use core::fmt;
-use std::fs::File;
 use std::path::Path;
 
 use crate::error::GgufError;
@@ -56,11 +55,13 @@ impl Gguf {
     /// writing.
     ///
     /// # Errors
-    /// [`GgufError::Io`] when the file cannot be opened or mapped, otherwise as [`Gguf::parse`].
+    /// [`GgufError::Read`] when the path cannot be opened, is not a regular file or is over
+    /// [`MAX_FILE_BYTES`](crate::MAX_FILE_BYTES); [`GgufError::Io`] when it cannot be mapped;
+    /// otherwise as [`Gguf::parse`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self, GgufError> {
         let path = path.as_ref();
         let io = |source| GgufError::Io { path: path.to_owned(), source };
-        let file = File::open(path).map_err(io)?;
+        let (file, _) = infile::open(path, infile::Limit::new("GGUF model", crate::MAX_FILE_BYTES))?;
         #[allow(unsafe_code)]
         // SAFETY: `Mmap::map` is unsafe because the mapped file may change underneath the
         // mapping, which Rust's `&[u8]` assumes cannot happen. The file is opened read-only and

@@ -24,6 +24,10 @@ mod value;
 mod writer;
 
 pub use error::GgufError;
+
+/// The largest GGUF file [`Gguf::open`] maps: 512 GiB, above the largest quantised models
+/// published; a size past it is refused from the file's metadata, before mapping.
+pub const MAX_FILE_BYTES: u64 = infile::gib(512);
 pub use file::{Gguf, TensorView};
 pub use parse::{
     ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS, MAX_TENSOR_NAME_BYTES, TensorInfo,

@@ -223,8 +223,24 @@ fn typed_getters_name_key_and_types() {
 fn open_names_the_path() {
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("does-not-exist.gguf");
     let err = Gguf::open(&path).unwrap_err();
-    assert!(matches!(&err, GgufError::Io { path: p, .. } if p == &path), "{err}");
+    assert!(matches!(&err, GgufError::Read(infile::ReadError::Io { path: p, .. }) if p == &path), "{err}");
+    assert!(err.to_string().contains("does-not-exist.gguf"), "{err}");
     let empty = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("empty.gguf");
     std::fs::write(&empty, b"").unwrap();
     assert!(matches!(Gguf::open(&empty), Err(GgufError::Truncated { offset: 0, available: 0, .. })));
+}
+
+#[test]
+fn open_refuses_what_is_not_a_bounded_regular_file() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    for path in [std::path::Path::new("/dev/zero"), dir] {
+        let err = Gguf::open(path).unwrap_err();
+        assert!(matches!(&err, GgufError::Read(infile::ReadError::NotRegular { .. })), "{err}");
+    }
+    let huge = dir.join("over-limit.gguf");
+    std::fs::File::create(&huge).unwrap().set_len(gguf::MAX_FILE_BYTES + 1).unwrap();
+    let err = Gguf::open(&huge).unwrap_err();
+    std::fs::remove_file(&huge).unwrap();
+    assert!(matches!(&err, GgufError::Read(e @ infile::ReadError::TooLarge { .. }) if e.is_invalid_input()), "{err}");
+    assert!(err.to_string().contains("GGUF model limit"), "{err}");
 }

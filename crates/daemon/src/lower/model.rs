@@ -131,7 +131,7 @@ pub fn lower(request: &Request<'_>) -> Result<Result<Lowered, String>> {
     };
     let file = match gguf::Gguf::open(&resolved.path) {
         Ok(file) => file,
-        Err(e @ gguf::GgufError::Io { .. }) => return Err(e.into()),
+        Err(e @ (gguf::GgufError::Io { .. } | gguf::GgufError::Read(_))) => return Err(e.into()),
         Err(e) => return Ok(Err(format!("{}: {e}", resolved.path.display()))),
     };
     let params = match LlamaParams::from_gguf(&file) {
