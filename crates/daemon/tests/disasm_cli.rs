@@ -168,3 +168,66 @@ fn symbolic_field_values_are_shown_once_inside_their_word() {
     let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert!(v["items"].as_array().unwrap().iter().any(|i| i["symbol"] == "CS_PARTIAL_FLUSH"), "{v}");
 }
+
+/// A type-3 NOP (opcode 0x10) with `body` dwords: header `3 << 30 | (body - 1) << 16 | 0x10 << 8`.
+fn nop(body: u32, fill: u32) -> Vec<u32> {
+    let mut p = vec![0xC000_0000 | ((body - 1) << 16) | (0x10 << 8)];
+    p.extend(std::iter::repeat_n(fill, body as usize));
+    p
+}
+
+#[test]
+fn long_streams_decode_across_windows_with_offsets_from_the_start() {
+    let s = Scratch::new("long");
+    // NOPs of lengths up to 16,383 body dwords (a count of 0x3FFF is the one-dword NOP), over 200,000
+    // dwords: packets straddle the reader's window boundaries; the last one is cut off.
+    let mut words = Vec::new();
+    let mut headers = Vec::new();
+    for body in [1u32, 7, 300, 4099, 16383].into_iter().cycle().take(50) {
+        headers.push(words.len());
+        words.extend(nop(body, body));
+    }
+    assert!(words.len() > 200_000);
+    let good = words.len();
+    words.extend(&nop(300, 7)[..100]);
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let out = redline(&["disasm", "--json"], &s.file("long.bin", &bytes));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), headers.len() + 1);
+    for (line, &at) in lines.iter().zip(&headers) {
+        assert_eq!(line["offset"].as_u64(), Some(at as u64), "{line}");
+    }
+    let last = lines.last().unwrap();
+    assert_eq!(last["offset"].as_u64(), Some(good as u64), "{last}");
+    assert!(last["error"].as_str().unwrap().contains("announces 300 body dwords, only 99 remain"), "{last}");
+    assert!(stderr(&out).contains(&format!("byte offset {:#x}", good * 4)), "{}", stderr(&out));
+}
+
+#[test]
+fn a_huge_hex_token_is_named_by_a_prefix_and_its_length() {
+    let s = Scratch::new("token");
+    let mut text = b"c0001000 0\n".to_vec();
+    text.extend(std::iter::repeat_n(b'f', 10 << 20));
+    let out = redline(&["disasm"], &s.file("token.hex", &text));
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("line 2, column 1: the 10485760-byte token starting \"ffffffff"), "{err}");
+    assert!(err.len() < 300, "the token is not echoed: {} bytes of stderr", err.len());
+}
+
+#[test]
+fn long_aql_streams_number_every_packet() {
+    let s = Scratch::new("long-aql");
+    // 5,000 packets (more than one read window) and 3 trailing bytes.
+    let mut bytes: Vec<u8> = std::iter::repeat_n(pm4_ib_packet(), 5000).flatten().collect();
+    bytes.extend([1, 2, 3]);
+    let out = redline(&["disasm", "--aql", "--json"], &s.file("long.aql", &bytes));
+    assert_eq!(out.status.code(), Some(1));
+    let lines: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 5001);
+    assert_eq!(lines[4999]["packet"], 4999);
+    assert_eq!(lines[4999]["byte_offset"], 4999 * 64);
+    assert_eq!(lines[5000]["byte_offset"], 5000 * 64);
+    assert!(stderr(&out).contains("AQL packet 5000): 3 trailing bytes"), "{}", stderr(&out));
+}

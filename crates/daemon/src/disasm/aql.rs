@@ -1,13 +1,14 @@
 //! `redline disasm --aql`: 64-byte AQL packets, with the PM4 packet a PM4-IB packet carries.
 
 use std::io::Write;
-use std::process::ExitCode;
 
 use anyhow::Result;
 use aql_packets::{AqlPacket, PacketControl, decode_slice};
 use pm4_encoding::Decoder;
 use serde_json::{Value, json};
 
+use super::Ended;
+use super::input::Words;
 use super::model::{self, Item, Naming};
 use super::render;
 
@@ -104,63 +105,92 @@ fn type_name(packet: &AqlPacket) -> String {
     }
 }
 
-/// Disassembles whole 64-byte packets; `Ok(1)` when a packet or trailing bytes do not decode.
-pub(crate) fn run(bytes: &[u8], naming: Naming, as_json: bool) -> Result<ExitCode> {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let (packets, rest) = bytes.as_chunks::<PACKET_BYTES>();
-    for (index, raw) in packets.iter().enumerate() {
-        let byte_offset = index * PACKET_BYTES;
-        let header_word = u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]);
-        let packet = match decode_slice(raw) {
-            Ok(p) => p,
-            Err(err) => return stop(&mut out, as_json, byte_offset, &err.to_string()),
-        };
-        let (items, carried) = describe(&packet, naming);
-        if as_json {
-            let mut obj = json!({
-                "packet": index, "byte_offset": byte_offset, "header_word": format!("{header_word:#010x}"),
-                "type": type_name(&packet), "items": items.iter().map(render::json_item).collect::<Vec<Value>>(),
-            });
-            if let Some(block) = &carried {
-                obj["ib_jump_cmd"] = render::json(block);
+/// Dwords of one AQL packet.
+const PACKET_DWORDS: usize = PACKET_BYTES / 4;
+
+/// Disassembles whole 64-byte packets, a window at a time; stops at a packet or trailing bytes
+/// that do not decode.
+pub(super) fn run(words: &mut Words, naming: Naming, as_json: bool, out: &mut impl Write) -> Result<Ended> {
+    let mut window = Vec::with_capacity(super::WINDOW);
+    let mut index = 0;
+    loop {
+        let (ended, input_error) = super::fill(words, &mut window)?;
+        let (packets, _) = window.as_chunks::<PACKET_DWORDS>();
+        for dwords in packets {
+            let mut raw = [0u8; PACKET_BYTES];
+            for (bytes, word) in raw.chunks_exact_mut(4).zip(dwords) {
+                bytes.copy_from_slice(&word.to_le_bytes());
             }
-            serde_json::to_writer(&mut out, &obj)?;
-            out.write_all(b"\n")?;
-        } else {
-            let mut text = format!(
-                "packet {index} (byte {byte_offset:#x}): {} header_word={header_word:#010x}\n",
-                type_name(&packet)
-            );
-            render::text_items(&items, &mut text);
-            if let Some(block) = &carried {
-                let mut inner = String::new();
-                render::text(block, &mut inner);
-                text.push_str("    IB_JUMP_CMD:\n");
-                for line in inner.lines() {
-                    text.push_str("        ");
-                    text.push_str(line);
-                    text.push('\n');
-                }
+            if let Some(stopped) = packet(out, index, &raw, naming, as_json)? {
+                return Ok(stopped);
             }
-            out.write_all(text.as_bytes())?;
+            index += 1;
+        }
+        let whole = packets.len() * PACKET_DWORDS;
+        window.drain(..whole);
+        if let Some(message) = input_error {
+            return Ok(Ended::Stopped(message));
+        }
+        if ended {
+            break;
         }
     }
-    if !rest.is_empty() {
-        let at = packets.len() * PACKET_BYTES;
-        let msg = format!("{} trailing bytes are not a whole 64-byte AQL packet", rest.len());
-        return stop(&mut out, as_json, at, &msg);
+    let rest = window.len() * 4 + words.trailing_bytes();
+    if rest != 0 {
+        let msg = format!("{rest} trailing bytes are not a whole 64-byte AQL packet");
+        return stop(out, as_json, index * PACKET_BYTES, &msg);
     }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Ended::Whole)
 }
 
-fn stop(out: &mut impl Write, as_json: bool, byte_offset: usize, msg: &str) -> Result<ExitCode> {
+/// Prints packet `index`; `Some` when it does not decode.
+fn packet(
+    out: &mut impl Write,
+    index: usize,
+    raw: &[u8; PACKET_BYTES],
+    naming: Naming,
+    as_json: bool,
+) -> Result<Option<Ended>> {
+    let byte_offset = index * PACKET_BYTES;
+    let header_word = u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]);
+    let packet = match decode_slice(raw) {
+        Ok(p) => p,
+        Err(err) => return stop(out, as_json, byte_offset, &err.to_string()).map(Some),
+    };
+    let (items, carried) = describe(&packet, naming);
+    if as_json {
+        let mut obj = json!({
+            "packet": index, "byte_offset": byte_offset, "header_word": format!("{header_word:#010x}"),
+            "type": type_name(&packet), "items": items.iter().map(render::json_item).collect::<Vec<Value>>(),
+        });
+        if let Some(block) = &carried {
+            obj["ib_jump_cmd"] = render::json(block);
+        }
+        serde_json::to_writer(&mut *out, &obj)?;
+        out.write_all(b"\n")?;
+    } else {
+        let mut text =
+            format!("packet {index} (byte {byte_offset:#x}): {} header_word={header_word:#010x}\n", type_name(&packet));
+        render::text_items(&items, &mut text);
+        if let Some(block) = &carried {
+            let mut inner = String::new();
+            render::text(block, &mut inner);
+            text.push_str("    IB_JUMP_CMD:\n");
+            for line in inner.lines() {
+                text.push_str("        ");
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+        out.write_all(text.as_bytes())?;
+    }
+    Ok(None)
+}
+
+fn stop(out: &mut impl Write, as_json: bool, byte_offset: usize, msg: &str) -> Result<Ended> {
     if as_json {
         serde_json::to_writer(&mut *out, &json!({ "error": msg, "byte_offset": byte_offset }))?;
         out.write_all(b"\n")?;
     }
-    out.flush()?;
-    eprintln!("redline: disasm stopped at byte {byte_offset:#x} (AQL packet {}): {msg}", byte_offset / PACKET_BYTES);
-    Ok(ExitCode::from(1))
+    Ok(Ended::Stopped(format!("byte {byte_offset:#x} (AQL packet {}): {msg}", byte_offset / PACKET_BYTES)))
 }
