@@ -18,8 +18,10 @@ use std::process::ExitCode;
         Tools for the command streams, code objects and tapes the replay route is built from, \
         model fetching (`pull`), text generation (`generate`), an OpenAI-compatible HTTP server (`serve`), \
         the route-proof A/B bench (`bench`) and the sealed fixtures (`golden`). \
-        Exit codes: 0 success, 1 the input is invalid or does not decode (the message names where), \
-        2 usage or I/O error.",
+        Exit codes, for every command: 0 success; 1 the input is invalid (any parse, validation or \
+        model-file error, structural or semantic, or a file over its format's size limit; the message \
+        names the file, the offset or path, and the value); 2 usage or I/O (a bad flag, a missing or \
+        unreadable file, a path that is not a regular file).",
     propagate_version = true
 )]
 struct Cli {

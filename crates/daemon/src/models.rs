@@ -75,8 +75,8 @@ pub const HOME_ENV: &str = "REDLINE_HOME";
 /// Errors of the catalogue and of model resolution.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    /// Not an alias and not a path to an existing `.gguf` file.
-    #[error("unknown model {arg:?}: not a known alias ({}) nor a path to an existing .gguf file", model_aliases())]
+    /// Not an alias and not a path to anything that exists.
+    #[error("unknown model {arg:?}: not a known alias ({}) nor a path to an existing file", model_aliases())]
     Unknown {
         /// The argument.
         arg: String,
@@ -249,9 +249,10 @@ pub fn resolve_model(arg: &str, pull_if_missing: bool) -> Result<ResolvedModel, 
     if arg == TINY_ALIAS {
         return resolve_tiny(&cache_root()?);
     }
+    // Whatever exists at a path is taken as the model file, so that the GGUF reader can say
+    // what is wrong with it (not a regular file, not GGUF) rather than "unknown model".
     let path = Path::new(arg);
-    let is_gguf = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
-    if is_gguf && path.is_file() {
+    if std::fs::symlink_metadata(path).is_ok() {
         return Ok(ResolvedModel { entry: None, path: path.to_path_buf(), fetched: false });
     }
     Err(ModelError::Unknown { arg: arg.to_owned() })
