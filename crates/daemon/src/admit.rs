@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
+
+use crate::exit::InvalidInput as _;
 use engine::admission::{AdmissionDecision, AdmissionQuery, AdmissionRegistry, ModelFormat};
 use engine::model::{KvCacheLayout, LlamaParams};
 use engine::plan::Transport;
@@ -23,17 +25,21 @@ pub fn fixture_ids(text: &str) -> Result<BTreeSet<String>> {
     Ok(crate::golden::registry::Registry::parse(text)?.fixtures.into_iter().map(|f| f.id).collect())
 }
 
+/// The largest registry file read (admissions, fixtures): 16 MiB.
+pub const REGISTRY_LIMIT: infile::Limit = infile::Limit::new("registry", infile::mib(16));
+
 /// The admissions registry: `path` when given (its fixture ids checked against the embedded
 /// fixture registry), else the embedded one.
 ///
 /// # Errors
-/// Reading or parsing, naming the file, row and field.
+/// Reading (an I/O error, or a file over [`REGISTRY_LIMIT`]) or parsing (invalid input), naming
+/// the file, row and field.
 pub fn load(path: Option<&Path>) -> Result<AdmissionRegistry> {
     let fixtures = fixture_ids(EMBEDDED_FIXTURES).context("the embedded fixture registry")?;
     match path {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            AdmissionRegistry::parse(&text, Some(&fixtures)).with_context(|| format!("{}", path.display()))
+            let text = infile::read_to_string(path, REGISTRY_LIMIT)?;
+            AdmissionRegistry::parse(&text, Some(&fixtures)).with_context(|| format!("{}", path.display())).invalid()
         }
         None => AdmissionRegistry::parse(EMBEDDED_ADMISSIONS, Some(&fixtures)).context("the embedded admissions"),
     }

@@ -79,7 +79,7 @@ fn malformed_registries_and_unknown_ids_are_refused() {
     for (i, (value, needle)) in cases.into_iter().enumerate() {
         let path = temp_file(&format!("bad{i}.json"), &value);
         let out = redline(&["golden", "--registry", path.to_str().unwrap(), "--device", "sim"]);
-        assert_eq!(out.status.code(), Some(2), "{needle}");
+        assert_eq!(out.status.code(), Some(1), "an invalid registry is invalid input: {needle}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(needle), "{needle}: {stderr}");
     }
@@ -132,7 +132,19 @@ fn the_registries_hold_one_sealed_fixture_per_architecture_with_its_admission() 
     bad["admissions"][2]["fixture"] = Value::from("smollm2-135m-gfx9000-sim");
     let path = temp_file("bad-admissions.json", &bad);
     let out = redline(&["generate", "--admissions", path.to_str().unwrap(), "--model", "x.gguf", "--prompt", "x"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1), "an invalid registry is invalid input");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("admissions row 2") && stderr.contains("fixture"), "{stderr}");
+}
+
+#[test]
+fn registries_that_are_not_regular_files_are_io_errors() {
+    let golden: &[&str] = &["golden", "--registry", "/dev/zero", "--device", "sim"];
+    let generate: &[&str] = &["generate", "--admissions", "/dev/zero", "--model", "x.gguf", "--prompt", "x"];
+    for args in [golden, generate] {
+        let out = redline(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("/dev/zero is a character device, not a regular file"), "{args:?}: {stderr}");
+    }
 }

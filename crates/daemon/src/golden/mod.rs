@@ -9,6 +9,7 @@ use anyhow::{Context as _, Result, bail};
 use serde_json::Value;
 
 use crate::bench::{self, Params};
+use crate::exit::InvalidInput as _;
 use crate::models;
 use registry::{Fixture, FixtureBench, FixtureModel, FixtureSubmission, FixtureTape, Floors, Registry, Sealed};
 
@@ -51,10 +52,14 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         return seal(args, id);
     }
     let text = match &args.registry {
-        Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+        Some(path) => infile::read_to_string(path, crate::admit::REGISTRY_LIMIT)?,
         None => crate::admit::EMBEDDED_FIXTURES.to_owned(),
     };
-    let registry = Registry::parse(&text)?;
+    let registry = Registry::parse(&text)
+        .with_context(|| {
+            args.registry.as_ref().map_or_else(|| "the embedded registry".to_owned(), |p| p.display().to_string())
+        })
+        .invalid()?;
     let fixtures: Vec<&Fixture> = match &args.id {
         Some(id) => vec![registry.get(id).with_context(|| format!("--id {id}: no such fixture"))?],
         None => registry.fixtures.iter().collect(),
@@ -210,6 +215,6 @@ fn read_or_empty(path: &Path) -> Result<Registry> {
     if !path.exists() {
         return Ok(Registry { about: String::new(), fixtures: Vec::new() });
     }
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    Registry::parse(&text).with_context(|| format!("{}", path.display()))
+    let text = infile::read_to_string(path, crate::admit::REGISTRY_LIMIT)?;
+    Registry::parse(&text).with_context(|| format!("{}", path.display())).invalid()
 }
