@@ -1,5 +1,6 @@
 //! Any bytes as a GGUF file: a validated file or a typed error, never a panic; every value of
-//! an accepted file can be walked and every tensor of a supported type dequantized.
+//! an accepted file can be walked, every tensor of a supported type checked for finite weights
+//! and dequantized.
 #![no_main]
 
 use gguf::{Gguf, Value};
@@ -23,6 +24,10 @@ fuzz_target!(|data: &[u8]| {
     for info in g.tensors() {
         match g.tensor(info.name()) {
             Ok(view) => {
+                // Finite or a NonFinite error naming a value that is not.
+                if let Err(gguf::GgufError::NonFinite { value, .. }) = view.check_finite() {
+                    assert!(!value.is_finite());
+                }
                 // Bound the work per input: dequantize at most a few rows of large tensors.
                 for row in 0..view.row_count().min(4) {
                     let mut out = vec![0.0f32; usize::try_from(view.row_len()).unwrap_or(0).min(1 << 16)];

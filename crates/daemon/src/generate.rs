@@ -11,13 +11,26 @@ use anyhow::{Context as _, Result, bail};
 use engine::model::{GenerateOptions, Session};
 use tokenizer::{ChatTemplate, Message, SamplerConfig};
 
-use crate::model_args::ModelArgs;
+use crate::exit::InvalidInput as _;
+use crate::model_args::{ModelArgs, start_session};
 
 /// Generate text with a model on a device.
 ///
 /// The prompt is prefilled in batched passes of up to 128 tokens (ordinary launches,
 /// ineligible for the retained route); every later token is a plain continuation, which the replay controller records, validates and then
-/// replays as one submission. Exit codes: 0 done, 1 the model or a forward failed, 2 usage.
+/// replays as one submission.
+///
+/// The model file is checked before anything runs: its GGUF structure, its hyperparameters
+/// (`llama.context_length` at least 1, `llama.rope.freq_base` and
+/// `llama.attention.layer_norm_rms_epsilon` finite and above 0, head counts dividing the
+/// embedding length), one vocabulary size in `llama.vocab_size`, `tokenizer.ggml.tokens` and the
+/// embedding and output rows, its tokenizer (no duplicate token or merge), every weight finite
+/// (each F32 element, each quantised block's scale and minimum) and, with --chat, its chat
+/// template.
+///
+/// Exit codes: 0 done; 1 the input is invalid (the model file, naming the key or tensor and the
+/// value) or the device or a forward failed; 2 usage or I/O (a flag, a missing or unreadable
+/// file).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
@@ -55,9 +68,12 @@ pub struct Args {
 /// Runs `redline generate`.
 ///
 /// # Errors
-/// Usage and I/O errors (exit 2); model and forward failures are reported with exit 1.
+/// Usage and I/O errors (exit 2); an invalid model file (exit 1, marked [`crate::exit::Invalid`]);
+/// device and forward failures are reported with exit 1.
 pub fn run(args: &Args) -> Result<ExitCode> {
     let opened = args.model.open()?;
+    let path = opened.resolved.path.display().to_string();
+    let template = if args.chat { Some(chat_template(&opened.file, &path)?) } else { None };
     let (device, reason) = match select_for_model(opened.kind, Some(opened.target)) {
         Ok(selected) => selected,
         Err(error) => {
@@ -74,10 +90,11 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     };
     let admission = crate::admit::decide(&opened.admissions, &opened.file, &sha256, &device, setting);
     eprintln!("admission: {}", admission.reason);
-    let mut session = match Session::with_admission(device, &opened.file, opened.context, opened.config, admission) {
+    let mut session = match start_session(device, &opened.file, opened.context, opened.config, admission) {
         Ok(session) => session,
         Err(error) => {
-            eprintln!("redline: {error}");
+            // A fault of the file and a device that fails to take the model both end here.
+            eprintln!("redline: {path}: {error:#}");
             return Ok(ExitCode::from(1));
         }
     };
@@ -86,10 +103,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         sampler: SamplerConfig { temperature: args.temperature, top_k: args.top_k, top_p: args.top_p, seed: args.seed },
         stop: args.stop.clone(),
     };
-    let model = ModelReport { path: opened.resolved.path.display().to_string(), sha256 };
-    if args.chat {
-        let template = opened.file.str("tokenizer.chat_template").context("the model has no chat template")?;
-        let template = ChatTemplate::from_gguf_template(template)?;
+    let model = ModelReport { path, sha256 };
+    if let Some(template) = template {
         let Some(prompt) = &args.prompt else { return converse(&mut session, &template, &options) };
         let ids = template.encode(session.tokenizer(), &[Message::new("user", prompt)], true);
         return one(&mut session, &ids, &options, args.json, &model);
@@ -98,6 +113,21 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let ids = session.tokenizer().encode(prompt, false);
     one(&mut session, &ids, &options, args.json, &model)
 }
+
+/// The model's chat template (`--chat`), recognised before anything is loaded.
+///
+/// # Errors
+/// Invalid input (exit 1): the key is missing, not a string, or not a template this build
+/// renders, naming the file, the key and the byte offset where the template departs from the
+/// supported ones.
+fn chat_template(file: &gguf::Gguf, path: &str) -> Result<ChatTemplate> {
+    let text =
+        file.str(CHAT_TEMPLATE_KEY).invalid().with_context(|| format!("{path}: --chat needs a chat template"))?;
+    ChatTemplate::from_gguf_template(text).invalid().with_context(|| format!("{path}: {CHAT_TEMPLATE_KEY}"))
+}
+
+/// The metadata key of the chat template.
+const CHAT_TEMPLATE_KEY: &str = "tokenizer.chat_template";
 
 /// The model file in reports.
 #[derive(Debug)]

@@ -6,9 +6,11 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use crate::exit::InvalidInput as _;
 use crate::select::DeviceKind;
 use anyhow::{Context as _, Result};
-use engine::admission::AdmissionRegistry;
+use engine::admission::{AdmissionDecision, AdmissionRegistry};
+use engine::model::{LlamaParams, Session};
 use engine::replay::{ConfigFlags, ReplayConfig};
 use pm4_encoding::Target;
 
@@ -143,6 +145,8 @@ pub struct ModelFile {
     pub resolved: ResolvedModel,
     /// The opened GGUF.
     pub file: gguf::Gguf,
+    /// Its hyperparameters, checked ([`LlamaParams::from_gguf`]).
+    pub params: LlamaParams,
     /// KV-cache positions: `--context` checked against the file, or its default.
     pub context: u32,
 }
@@ -164,19 +168,23 @@ impl SessionArgs {
         Ok(SessionSetup { kind, target, config, admissions })
     }
 
-    /// Resolves `model` (pulling an alias on first use), opens it and checks `--context`
-    /// against it.
+    /// Resolves `model` (pulling an alias on first use), opens it, checks its hyperparameters
+    /// and tensor inventory ([`LlamaParams::from_gguf`]) and checks `--context` against it.
     ///
     /// # Errors
-    /// A model that cannot be fetched or read; a context the model cannot take.
+    /// A model that cannot be fetched or read (exit 2); a file that is not a valid GGUF or not
+    /// a llama model this build runs, naming the path and the key or tensor (invalid input,
+    /// exit 1); a context the model cannot take (usage, exit 2).
     pub fn open_model(&self, model: &str) -> Result<ModelFile> {
         let resolved = resolve(model)?;
-        let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
+        let path = resolved.path.display().to_string();
+        let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {path}"))?;
+        let params = LlamaParams::from_gguf(&file).invalid().with_context(|| path.clone())?;
         let context = match self.context {
             Some(context) => check_context(&file, context)?,
             None => default_context(&file),
         };
-        Ok(ModelFile { resolved, file, context })
+        Ok(ModelFile { resolved, file, params, context })
     }
 }
 
@@ -203,11 +211,33 @@ impl ModelArgs {
     /// Checks the arguments, resolves the model (pulling an alias on first use) and opens it.
     ///
     /// # Errors
-    /// An argument that does not parse, naming the flag; a model that cannot be fetched or read.
+    /// An argument that does not parse, naming the flag; a model that cannot be fetched or read;
+    /// a model file that is invalid ([`SessionArgs::open_model`]).
     pub fn open(&self) -> Result<OpenedModel> {
         let SessionSetup { kind, target, config, admissions } = self.session.check(&self.model.device)?;
-        let ModelFile { resolved, file, context } = self.session.open_model(&self.model.model)?;
+        let ModelFile { resolved, file, context, .. } = self.session.open_model(&self.model.model)?;
         Ok(OpenedModel { kind, target, config, admissions, resolved, file, context })
+    }
+}
+
+/// Starts a session of `file` on `device` ([`Session::with_admission`]): its tokenizer, its
+/// weights checked finite and uploaded, a KV cache of `context` positions. A fault of the model
+/// file (tokenizer metadata, hyperparameters, tensors, weights) is marked as invalid input
+/// ([`crate::exit`]: exit 1); a device error is not.
+///
+/// # Errors
+/// The [`engine::model::SessionError`].
+pub fn start_session<D: hal::Device>(
+    device: D,
+    file: &gguf::Gguf,
+    context: u32,
+    config: ReplayConfig,
+    admission: AdmissionDecision,
+) -> Result<Session<D>> {
+    match Session::with_admission(device, file, context, config, admission) {
+        Ok(session) => Ok(session),
+        Err(error) if error.is_invalid_input() => Err(error).invalid(),
+        Err(error) => Err(error.into()),
     }
 }
 

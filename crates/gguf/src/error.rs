@@ -179,14 +179,21 @@ pub enum GgufError {
         alignment: u32,
     },
     /// Tensor data that ends beyond the file.
-    #[error("tensor {tensor:?}: data bytes {start}..{end} lie beyond the file's {file_len} bytes")]
+    #[error(
+        "tensor {tensor:?}: data offset {offset} and size {len} put its bytes at {start}..{end}, beyond the file's \
+         {file_len} bytes"
+    )]
     TensorOutOfBounds {
         /// The tensor.
         tensor: String,
-        /// Absolute start of its data (may exceed `u64` arithmetic only as `u64::MAX`).
-        start: u64,
-        /// Absolute end of its data.
-        end: u64,
+        /// Its offset within the data section, as the file says.
+        offset: u64,
+        /// Its size in bytes.
+        len: u64,
+        /// Absolute start of its data in the file (exact: data section start + offset).
+        start: u128,
+        /// Absolute end of its data (exact: start + size).
+        end: u128,
         /// The file's length.
         file_len: usize,
     },
@@ -229,6 +236,27 @@ pub enum GgufError {
         tensor: String,
         /// Its type.
         ty: GgmlType,
+    },
+    /// A weight that is NaN or infinite: an element of an F32/F16 tensor, or the f16 scale or
+    /// minimum of a quantised block.
+    #[error(
+        "tensor {tensor:?} ({ty}): {field} of {unit} {index} at byte offset {offset} is {value}; weights must be finite"
+    )]
+    NonFinite {
+        /// The tensor.
+        tensor: String,
+        /// Its type.
+        ty: GgmlType,
+        /// `element` (F32, F16) or `block` (quantised types).
+        unit: &'static str,
+        /// The element's or block's index within the tensor.
+        index: u64,
+        /// What holds the value: `value` for an element, `scale d` or `minimum m` for a block.
+        field: &'static str,
+        /// The value (NaN or ±inf).
+        value: f32,
+        /// Absolute byte offset of the value in the file.
+        offset: u64,
     },
     /// Dequantizing a tensor's row failed.
     #[error("tensor {tensor:?}: {source}")]

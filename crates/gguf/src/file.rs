@@ -5,10 +5,14 @@ use core::fmt;
 use std::path::Path;
 
 use crate::error::GgufError;
+use crate::f16;
 use crate::parse::{Layout, TensorInfo, parse_layout};
 use crate::quant::{self, QuantError};
 use crate::types::GgmlType;
 use crate::value::{Value, ValueType};
+
+/// The exponent bits of an f16: all set is an infinity or a NaN.
+const F16_EXP: u16 = 0x7c00;
 
 /// The bytes a [`Gguf`] was parsed from.
 enum Storage {
@@ -258,15 +262,15 @@ impl Gguf {
             return Err(unsupported());
         }
         // INVARIANT: the parser checked that these bytes lie inside the file.
-        let bytes = info
+        let (start, bytes) = info
             .byte_len
             .and_then(|len| {
                 let start = self.layout.data_offset.checked_add(usize::try_from(info.offset).ok()?)?;
                 let end = start.checked_add(usize::try_from(len).ok()?)?;
-                self.as_bytes().get(start..end)
+                Some((u64::try_from(start).ok()?, self.as_bytes().get(start..end)?))
             })
             .ok_or_else(unsupported)?;
-        Ok(TensorView { info, bytes })
+        Ok(TensorView { info, bytes, start })
     }
 }
 
@@ -275,6 +279,8 @@ impl Gguf {
 pub struct TensorView<'a> {
     info: &'a TensorInfo,
     bytes: &'a [u8],
+    /// Absolute byte offset of `bytes` in the file.
+    start: u64,
 }
 
 impl<'a> TensorView<'a> {
@@ -300,6 +306,74 @@ impl<'a> TensorView<'a> {
     #[must_use]
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes
+    }
+
+    /// Absolute byte offset of the data in the file.
+    #[must_use]
+    pub fn file_offset(&self) -> u64 {
+        self.start
+    }
+
+    /// Checks that every weight is finite, without decoding: each element of an F32 or F16
+    /// tensor, and the f16 scale `d` (and, for Q4_1, the minimum `m`) of each quantised block,
+    /// which are the only parts of a Q4_1 or Q8_0 block that can be NaN or infinite. One pass over
+    /// the bytes reading a few bits per value: for a Q4_1 model, one block per 32 weights.
+    ///
+    /// # Errors
+    /// [`GgufError::NonFinite`] for the first non-finite value, naming the tensor, the element
+    /// or block index, the field, the value and its byte offset in the file.
+    pub fn check_finite(&self) -> Result<(), GgufError> {
+        // One test per item on the raw bits (exponent all ones), the item found first and
+        // described after: this loop is all the check costs.
+        let bytes = self.bytes;
+        let (unit, size, found) = match self.info.ty {
+            GgmlType::F32 => {
+                ("element", 4, bytes.chunks_exact(4).position(|c| c[3] & 0x7f == 0x7f && c[2] & 0x80 == 0x80))
+            }
+            GgmlType::F16 => ("element", 2, bytes.chunks_exact(2).position(|c| c[1] & 0x7c == 0x7c)),
+            // The f16 `d` is bytes 0..2 and `m` bytes 2..4 of a block: the exponent is in the
+            // high byte of each.
+            GgmlType::Q4_1 => (
+                "block",
+                quant::BLOCK_Q4_1_BYTES,
+                bytes.chunks_exact(quant::BLOCK_Q4_1_BYTES).position(|b| b[1] & 0x7c == 0x7c || b[3] & 0x7c == 0x7c),
+            ),
+            GgmlType::Q8_0 => (
+                "block",
+                quant::BLOCK_Q8_0_BYTES,
+                bytes.chunks_exact(quant::BLOCK_Q8_0_BYTES).position(|b| b[1] & 0x7c == 0x7c),
+            ),
+            // `Gguf::tensor` hands out views of the four types above only.
+            _ => ("element", 1, None),
+        };
+        let Some(index) = found else { return Ok(()) };
+        let at = index * size;
+        let item = bytes.get(at..at + size).unwrap_or_default();
+        let f16_at = |i: usize| match item.get(i..i + 2) {
+            Some(&[lo, hi]) => u16::from_le_bytes([lo, hi]),
+            _ => 0,
+        };
+        let (field, within, value) = match self.info.ty {
+            GgmlType::F32 => {
+                let value = match *item {
+                    [a, b, c, d] => f32::from_le_bytes([a, b, c, d]),
+                    _ => f32::NAN,
+                };
+                ("value", 0, value)
+            }
+            GgmlType::F16 => ("value", 0, f16::f16_to_f32(f16_at(0))),
+            GgmlType::Q4_1 if f16_at(0) & F16_EXP != F16_EXP => ("minimum m", 2, f16::f16_to_f32(f16_at(2))),
+            _ => ("scale d", 0, f16::f16_to_f32(f16_at(0))),
+        };
+        Err(GgufError::NonFinite {
+            tensor: self.info.name.clone(),
+            ty: self.info.ty,
+            unit,
+            index: u64::try_from(index).unwrap_or(u64::MAX),
+            field,
+            value,
+            offset: self.start.saturating_add(u64::try_from(at + within).unwrap_or(u64::MAX)),
+        })
     }
 
     /// Elements per row (`dims()[0]`).

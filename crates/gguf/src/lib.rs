@@ -33,7 +33,7 @@ pub use parse::{
     ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS, MAX_TENSOR_NAME_BYTES, TensorInfo,
 };
 pub use quant::QuantError;
-pub use tiny::{TinyLlamaConfig, tiny_llama, write_tiny_llama};
+pub use tiny::{TinyLlamaConfig, tiny_llama, tiny_llama_writer, write_tiny_llama};
 pub use types::{BlockLayout, GgmlType};
 pub use value::{Array, MixedArray, Value, ValueType};
 pub use writer::{GgufWriter, WRITE_VERSION, WriteError};

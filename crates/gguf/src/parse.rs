@@ -367,18 +367,28 @@ fn check_tensor_data(
     data_offset: usize,
     file_len: usize,
 ) -> Result<(), GgufError> {
-    let data_start = u64::try_from(data_offset).unwrap_or(u64::MAX);
+    // Exact arithmetic: a usize and two u64 sum below 2^66, far inside u128.
+    let wide = |n: usize| u128::try_from(n).unwrap_or(u128::MAX);
     let mut spans = Vec::with_capacity(tensors.len());
     for t in tensors {
         if t.offset % u64::from(alignment) != 0 {
             return Err(GgufError::MisalignedTensor { tensor: t.name.clone(), offset: t.offset, alignment });
         }
-        let start = data_start.saturating_add(t.offset);
-        let end = start.saturating_add(t.byte_len.unwrap_or(0));
-        if usize::try_from(end).map_or(true, |end| end > file_len) {
-            return Err(GgufError::TensorOutOfBounds { tensor: t.name.clone(), start, end, file_len });
+        let len = t.byte_len.unwrap_or(0);
+        let start = wide(data_offset) + u128::from(t.offset);
+        let end = start + u128::from(len);
+        if end > wide(file_len) {
+            return Err(GgufError::TensorOutOfBounds {
+                tensor: t.name.clone(),
+                offset: t.offset,
+                len,
+                start,
+                end,
+                file_len,
+            });
         }
-        spans.push((t.offset, t.offset.saturating_add(t.byte_len.unwrap_or(0)), t));
+        // INVARIANT: the data lies inside the file, so offset + len fits u64.
+        spans.push((t.offset, t.offset.saturating_add(len), t));
     }
     spans.sort_by_key(|&(start, _, _)| start);
     for pair in spans.windows(2) {

@@ -207,6 +207,17 @@ impl SplitMix64 {
 /// dividing `dim`, kv heads not dividing heads, or zero layers.
 #[must_use]
 pub fn tiny_llama(config: &TinyLlamaConfig) -> Vec<u8> {
+    tiny_llama_writer(config).to_bytes()
+}
+
+/// [`tiny_llama`] before it is written: a writer holding its metadata and tensors, so that a
+/// test can change one key ([`GgufWriter::set`], [`GgufWriter::remove`]) or one tensor
+/// ([`GgufWriter::tensor_data_mut`], [`GgufWriter::remove_tensor`]) and write the result.
+///
+/// # Panics
+/// As [`tiny_llama`].
+#[must_use]
+pub fn tiny_llama_writer(config: &TinyLlamaConfig) -> GgufWriter {
     let c = config;
     assert!(c.n_layers > 0, "tiny llama needs at least one layer");
     assert!(c.dim.is_multiple_of(32) && c.dim > 0, "dim {} is not a positive multiple of 32", c.dim);
@@ -224,7 +235,7 @@ pub fn tiny_llama(config: &TinyLlamaConfig) -> Vec<u8> {
     // well-formed by the asserts above, so the writer cannot refuse them.
     add_metadata(&mut w, c, &vocab).expect("tiny llama metadata is well-formed");
     add_tensors(&mut w, c, &vocab).expect("tiny llama tensors are well-formed");
-    w.to_bytes()
+    w
 }
 
 /// Writes [`tiny_llama`]'s bytes to `path`.

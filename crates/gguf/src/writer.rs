@@ -142,6 +142,63 @@ impl GgufWriter {
         Ok(self)
     }
 
+    /// Sets `key` to `value`: in place when the key is already there (its position in the file
+    /// kept), added at the end otherwise. The same rules as [`GgufWriter::add`] apply to the value.
+    ///
+    /// # Errors
+    /// [`WriteError::BadAlignment`], [`WriteError::ArrayTooDeep`].
+    pub fn set(&mut self, key: impl Into<String>, value: Value) -> Result<&mut Self, WriteError> {
+        let key = key.into();
+        let Some(i) = self.metadata.iter().position(|(k, _)| *k == key) else {
+            return self.add(key, value);
+        };
+        if array_depth(&value) > MAX_ARRAY_DEPTH {
+            return Err(WriteError::ArrayTooDeep { key, limit: MAX_ARRAY_DEPTH });
+        }
+        if key == ALIGNMENT_KEY {
+            match value {
+                Value::U32(a) if a.is_power_of_two() => self.alignment = Some(a),
+                ref other => return Err(WriteError::BadAlignment { found: format!("{other:?}") }),
+            }
+        }
+        if let Some(slot) = self.metadata.get_mut(i) {
+            slot.1 = value;
+        }
+        Ok(self)
+    }
+
+    /// Removes `key`; its value, or `None` when it was not there.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        let i = self.metadata.iter().position(|(k, _)| k == key)?;
+        self.keys.remove(key);
+        if key == ALIGNMENT_KEY {
+            self.alignment = None;
+        }
+        Some(self.metadata.remove(i).1)
+    }
+
+    /// The value of `key`, if added.
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// Removes the tensor `name`; whether it was there.
+    pub fn remove_tensor(&mut self, name: &str) -> bool {
+        let Some(i) = self.tensors.iter().position(|t| t.name == name) else {
+            return false;
+        };
+        self.names.remove(name);
+        self.tensors.remove(i);
+        true
+    }
+
+    /// The encoded bytes of tensor `name`, to alter in place (their length is fixed by the
+    /// dimensions and type).
+    pub fn tensor_data_mut(&mut self, name: &str) -> Option<&mut [u8]> {
+        self.tensors.iter_mut().find(|t| t.name == name).map(|t| t.data.as_mut_slice())
+    }
+
     /// Adds a tensor of type F32, F16, Q4_1 or Q8_0 from its encoded bytes; `dims` row length
     /// first (ggml's `ne`).
     ///

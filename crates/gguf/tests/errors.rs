@@ -187,6 +187,23 @@ fn tensor_data_errors() {
     let err = Gguf::parse(r.data(127)).unwrap_err();
     assert!(matches!(err, GgufError::TensorOutOfBounds { start: 64, end: 192, file_len: 191, .. }), "{err}");
 
+    // An offset near 2^64: the real start and end, past u64, not a saturated range.
+    let offset = u64::MAX - 31;
+    let mut r = Raw::header(3, 1, 0);
+    r.tensor("far", &[32], 0, offset);
+    let err = Gguf::parse(r.data(128)).unwrap_err();
+    let start = 64 + u128::from(offset);
+    assert!(
+        matches!(&err, GgufError::TensorOutOfBounds { offset: o, len: 128, start: s, end: e, file_len: 192, .. }
+            if *o == offset && *s == start && *e == start + 128),
+        "{err}"
+    );
+    let message = err.to_string();
+    for part in ["\"far\"", &offset.to_string(), "size 128", &format!("{start}..{}", start + 128), "192 bytes"] {
+        assert!(message.contains(part), "{part}: {message}");
+    }
+    assert_eq!(start, 18_446_744_073_709_551_648, "2^64 - 32 + 64 = 2^64 + 32");
+
     let mut r = Raw::header(3, 2, 0);
     r.tensor("a", &[32], 0, 0).tensor("b", &[8], 0, 96);
     let err = Gguf::parse(r.data(256)).unwrap_err();
@@ -243,4 +260,93 @@ fn open_refuses_what_is_not_a_bounded_regular_file() {
     std::fs::remove_file(&huge).unwrap();
     assert!(matches!(&err, GgufError::Read(e @ infile::ReadError::TooLarge { .. }) if e.is_invalid_input()), "{err}");
     assert!(err.to_string().contains("GGUF model limit"), "{err}");
+}
+
+/// A file with one tensor of `ty` holding `data`, and the data's file offset.
+fn one_tensor(ty: GgmlType, elems: u64, data: &[u8]) -> (Gguf, usize) {
+    let mut w = gguf::GgufWriter::new();
+    w.add_tensor("w", &[elems], ty, data.to_vec()).unwrap();
+    let g = Gguf::parse(w.to_bytes()).unwrap();
+    let at = g.data_offset();
+    (g, at)
+}
+
+#[test]
+fn non_finite_weights_are_found_with_their_index() {
+    let f32s = |values: &[f32]| values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+    let (g, at) = one_tensor(GgmlType::F32, 4, &f32s(&[1.0, -2.0, f32::NAN, f32::INFINITY]));
+    let err = g.tensor("w").unwrap().check_finite().unwrap_err();
+    assert!(
+        matches!(&err, GgufError::NonFinite { unit: "element", index: 2, field: "value", offset, value, .. }
+            if *offset == u64::try_from(at + 8).unwrap() && value.is_nan()),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("tensor \"w\" (F32): value of element 2 at byte offset {} is NaN; weights must be finite", at + 8)
+    );
+    let (g, _) = one_tensor(GgmlType::F32, 4, &f32s(&[1.0, -2.0, 3.0, f32::MIN]));
+    g.tensor("w").unwrap().check_finite().unwrap();
+
+    // F16: 0x3c00 is 1.0, 0xfc00 is -inf.
+    let (g, _) = one_tensor(GgmlType::F16, 4, &[0x00, 0x3c, 0x00, 0x3c, 0x00, 0x3c, 0x00, 0xfc]);
+    let err = g.tensor("w").unwrap().check_finite().unwrap_err();
+    assert!(
+        matches!(&err, GgufError::NonFinite { unit: "element", index: 3, value, .. } if *value == f32::NEG_INFINITY),
+        "{err}"
+    );
+
+    // Q4_1: two blocks; the second's minimum is NaN (0x7e00), its quants anything.
+    let mut q = gguf::quant::quantize(GgmlType::Q4_1, &[0.5; 64]).unwrap();
+    g_ok(GgmlType::Q4_1, 64, &q);
+    q[20 + 2..20 + 4].copy_from_slice(&0x7e00u16.to_le_bytes());
+    let (g, at) = one_tensor(GgmlType::Q4_1, 64, &q);
+    let err = g.tensor("w").unwrap().check_finite().unwrap_err();
+    assert!(
+        matches!(&err, GgufError::NonFinite { unit: "block", index: 1, field: "minimum m", offset, .. }
+            if *offset == u64::try_from(at + 22).unwrap()),
+        "{err}"
+    );
+    assert!(err.to_string().contains("minimum m of block 1"), "{err}");
+
+    // Q8_0: the first block's scale is +inf.
+    let mut q = gguf::quant::quantize(GgmlType::Q8_0, &[0.5; 64]).unwrap();
+    g_ok(GgmlType::Q8_0, 64, &q);
+    q[..2].copy_from_slice(&0x7c00u16.to_le_bytes());
+    let (g, _) = one_tensor(GgmlType::Q8_0, 64, &q);
+    let err = g.tensor("w").unwrap().check_finite().unwrap_err();
+    assert!(
+        matches!(&err, GgufError::NonFinite { unit: "block", index: 0, field: "scale d", value, .. } if *value == f32::INFINITY),
+        "{err}"
+    );
+}
+
+fn g_ok(ty: GgmlType, elems: u64, data: &[u8]) {
+    let (g, _) = one_tensor(ty, elems, data);
+    g.tensor("w").unwrap().check_finite().unwrap();
+}
+
+#[test]
+fn the_writer_sets_and_removes_keys_and_tensors() {
+    let config = gguf::TinyLlamaConfig::default();
+    let mut w = gguf::tiny_llama_writer(&config);
+    assert_eq!(w.to_bytes(), gguf::tiny_llama(&config));
+    let keys = |g: &Gguf| g.metadata().map(|(k, _)| k.to_owned()).collect::<Vec<_>>();
+    let before = keys(&Gguf::parse(w.to_bytes()).unwrap());
+    w.set("llama.context_length", gguf::Value::U32(7)).unwrap();
+    w.set("added.key", gguf::Value::Bool(true)).unwrap();
+    assert_eq!(w.remove("general.name"), Some(gguf::Value::String("Redline Tiny Llama".into())));
+    assert!(w.remove("general.name").is_none());
+    assert!(w.remove_tensor("output_norm.weight"));
+    w.tensor_data_mut("blk.0.attn_norm.weight").unwrap()[..4].copy_from_slice(&2.5f32.to_le_bytes());
+    let g = Gguf::parse(w.to_bytes()).unwrap();
+    assert_eq!(g.u32("llama.context_length").unwrap(), 7);
+    assert!(g.bool("added.key").unwrap());
+    assert!(g.get("general.name").is_none());
+    assert!(g.tensor_info("output_norm.weight").is_none());
+    assert_eq!(g.tensor("blk.0.attn_norm.weight").unwrap().to_f32().unwrap()[0], 2.5);
+    let mut expected: Vec<String> = before.into_iter().filter(|k| k != "general.name").collect();
+    expected.push("added.key".into());
+    assert_eq!(keys(&g), expected, "a set key keeps its place");
+    assert!(w.set("general.alignment", gguf::Value::U32(3)).is_err());
 }

@@ -54,9 +54,19 @@ impl ChatTemplate {
         if template == PLAIN_CHATML {
             return Ok(Self::ChatMl { default_system: None });
         }
+        let mut offset = [SMOLLM2_CHATML, PLAIN_CHATML]
+            .map(|known| matched_len(template_text, known))
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        while !template_text.is_char_boundary(offset) {
+            offset -= 1;
+        }
         Err(ChatTemplateError::Unrecognised {
             len: template_text.len(),
             prefix: template_text.chars().take(48).collect(),
+            offset,
+            found: template_text.get(offset..).unwrap_or_default().chars().take(32).collect(),
         })
     }
 
@@ -137,6 +147,24 @@ impl Part {
 #[derive(Debug, Default)]
 struct Parts(Vec<Part>);
 
+/// How many leading bytes of `template` agree with `known`, the escape `\n` in `template`
+/// agreeing with a newline in `known` (as [`ChatTemplate::from_gguf_template`] reads it).
+fn matched_len(template: &str, known: &str) -> usize {
+    let (t, k) = (template.as_bytes(), known.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    while let (Some(&a), Some(&b)) = (t.get(i), k.get(j)) {
+        if a == b {
+            i += 1;
+        } else if b == b'\n' && t.get(i..i + 2) == Some(b"\\n".as_slice()) {
+            i += 2;
+        } else {
+            break;
+        }
+        j += 1;
+    }
+    i
+}
+
 impl Parts {
     fn marker(&mut self, marker: &'static str) {
         self.0.push(Part::Marker(marker));
@@ -158,9 +186,30 @@ mod tests {
     #[test]
     fn unrecognised_is_error() {
         let err = ChatTemplate::from_gguf_template("{{ messages }}").unwrap_err();
-        assert!(matches!(err, ChatTemplateError::Unrecognised { len: 14, .. }));
+        assert!(matches!(err, ChatTemplateError::Unrecognised { len: 14, offset: 1, .. }), "{err}");
         let near = SMOLLM2_CHATML.replace("SmolLM", "SmolLN");
-        assert!(ChatTemplate::from_gguf_template(&near).is_err());
+        let err = ChatTemplate::from_gguf_template(&near).unwrap_err();
+        let at = SMOLLM2_CHATML.find("SmolLM").unwrap() + 5;
+        assert!(
+            matches!(&err, ChatTemplateError::Unrecognised { offset, found, .. } if *offset == at && found.starts_with("N, trained")),
+            "{err}"
+        );
+        assert!(err.to_string().contains(&format!("from byte offset {at} (\"N, trained")), "{err}");
+    }
+
+    #[test]
+    fn the_offset_counts_escaped_newlines_as_written() {
+        // Plain ChatML with `\n` escapes, broken just after its first escape.
+        let escaped = PLAIN_CHATML.replace('\n', "\\n");
+        let first = escaped.find("\\n").unwrap();
+        let broken = format!("{}XX{}", &escaped[..first + 2], &escaped[first + 2..]);
+        let err = ChatTemplate::from_gguf_template(&broken).unwrap_err();
+        assert!(matches!(&err, ChatTemplateError::Unrecognised { offset, .. } if *offset == first + 2), "{err}");
+        // A proper prefix departs where it ends.
+        let err = ChatTemplate::from_gguf_template(&PLAIN_CHATML[..40]).unwrap_err();
+        assert!(matches!(&err, ChatTemplateError::Unrecognised { offset: 40, found, .. } if found.is_empty()), "{err}");
+        let err = ChatTemplate::from_gguf_template("{% for message in messagés %}").unwrap_err();
+        assert!(matches!(&err, ChatTemplateError::Unrecognised { offset: 24, found, .. } if found == "és %}"), "{err}");
     }
 
     #[test]

@@ -80,6 +80,16 @@ pub enum TokenizerError {
         /// The missing token string.
         token: String,
     },
+    /// The same merge appears twice (a merge's rank is its one position in the list).
+    #[error("merge {index} {merge:?} duplicates merge {first}")]
+    DuplicateMerge {
+        /// Index of the second occurrence.
+        index: usize,
+        /// Index of the first occurrence.
+        first: usize,
+        /// The merge line.
+        merge: String,
+    },
     /// A special token id (bos, eos, ...) is out of range.
     #[error("{name} id {id} is out of range for a vocabulary of {vocab_size} tokens")]
     SpecialIdOutOfRange {
@@ -106,12 +116,20 @@ pub enum TokenizerError {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ChatTemplateError {
     /// The template is not one this crate recognises; nothing is guessed.
-    #[error("unrecognised chat template ({len} bytes, starts {prefix:?}); supported: ChatML")]
+    #[error(
+        "unrecognised chat template ({len} bytes, starts {prefix:?}): from byte offset {offset} ({found:?}) it \
+         matches no supported template (ChatML)"
+    )]
     Unrecognised {
         /// Length of the template in bytes.
         len: usize,
         /// Its first characters, for the message.
         prefix: String,
+        /// The byte offset in the template where it departs from the supported template it
+        /// follows furthest (its length when it is a proper prefix of one).
+        offset: usize,
+        /// The template's first characters from `offset` on.
+        found: String,
     },
 }
 

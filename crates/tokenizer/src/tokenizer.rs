@@ -340,7 +340,7 @@ fn id_index(id: u32) -> usize {
 }
 
 fn build_merges(lines: &[String], ids: &HashMap<String, u32>) -> Result<MergeTable, TokenizerError> {
-    let mut merges = HashMap::with_capacity(lines.len());
+    let mut merges: MergeTable = HashMap::with_capacity(lines.len());
     for (index, line) in lines.iter().enumerate() {
         let malformed = || TokenizerError::MalformedMerge { index, merge: line.clone() };
         let (a, b) = line.split_once(' ').ok_or_else(malformed)?;
@@ -357,8 +357,13 @@ fn build_merges(lines: &[String], ids: &HashMap<String, u32>) -> Result<MergeTab
         let merged = format!("{a}{b}");
         let (left, right, result) = (lookup(a)?, lookup(b)?, lookup(&merged)?);
         let rank = u32::try_from(index).map_err(|_| malformed())?;
-        // A repeated merge keeps its first (highest-priority) rank.
-        merges.entry((left, right)).or_insert((rank, result));
+        // A merge is its line split at the only space, so one pair of ids is one line: a pair
+        // already present is the same line again.
+        if let Some(&(first, _)) = merges.get(&(left, right)) {
+            let first = usize::try_from(first).unwrap_or(usize::MAX);
+            return Err(TokenizerError::DuplicateMerge { index, first, merge: line.clone() });
+        }
+        merges.insert((left, right), (rank, result));
     }
     Ok(merges)
 }

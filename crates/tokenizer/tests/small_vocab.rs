@@ -122,6 +122,14 @@ fn malformed_vocabularies_name_the_index() {
         TokenizerError::MergeTokenMissing { index: 11, token, .. } if token == "xy"
     ));
 
+    // A merge listed twice: its rank would be ambiguous.
+    let mut v = small_vocab();
+    let again = v.merges[3].clone();
+    v.merges.push(again.clone());
+    let err = Tokenizer::new(v, "gpt2").unwrap_err();
+    assert_eq!(err, TokenizerError::DuplicateMerge { index: 11, first: 3, merge: again.clone() });
+    assert_eq!(err.to_string(), format!("merge 11 {again:?} duplicates merge 3"));
+
     let mut v = small_vocab();
     v.merges.push("xy".to_owned());
     assert!(matches!(Tokenizer::new(v, "gpt2").unwrap_err(), TokenizerError::MalformedMerge { index: 11, .. }));

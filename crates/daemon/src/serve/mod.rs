@@ -58,7 +58,11 @@ use worker::{LoadSpec, WorkerModel};
 /// arrival order; a full queue answers 503 with Retry-After. A client that disconnects cancels
 /// its generation. SIGINT/SIGTERM stop accepting, finish every request, and exit 0.
 /// The first line on standard output is `listening on http://HOST:PORT`.
-/// Exit codes: 0 after a signal, 1 the model or device failed to load, 2 usage or I/O.
+/// Each model file is checked at startup as `redline generate` checks it (GGUF structure,
+/// hyperparameters, vocabulary sizes, tokenizer, finite weights); a model whose chat template is
+/// missing or not ChatML is served with a warning, its chat completions answering 400.
+/// Exit codes: 0 after a signal; 1 the input is invalid (a model file, naming the key or tensor
+/// and the value) or the device failed to load it; 2 usage or I/O.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -112,15 +116,16 @@ struct Opened {
 
 /// Why a served model could not be opened.
 enum OpenFailure {
-    /// A usage or I/O error (exit 2).
-    Usage(anyhow::Error),
+    /// An error whose chain says its exit code ([`crate::exit`]): usage or I/O (exit 2), or a
+    /// model file that is invalid (exit 1).
+    Error(anyhow::Error),
     /// The model is unusable (exit 1): the message.
     Model(String),
 }
 
 impl From<anyhow::Error> for OpenFailure {
     fn from(error: anyhow::Error) -> Self {
-        Self::Usage(error)
+        Self::Error(error)
     }
 }
 
@@ -137,7 +142,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     for spec in &args.models {
         match open(args, spec, &opened) {
             Ok(model) => opened.push(model),
-            Err(OpenFailure::Usage(error)) => return Err(error),
+            Err(OpenFailure::Error(error)) => return Err(error),
             Err(OpenFailure::Model(message)) => {
                 eprintln!("redline: --model {spec}: {message}");
                 return Ok(ExitCode::from(1));
@@ -172,14 +177,15 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Opens `--model spec`: resolves it, refuses an id one of `earlier` serves, checks the limits
-/// against its context, reads its tokenizer, chat template and llama parameters (so that a
-/// model that cannot load fails at startup, not at its first request) and hashes it.
+/// Opens `--model spec`: resolves it, checks its llama parameters, refuses an id one of
+/// `earlier` serves, checks the limits against its context, reads its tokenizer and chat
+/// template, checks its weights finite (so that a model that cannot load fails at startup, not
+/// at the first request that switches to it) and hashes it.
 fn open(args: &Args, spec: &str, earlier: &[Opened]) -> Result<Opened, OpenFailure> {
-    let ModelFile { resolved, file, context } = args.session.open_model(spec)?;
+    let ModelFile { resolved, file, params, context } = args.session.open_model(spec)?;
     let id = resolved.entry.map_or_else(|| catalog::path_id(&resolved.path), |entry| entry.alias.to_owned());
     if let Some(other) = earlier.iter().find(|o| o.offered.model.id == id) {
-        return Err(OpenFailure::Usage(anyhow::anyhow!(
+        return Err(OpenFailure::Error(anyhow::anyhow!(
             "--model {} and --model {spec} are both served as '{id}': each served model needs its own id \
              (its alias, or its file name without .gguf)",
             other.spec
@@ -187,7 +193,7 @@ fn open(args: &Args, spec: &str, earlier: &[Opened]) -> Result<Opened, OpenFailu
     }
     let limits = limits(args, context).with_context(|| format!("--model {spec}"))?;
     let tokenizer = engine::model::tokenizer_from_gguf(&file).map_err(|e| OpenFailure::Model(e.to_string()))?;
-    engine::model::LlamaParams::from_gguf(&file).map_err(|e| OpenFailure::Model(e.to_string()))?;
+    params.check_weights(&file).map_err(|e| OpenFailure::Model(e.to_string()))?;
     let template = chat_template(&id, &file);
     let sha256 = crate::model_args::model_sha256(&resolved)?;
     let path = resolved.path.display().to_string();
@@ -238,19 +244,26 @@ fn limits(args: &Args, context: u32) -> Result<Limits> {
     Ok(Limits { prompt_tokens, max_tokens, context })
 }
 
-/// Model `id`'s chat template, or `None` (its chat completions then answer 400) with a warning.
+/// Model `id`'s chat template, or `None` (its chat completions then answer 400) with a warning
+/// naming the key and why: absent, not a string, or not a template this build renders (with the
+/// byte offset where it departs from the supported ones). Such a model is still served for
+/// completions.
 fn chat_template(id: &str, file: &gguf::Gguf) -> Option<ChatTemplate> {
-    let template = file.get("tokenizer.chat_template").and_then(|_| file.str("tokenizer.chat_template").ok());
-    let Some(template) = template else {
-        eprintln!("warning: the model '{id}' has no chat template; /v1/chat/completions will answer 400 for it");
-        return None;
+    const KEY: &str = "tokenizer.chat_template";
+    let unusable = |why: &dyn std::fmt::Display| {
+        eprintln!("warning: the model '{id}'{why}; /v1/chat/completions will answer 400 for it");
+        None
+    };
+    if file.get(KEY).is_none() {
+        return unusable(&format!(" has no chat template ({KEY})"));
+    }
+    let template = match file.str(KEY) {
+        Ok(template) => template,
+        Err(error) => return unusable(&format!(": {error}")),
     };
     match ChatTemplate::from_gguf_template(template) {
         Ok(template) => Some(template),
-        Err(error) => {
-            eprintln!("warning: the model '{id}': {error}; /v1/chat/completions will answer 400 for it");
-            None
-        }
+        Err(error) => unusable(&format!(": {KEY}: {error}")),
     }
 }
 

@@ -16,7 +16,7 @@
 
 use gguf::Gguf;
 
-use super::params::LlamaParams;
+use super::params::{LlamaParams, ParamsError};
 use hal::Device;
 use kernarg_abi::layout::ArgValue;
 
@@ -37,6 +37,38 @@ const RMSNORM_BLOCK: u16 = 256;
 const LINEAR_BLOCK: u16 = 64;
 /// Prompt tokens per batched prefill pass ([`Llama::prefill_chunk`]).
 pub const PREFILL_CHUNK: u32 = 128;
+
+/// Why [`Llama::load_model`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file is not a llama model this adapter can run, or holds invalid values.
+    #[error(transparent)]
+    Model(#[from] ParamsError),
+    /// The context asked for, or the device.
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+}
+
+impl From<LoadError> for WorkloadError {
+    fn from(error: LoadError) -> Self {
+        match error {
+            LoadError::Model(e) => Self::Init(e.to_string()),
+            LoadError::Workload(e) => e,
+        }
+    }
+}
+
+impl From<hal::AllocateError> for LoadError {
+    fn from(error: hal::AllocateError) -> Self {
+        Self::Workload(error.into())
+    }
+}
+
+impl From<hal::TransferError> for LoadError {
+    fn from(error: hal::TransferError) -> Self {
+        Self::Workload(error.into())
+    }
+}
 
 /// One weight tensor on the device.
 #[derive(Clone, Copy, Debug)]
@@ -177,21 +209,33 @@ pub struct Llama {
 
 impl Llama {
     /// Uploads the model's weights to `device`, loads the kernels and allocates the activations
-    /// and a KV cache of `context` positions.
+    /// and a KV cache of `context` positions ([`Llama::load_model`], its errors as
+    /// [`WorkloadError`]s).
     ///
     /// # Errors
-    /// [`WorkloadError::Init`] for an unsupported model or context; device errors.
+    /// [`WorkloadError::Init`] for an unsupported or invalid model or context; device errors.
     pub fn load(device: &mut dyn Device, file: &Gguf, context: u32) -> Result<Self, WorkloadError> {
-        let params = LlamaParams::from_gguf(file).map_err(|e| WorkloadError::Init(e.to_string()))?;
+        Self::load_model(device, file, context).map_err(WorkloadError::from)
+    }
+
+    /// [`Llama::load`], telling a fault of the file ([`LoadError::Model`]: its hyperparameters,
+    /// tensors or weights, see [`LlamaParams::from_gguf`]; every weight is checked finite as it
+    /// is uploaded) from the rest ([`LoadError::Workload`]: the context asked for, the device).
+    ///
+    /// # Errors
+    /// [`LoadError`].
+    pub fn load_model(device: &mut dyn Device, file: &Gguf, context: u32) -> Result<Self, LoadError> {
+        let params = LlamaParams::from_gguf(file)?;
         if context == 0 || context > params.context_train {
-            return Err(WorkloadError::Init(format!(
+            return Err(LoadError::Workload(WorkloadError::Init(format!(
                 "context {context} is outside 1..={} (llama.context_length)",
                 params.context_train
-            )));
+            ))));
         }
         let kernels = load_kernels(device)?;
-        let upload = |device: &mut dyn Device, name: &str| -> Result<Weight, WorkloadError> {
-            let view = file.tensor(name).map_err(|e| WorkloadError::Init(e.to_string()))?;
+        let upload = |device: &mut dyn Device, name: &str| -> Result<Weight, LoadError> {
+            let view = file.tensor(name).map_err(ParamsError::Metadata)?;
+            view.check_finite().map_err(ParamsError::Weights)?;
             let bytes = view.bytes();
             let allocation = device.allocate(u64::try_from(bytes.len()).unwrap_or(u64::MAX))?;
             device.write(allocation.va, bytes)?;

@@ -4,7 +4,7 @@
 pub mod llama;
 pub mod params;
 
-pub use llama::{KvCacheLayout, Llama, PREFILL_CHUNK, rope_table};
+pub use llama::{KvCacheLayout, Llama, LoadError, PREFILL_CHUNK, rope_table};
 pub use params::{LlamaParams, ParamsError};
 pub mod session;
 

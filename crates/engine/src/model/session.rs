@@ -6,9 +6,9 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use gguf::Gguf;
-use tokenizer::{Decoder, Sampler, SamplerConfig, StopMatcher, Tokenizer, Vocab};
+use tokenizer::{Decoder, Sampler, SamplerConfig, StopMatcher, Tokenizer, TokenizerError, Vocab};
 
-use super::Llama;
+use super::{Llama, LoadError, ParamsError};
 use crate::admission::AdmissionDecision;
 use crate::funnel::Funnel;
 use crate::replay::{ForwardError, ReplayConfig, ReplayController, RouteProof, Step};
@@ -24,9 +24,15 @@ pub enum SessionError {
     /// The tokenizer metadata is missing or invalid.
     #[error("tokenizer: {0}")]
     Tokenizer(String),
+    /// The model file is not a llama model this adapter can run, or holds invalid values
+    /// (hyperparameters, tensor shapes, the vocabulary size, non-finite weights).
+    // Neither this nor `Load` is a `source`: the message holds it already, and a chain printed
+    // whole would say it twice.
+    #[error("loading the model: {0}")]
+    Model(ParamsError),
     /// Loading the model onto the device.
     #[error("loading the model: {0}")]
-    Load(#[from] WorkloadError),
+    Load(WorkloadError),
     /// A forward failed.
     #[error(transparent)]
     Forward(#[from] ForwardError),
@@ -48,10 +54,21 @@ pub enum SessionError {
     EmptyPrompt,
 }
 
+impl SessionError {
+    /// Whether the error is a fault of the model file (its tokenizer metadata, hyperparameters,
+    /// tensors or weights), as opposed to the device, the request or a forward.
+    #[must_use]
+    pub const fn is_invalid_input(&self) -> bool {
+        matches!(self, Self::Tokenizer(_) | Self::Model(_))
+    }
+}
+
 /// The tokenizer the GGUF's metadata describes.
 ///
 /// # Errors
-/// [`SessionError::Tokenizer`] naming the key or the vocabulary problem.
+/// [`SessionError::Tokenizer`] naming the key and the vocabulary problem. An optional key
+/// (`tokenizer.ggml.unknown_token_id`, `tokenizer.ggml.padding_token_id`, `tokenizer.ggml.pre`)
+/// may be absent, but not present with another type.
 pub fn tokenizer_from_gguf(file: &Gguf) -> Result<Tokenizer, SessionError> {
     let err = |e: &dyn std::fmt::Display| SessionError::Tokenizer(e.to_string());
     let model = file.str("tokenizer.ggml.model").map_err(|e| err(&e))?;
@@ -61,18 +78,52 @@ pub fn tokenizer_from_gguf(file: &Gguf) -> Result<Tokenizer, SessionError> {
     let strings = |key: &str| -> Result<Vec<String>, SessionError> {
         Ok(file.string_array(key).map_err(|e| err(&e))?.into_iter().map(str::to_owned).collect())
     };
-    let optional = |key: &str| file.get(key).and_then(|_| file.u32(key).ok());
+    let optional = |key: &str| file.get(key).map(|_| file.u32(key).map_err(|e| err(&e))).transpose();
     let vocab = Vocab {
-        tokens: strings("tokenizer.ggml.tokens")?,
-        token_types: file.i32_array("tokenizer.ggml.token_type").map_err(|e| err(&e))?,
-        merges: strings("tokenizer.ggml.merges")?,
-        bos: file.u32("tokenizer.ggml.bos_token_id").map_err(|e| err(&e))?,
-        eos: file.u32("tokenizer.ggml.eos_token_id").map_err(|e| err(&e))?,
-        unk: optional("tokenizer.ggml.unknown_token_id"),
-        pad: optional("tokenizer.ggml.padding_token_id"),
+        tokens: strings(TOKENS)?,
+        token_types: file.i32_array(TOKEN_TYPES).map_err(|e| err(&e))?,
+        merges: strings(MERGES)?,
+        bos: file.u32(BOS).map_err(|e| err(&e))?,
+        eos: file.u32(EOS).map_err(|e| err(&e))?,
+        unk: optional(UNK)?,
+        pad: optional(PAD)?,
     };
-    let pre = file.get("tokenizer.ggml.pre").and_then(|_| file.str("tokenizer.ggml.pre").ok()).unwrap_or("default");
-    Tokenizer::new(vocab, pre).map_err(|e| err(&e))
+    let pre = match file.get(PRE) {
+        Some(_) => file.str(PRE).map_err(|e| err(&e))?,
+        None => "default",
+    };
+    Tokenizer::new(vocab, pre).map_err(|e| SessionError::Tokenizer(format!("{}: {e}", tokenizer_key(&e))))
+}
+
+const TOKENS: &str = "tokenizer.ggml.tokens";
+const TOKEN_TYPES: &str = "tokenizer.ggml.token_type";
+const MERGES: &str = "tokenizer.ggml.merges";
+const BOS: &str = "tokenizer.ggml.bos_token_id";
+const EOS: &str = "tokenizer.ggml.eos_token_id";
+const UNK: &str = "tokenizer.ggml.unknown_token_id";
+const PAD: &str = "tokenizer.ggml.padding_token_id";
+const PRE: &str = "tokenizer.ggml.pre";
+
+/// The metadata key a vocabulary error is about.
+fn tokenizer_key(error: &TokenizerError) -> &'static str {
+    match error {
+        TokenizerError::UnknownPreTokenizer { .. } => PRE,
+        TokenizerError::TypeCountMismatch { .. } | TokenizerError::UnsupportedTokenType { .. } => TOKEN_TYPES,
+        TokenizerError::VocabSize { .. }
+        | TokenizerError::EmptyToken { .. }
+        | TokenizerError::DuplicateToken { .. }
+        | TokenizerError::NotByteLevel { .. }
+        | TokenizerError::IdOutOfRange { .. } => TOKENS,
+        TokenizerError::MalformedMerge { .. }
+        | TokenizerError::MergeTokenMissing { .. }
+        | TokenizerError::DuplicateMerge { .. } => MERGES,
+        TokenizerError::SpecialIdOutOfRange { name, .. } => match *name {
+            "bos" => BOS,
+            "eos" => EOS,
+            "unk" => UNK,
+            _ => PAD,
+        },
+    }
 }
 
 /// What one generation asks for.
@@ -163,7 +214,7 @@ impl<D: Device> Session<D> {
         admission: AdmissionDecision,
     ) -> Result<Self, SessionError> {
         let tokenizer = tokenizer_from_gguf(file)?;
-        let model = Llama::load(&mut device, file, context)?;
+        let model = Llama::load_model(&mut device, file, context)?;
         let mut controller = ReplayController::new(config);
         controller.configure_model_default(admission.admitted);
         let prefill_chunk = model.prefill_chunk().max(1);
@@ -211,7 +262,7 @@ impl<D: Device> Session<D> {
         self.device.reset();
         self.funnel = Funnel::new(FUNNEL_CAPACITY);
         self.tokenizer = tokenizer_from_gguf(file)?;
-        self.model = Llama::load(&mut self.device, file, context)?;
+        self.model = Llama::load_model(&mut self.device, file, context)?;
         self.prefill_chunk = self.prefill_chunk.clamp(1, self.model.prefill_chunk().max(1));
         self.controller.configure_model_default(admission.admitted);
         self.admission = admission;
@@ -362,6 +413,21 @@ impl<D: Device> Session<D> {
             prefill_time,
             finish_reason,
         })
+    }
+}
+
+impl From<WorkloadError> for SessionError {
+    fn from(error: WorkloadError) -> Self {
+        Self::Load(error)
+    }
+}
+
+impl From<LoadError> for SessionError {
+    fn from(error: LoadError) -> Self {
+        match error {
+            LoadError::Model(e) => Self::Model(e),
+            LoadError::Workload(e) => Self::Load(e),
+        }
     }
 }
 
