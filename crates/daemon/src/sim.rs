@@ -6,19 +6,38 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use serde_json::json;
-use soft_device::bundle::{Bundle, RunError};
+use soft_device::bundle::{self, Bundle, RunError};
+
+// The limits `sim run --help` states.
+const _: () = assert!(
+    bundle::MANIFEST_BYTES_MAX == 16 << 20
+        && bundle::CODE_OBJECT_BYTES_MAX == 256 << 20
+        && bundle::DEVICE_BYTES_MAX == 1020 << 20
+);
 
 /// Work with the soft device.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Run an IB bundle (a directory with manifest.json) on the soft device.
     ///
-    /// Loads the bundle's code objects, regions, IB and AQL packets at exactly the VAs its
-    /// manifest gives, submits the packets, waits, and compares every `expected` region.
-    /// Exit codes: 0 success; 1 a device fault (queue, command processor, hazard, visibility,
-    /// effects) or an output mismatch, each named; 2 a bundle that cannot be read or set up.
+    /// Checks the whole bundle first: the manifest (format, arch, VAs, sizes, dtypes, patch-site
+    /// rules and places, expected results) and every file against it (present, a regular file
+    /// inside DIR even through symlinks, of its declared size). Then it loads the code objects,
+    /// regions, IB and AQL packets at exactly the VAs the manifest gives, submits the packets,
+    /// waits, and compares every `expected` region.
+    ///
+    /// Limits: manifest.json 16 MiB; a code object 256 MiB; the IB, the AQL file, a region's file
+    /// and an expected file exactly their declared sizes; regions, IB and AQL ring together at
+    /// most the soft device's memory budget (1020 MiB).
+    ///
+    /// Exit codes: 0 success; 1 an invalid bundle (manifest parse or validation error, a file of
+    /// the wrong size or over its limit, a path leaving the bundle, a code object that does not
+    /// load as described), a device fault (queue, command processor, hazard, visibility,
+    /// effects) or an output mismatch, each named; 2 usage or I/O (DIR missing or not a
+    /// directory, a file missing or unreadable, a path that is not a regular file).
     Run {
-        /// Print one JSON object instead of text.
+        /// Print one JSON object instead of text; a failure's `error` is `io` (exit 2), `bundle`,
+        /// `fault` or `mismatch` (exit 1).
         #[arg(long)]
         json: bool,
         /// The bundle directory.
@@ -48,7 +67,8 @@ pub fn run(command: &Command) -> Result<ExitCode> {
                 "signals": report.signals.iter().map(|(n, v)| json!({"region": n, "value": v})).collect::<Vec<_>>(),
             }),
         ),
-        Err(e @ RunError::Bundle(_)) => (2, json!({"ok": false, "error": "bundle", "message": e.to_string()})),
+        Err(e @ RunError::Bundle(_)) if e.is_io() => (2, json!({"ok": false, "error": "io", "message": e.to_string()})),
+        Err(e @ RunError::Bundle(_)) => (1, json!({"ok": false, "error": "bundle", "message": e.to_string()})),
         Err(e @ RunError::Fault(_)) => (1, json!({"ok": false, "error": "fault", "message": e.to_string()})),
         Err(e @ RunError::Mismatch(_)) => (1, json!({"ok": false, "error": "mismatch", "message": e.to_string()})),
     };

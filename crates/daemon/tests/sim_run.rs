@@ -1,7 +1,7 @@
 //! `redline sim run` on IB bundles: a dependent chain (fill → axpy → scale → block_sum) captured as
 //! a bundle for every target runs and matches the outputs of the ordinary path; each mutation of
-//! the IB or the AQL packet is detected with exit 1 and a message naming the fault; a bundle that
-//! cannot be set up exits 2.
+//! the IB or the AQL packet is detected with exit 1 and a message naming the fault; a missing
+//! bundle exits 2, an invalid manifest 1.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -397,14 +397,14 @@ fn every_mutation_is_detected_by_sim_run() {
 }
 
 #[test]
-fn unreadable_bundles_exit_2() {
+fn a_missing_bundle_exits_2_and_an_invalid_manifest_1() {
     let dir = scratch("missing");
     let out = sim_run(&dir);
     assert_eq!(out.status.code(), Some(2));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("manifest.json"), br#"{"format": "redline-ib-bundle/9"}"#).unwrap();
     let out = sim_run(&dir);
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("manifest.json"), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(&dir).ok();
 }
