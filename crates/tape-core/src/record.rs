@@ -81,7 +81,7 @@ pub struct Effect {
     pub allocation: AllocationId,
     /// First byte, relative to the allocation's start.
     pub offset_bytes: u64,
-    /// Length in bytes (0 touches nothing).
+    /// Length in bytes; at least 1 on a tape (a launch's checks refuse an empty effect).
     pub len_bytes: u64,
     /// Loads, stores or both.
     pub access: Access,

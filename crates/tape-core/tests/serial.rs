@@ -182,6 +182,32 @@ fn validation_covers_the_whole_tape() {
             launches: 3,
         })
     );
+    // The grid and effect bounds recording checks hold for a decoded tape too.
+    let max = u32::MAX;
+    assert_eq!(
+        with(&|d| d.launches[1].geometry.grid_work_items = [max; 3]),
+        TapeError::Launch {
+            index: 1,
+            error: LaunchError::GridTooLarge {
+                grid: [max; 3],
+                work_items: u128::from(max).pow(3),
+                limit: u64::from(max),
+            },
+        }
+    );
+    assert_eq!(
+        with(&|d| if let tape_core::Effects::Known(list) = &mut d.launches[2].effects {
+            list[1].len_bytes = 0;
+        }),
+        TapeError::Launch { index: 2, error: LaunchError::EffectEmpty { index: 1 } }
+    );
+    let message = with(&|d| {
+        if let tape_core::Effects::Known(list) = &mut d.launches[2].effects {
+            list[1].len_bytes = 0;
+        }
+    })
+    .to_string();
+    assert!(message.contains("launch 2: effect 1: len_bytes is 0"), "{message}");
     assert!(matches!(
         with(&|d| d.launches = vec![d.launches[0].clone(); 65_537]),
         TapeError::TooManyLaunches { count: 65_537, limit: 65_536 }
