@@ -124,7 +124,7 @@ fn binary_payload_errors() {
     assert!(matches!(Tape::from_binary(&bin[..bin.len() - 1]), Err(SerialError::Decode(_))));
     let mut trailing = bin.clone();
     trailing.extend_from_slice(&[0, 0, 0]);
-    assert_eq!(Tape::from_binary(&trailing), Err(SerialError::TrailingBytes { count: 3 }));
+    assert_eq!(Tape::from_binary(&trailing), Err(SerialError::TrailingBytes { count: 3, offset: bin.len() }));
 }
 
 #[test]
