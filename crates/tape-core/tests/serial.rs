@@ -238,6 +238,22 @@ fn json_input_is_strict() {
     extra_launch_field["launches"][0]["dims"] = 1.into();
     assert!(reject(extra_launch_field).contains("unknown field `dims`"));
 
+    // Unknown fields are refused at every depth, not only in the tape and its launches.
+    for (at, pointer) in [
+        ("/launches/0/geometry", "lds_bytes"),
+        ("/launches/1/lds", "extra"),
+        ("/launches/1/pointers/0", "size"),
+        ("/launches/2/effects/Known/0", "stride"),
+        ("/bindings/0", "comment"),
+        ("/bindings/1/kind/GridAxis", "min_workgroups"),
+        ("/external/0", "note"),
+    ] {
+        let mut extra = value.clone();
+        extra.pointer_mut(at).unwrap()[pointer] = 1.into();
+        let error = reject(extra);
+        assert!(error.contains(&format!("unknown field `{pointer}`")), "{at}: {error}");
+    }
+
     let mut odd = value.clone();
     odd["launches"][0]["kernarg"] = "abc".into();
     assert!(reject(odd).contains("hex string of odd length 3"));
