@@ -49,7 +49,9 @@ use tape_core::tape::Tape;
 #[derive(Debug, clap::Args)]
 #[command(after_help = examples_help())]
 pub struct Args {
-    /// A stored tape (JSON or the binary `RLTAPE` form).
+    /// A stored tape (JSON or the binary `RLTAPE` form): a regular file of at most 256 MiB
+    /// (a larger one exits with 1 before it is read), decoded and validated as `redline tape
+    /// show` does.
     #[arg(
         long,
         value_name = "FILE",
@@ -143,7 +145,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         // PANIC: clap requires --tape when neither --example nor --list-examples is given.
         let file = args.tape.as_ref().expect("--tape");
         source = file.display().to_string();
-        let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let bytes = crate::tape::read(file)?;
         crate::tape::load(&bytes).and_then(|tape| {
             let position = args.position.unwrap_or(tape.position());
             let options = ExportOptions { target, position, va_base };

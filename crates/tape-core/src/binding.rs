@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 /// How a bound value follows the position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum BindingKind {
     /// `u32` kernarg word at byte `offset` = `position + addend`.
     KernargU32 {
@@ -58,6 +59,7 @@ pub enum BindingKind {
 
 /// A named binding owned by one launch.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Binding {
     /// A name unique within the tape (`"layer3.attn.kv_len"`).
     pub name: String,

@@ -16,6 +16,7 @@ pub struct ArtifactId {
 
 /// Launch geometry, with the unit in every name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Geometry {
     /// Grid size in work-items per axis (as in the AQL packet's `grid_size_*`).
     pub grid_work_items: [u32; 3],
@@ -37,6 +38,7 @@ impl Geometry {
 
 /// LDS of one launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Lds {
     /// Static LDS from the kernel (`group_segment_fixed_size`), bytes.
     pub static_bytes: u32,
@@ -76,12 +78,13 @@ impl Access {
 
 /// One resolved effect: a byte range of one allocation and how the launch uses it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Effect {
     /// The allocation.
     pub allocation: AllocationId,
     /// First byte, relative to the allocation's start.
     pub offset_bytes: u64,
-    /// Length in bytes (0 touches nothing).
+    /// Length in bytes; at least 1 on a tape (a launch's checks refuse an empty effect).
     pub len_bytes: u64,
     /// Loads, stores or both.
     pub access: Access,
@@ -98,6 +101,7 @@ pub enum Effects {
 
 /// A pointer argument of the kernarg blob, resolved to an allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PointerArg {
     /// Byte offset of the 8-byte pointer in the kernarg blob.
     pub kernarg_offset: u32,

@@ -36,6 +36,9 @@ pub const SYMBOL_BYTES_MAX: usize = 4096;
 pub const EFFECTS_PER_LAUNCH_MAX: usize = 256;
 /// Largest work-group, in work-items: the upper bound of AMDGPU's `.max_flat_workgroup_size`.
 pub const WORKGROUP_WORK_ITEMS_MAX: u32 = 1024;
+/// Largest grid, in work-items over all three axes (the product `x * y * z`): what an HSA GPU
+/// agent reports as `HSA_ISA_INFO_GRID_MAX_SIZE`, 2^32 − 1. Each axis alone is a `u32` already.
+pub const GRID_WORK_ITEMS_MAX: u64 = (1 << 32) - 1;
 /// Largest static + dynamic LDS of a launch, bytes: what `COMPUTE_PGM_RSRC2.LDS_SIZE` (bits 23:15,
 /// 9 bits) can encode in 512-byte granules (reference §3).
 pub const LDS_BYTES_MAX: u32 = 0x1FF * 512;
@@ -69,6 +72,16 @@ pub enum LaunchError {
     ZeroWorkgroupAxis {
         /// 0 = x, 1 = y, 2 = z.
         axis: u8,
+    },
+    /// A grid of more work-items than [`GRID_WORK_ITEMS_MAX`] (the product of the three axes).
+    #[error("grid_work_items {grid:?} makes {work_items} work-items, above the limit of {limit}")]
+    GridTooLarge {
+        /// The recorded grid, work-items per axis.
+        grid: [u32; 3],
+        /// Product of the three axes.
+        work_items: u128,
+        /// [`GRID_WORK_ITEMS_MAX`].
+        limit: u64,
     },
     /// A work-group above [`WORKGROUP_WORK_ITEMS_MAX`].
     #[error("work-group of {work_items} work-items exceeds the maximum of {limit}")]
@@ -183,6 +196,13 @@ pub enum LaunchError {
         /// `len_bytes`.
         len_bytes: u64,
     },
+    /// An effect of 0 bytes: it would order the launch against nothing, so a launch that does
+    /// touch the range would lose its waits.
+    #[error("effect {index}: len_bytes is 0, an effect covers at least 1 byte")]
+    EffectEmpty {
+        /// Index in the launch's effect list.
+        index: usize,
+    },
     /// An effect on an allocation none of the launch's pointers points into (effects are
     /// resolved against the launch's pointers).
     #[error("effect {index} names allocation {allocation}, which no pointer of the launch points into")]
@@ -195,8 +215,10 @@ pub enum LaunchError {
 }
 
 /// Checks what a launch record must satisfy on its own, without its kernel's layout: wave size,
-/// geometry, LDS, symbol, blob size, pointer slots (8-byte aligned, inside the blob, sorted,
-/// distinct, non-null) and effects (bounded, no overflow, on allocations the launch points into).
+/// geometry (no zero axis, at most [`GRID_WORK_ITEMS_MAX`] work-items in the grid and
+/// [`WORKGROUP_WORK_ITEMS_MAX`] in a work-group), LDS, symbol, blob size, pointer slots (8-byte
+/// aligned, inside the blob, sorted, distinct, non-null) and effects (bounded in number, each at
+/// least 1 byte long, no overflow, on allocations the launch points into).
 ///
 /// # Errors
 /// The first [`LaunchError`] found.
@@ -220,6 +242,11 @@ fn check_shape(launch: &LaunchRecord) -> Result<(), LaunchError> {
         if workgroup == 0 {
             return Err(LaunchError::ZeroWorkgroupAxis { axis });
         }
+    }
+    let grid = geometry.grid_work_items;
+    let grid_work_items = grid.iter().map(|&g| u128::from(g)).product::<u128>();
+    if grid_work_items > u128::from(GRID_WORK_ITEMS_MAX) {
+        return Err(LaunchError::GridTooLarge { grid, work_items: grid_work_items, limit: GRID_WORK_ITEMS_MAX });
     }
     let work_items = geometry.workgroup_work_items.iter().map(|&w| u64::from(w)).product::<u64>();
     if work_items > u64::from(WORKGROUP_WORK_ITEMS_MAX) {
@@ -281,6 +308,9 @@ fn check_effects(launch: &LaunchRecord) -> Result<(), LaunchError> {
     }
     for (index, effect) in effects.iter().enumerate() {
         let (offset_bytes, len_bytes) = (effect.offset_bytes, effect.len_bytes);
+        if len_bytes == 0 {
+            return Err(LaunchError::EffectEmpty { index });
+        }
         if offset_bytes.checked_add(len_bytes).is_none() {
             return Err(LaunchError::EffectOverflow { index, offset_bytes, len_bytes });
         }

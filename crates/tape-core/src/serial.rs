@@ -8,9 +8,12 @@
 //! [`Tape::check_layouts`].)
 //!
 //! The binary form ([`Tape::to_binary`]) is [`TAPE_MAGIC`], [`TAPE_FORMAT_VERSION`] as `u16`
-//! little-endian, then the postcard encoding of the `TapeData`, and nothing after it. Decoding
-//! allocates at most in proportion to the input (postcard borrows byte strings from the input,
-//! serde caps pre-allocation), and no input makes it panic.
+//! little-endian, then the postcard encoding of the `TapeData`, and nothing after it. It is
+//! written with postcard and read back by a decoder of that exact layout ([`binary`] describes
+//! it) that tracks the field and the byte offset it is at, so a [`DecodeError`] says where the
+//! payload stops being a tape (`launches[3].kernarg: length 4096 at byte offset 812 runs past
+//! the end of the tape (900 bytes)`). Decoding allocates at most in proportion to the input, and
+//! no input makes it panic.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -22,6 +25,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::binding::Binding;
 use crate::record::{ArtifactId, Effects, Geometry, LaunchRecord, Lds, PointerArg};
 use crate::tape::{ExternalCount, Tape, TapeError};
+
+pub mod binary;
+
+pub use binary::{DecodeError, DecodeErrorKind, FieldPath, Segment};
 
 /// First bytes of every binary tape.
 pub const TAPE_MAGIC: [u8; 6] = *b"RLTAPE";
@@ -79,14 +86,16 @@ pub enum SerialError {
         /// [`TAPE_FORMAT_VERSION`].
         supported: u16,
     },
-    /// The payload is not a postcard-encoded [`TapeData`].
-    #[error("undecodable tape payload: {0}")]
-    Decode(postcard::Error),
+    /// The payload is not an encoded [`TapeData`]; the error names the field and byte offset.
+    #[error("{0}")]
+    Decode(DecodeError),
     /// Bytes after the payload.
-    #[error("{count} bytes after the tape payload")]
+    #[error("{count} bytes after the tape payload, from byte offset {offset}")]
     TrailingBytes {
         /// How many.
         count: usize,
+        /// Byte offset of the first of them.
+        offset: usize,
     },
     /// The payload decodes but is not a valid tape.
     #[error("invalid tape: {0}")]
@@ -120,8 +129,21 @@ impl Tape {
     ///
     /// # Errors
     /// [`SerialError`] for a short input, a bad magic, an unsupported version, an undecodable
-    /// payload, trailing bytes, or a payload that is not a valid tape.
+    /// payload (naming the field and byte offset), trailing bytes, or a payload that is not a
+    /// valid tape.
     pub fn from_binary(bytes: &[u8]) -> Result<Tape, SerialError> {
+        validate(TapeData::from_binary(bytes)?).map_err(SerialError::Invalid)
+    }
+}
+
+impl TapeData {
+    /// Decodes a binary tape into its plain data, without [`validate`] (for tools that show what
+    /// is wrong with a tape); [`Tape::from_binary`] is this and `validate`.
+    ///
+    /// # Errors
+    /// [`SerialError`] for a short input, a bad magic, an unsupported version, an undecodable
+    /// payload (naming the field and byte offset) or trailing bytes.
+    pub fn from_binary(bytes: &[u8]) -> Result<TapeData, SerialError> {
         let (Some(magic), Some(version)) = (bytes.get(..6), bytes.get(6..8)) else {
             return Err(SerialError::TooShort { len: bytes.len(), header_bytes: TAPE_HEADER_BYTES });
         };
@@ -134,12 +156,11 @@ impl Tape {
         if found != TAPE_FORMAT_VERSION {
             return Err(SerialError::Version { found, supported: TAPE_FORMAT_VERSION });
         }
-        let payload = &bytes[TAPE_HEADER_BYTES..];
-        let (data, rest) = postcard::take_from_bytes::<TapeData>(payload).map_err(SerialError::Decode)?;
-        if !rest.is_empty() {
-            return Err(SerialError::TrailingBytes { count: rest.len() });
+        let (data, end) = binary::decode(bytes, TAPE_HEADER_BYTES).map_err(SerialError::Decode)?;
+        if end < bytes.len() {
+            return Err(SerialError::TrailingBytes { count: bytes.len() - end, offset: end });
         }
-        validate(data).map_err(SerialError::Invalid)
+        Ok(data)
     }
 }
 

@@ -7,8 +7,8 @@ use kernarg_abi::layout::KERNARG_SEGMENT_MAX_BYTES;
 use recorder_fixture::*;
 use tape_core::recorder::{
     EFFECTS_PER_LAUNCH_MAX, EXTERNAL_LAUNCHES_MAX, EXTERNAL_NAME_BYTES_MAX, EXTERNAL_NAMES_MAX, ExternalError,
-    LDS_BYTES_MAX, LaunchError, Operation, RECORDER_CAPACITY_MAX, RecordError, Recorder, SYMBOL_BYTES_MAX,
-    WORKGROUP_WORK_ITEMS_MAX, check_launch,
+    GRID_WORK_ITEMS_MAX, LDS_BYTES_MAX, LaunchError, Operation, RECORDER_CAPACITY_MAX, RecordError, Recorder,
+    SYMBOL_BYTES_MAX, WORKGROUP_WORK_ITEMS_MAX, check_launch,
 };
 use tape_core::tape::{ExternalCount, TapeError};
 use tape_core::{Access, AllocationId, Effects, LaunchRecord};
@@ -283,6 +283,28 @@ fn wave_size_geometry_and_lds_are_checked() {
     // 1024 work-items is the maximum, accepted.
     let ok = with(&|l| l.geometry.workgroup_work_items = [256, 2, 2]);
     assert_eq!(check_launch(&ok), Ok(()));
+    // The grid: at most 2^32 - 1 work-items over all three axes, whatever each axis holds.
+    assert_eq!(GRID_WORK_ITEMS_MAX, u64::from(u32::MAX));
+    let max = u32::MAX;
+    expect_launch_error(
+        &f,
+        with(&|l| l.geometry.grid_work_items = [max; 3]),
+        LaunchError::GridTooLarge { grid: [max; 3], work_items: u128::from(max).pow(3), limit: GRID_WORK_ITEMS_MAX },
+    );
+    expect_launch_error(
+        &f,
+        with(&|l| l.geometry.grid_work_items = [1 << 16, 1, 1 << 16]),
+        LaunchError::GridTooLarge { grid: [1 << 16, 1, 1 << 16], work_items: 1 << 32, limit: GRID_WORK_ITEMS_MAX },
+    );
+    let at_limit = with(&|l| l.geometry.grid_work_items = [max, 1, 1]);
+    assert_eq!(check_launch(&at_limit), Ok(()));
+    let error = LaunchError::GridTooLarge { grid: [max; 3], work_items: u128::from(max).pow(3), limit: 4_294_967_295 };
+    let message = error.to_string();
+    for part in
+        ["grid_work_items [4294967295, 4294967295, 4294967295]", &u128::from(max).pow(3).to_string(), "4294967295"]
+    {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
     expect_launch_error(
         &f,
         with(&|l| l.lds = tape_core::Lds { static_bytes: 200_000, dynamic_bytes: 61_633 }),
@@ -342,8 +364,14 @@ fn effects_are_checked() {
         with(Effects::Known(vec![effect(ALLOC_Y, 0, 4, Access::Read); EFFECTS_PER_LAUNCH_MAX + 1])),
         LaunchError::TooManyEffects { count: 257, limit: 256 },
     );
-    // At the limit, zero-length and ending exactly at u64::MAX: accepted.
-    let mut ok = vec![effect(ALLOC_Y, 0, 0, Access::Read); EFFECTS_PER_LAUNCH_MAX - 1];
+    // An empty effect orders the launch against nothing: refused, by index.
+    expect_launch_error(
+        &a,
+        with(Effects::Known(vec![effect(ALLOC_Y, 0, 4, Access::Read), effect(ALLOC_X, 8, 0, Access::Write)])),
+        LaunchError::EffectEmpty { index: 1 },
+    );
+    // At the limit, one byte long and ending exactly at u64::MAX: accepted.
+    let mut ok = vec![effect(ALLOC_Y, 0, 1, Access::Read); EFFECTS_PER_LAUNCH_MAX - 1];
     ok.push(effect(ALLOC_X, u64::MAX - 4, 4, Access::Write));
     assert_eq!(check_launch(&with(Effects::Known(ok))), Ok(()));
     assert_eq!(check_launch(&with(Effects::Unknown)), Ok(()));

@@ -124,7 +124,7 @@ fn binary_payload_errors() {
     assert!(matches!(Tape::from_binary(&bin[..bin.len() - 1]), Err(SerialError::Decode(_))));
     let mut trailing = bin.clone();
     trailing.extend_from_slice(&[0, 0, 0]);
-    assert_eq!(Tape::from_binary(&trailing), Err(SerialError::TrailingBytes { count: 3 }));
+    assert_eq!(Tape::from_binary(&trailing), Err(SerialError::TrailingBytes { count: 3, offset: bin.len() }));
 }
 
 #[test]
@@ -182,6 +182,32 @@ fn validation_covers_the_whole_tape() {
             launches: 3,
         })
     );
+    // The grid and effect bounds recording checks hold for a decoded tape too.
+    let max = u32::MAX;
+    assert_eq!(
+        with(&|d| d.launches[1].geometry.grid_work_items = [max; 3]),
+        TapeError::Launch {
+            index: 1,
+            error: LaunchError::GridTooLarge {
+                grid: [max; 3],
+                work_items: u128::from(max).pow(3),
+                limit: u64::from(max),
+            },
+        }
+    );
+    assert_eq!(
+        with(&|d| if let tape_core::Effects::Known(list) = &mut d.launches[2].effects {
+            list[1].len_bytes = 0;
+        }),
+        TapeError::Launch { index: 2, error: LaunchError::EffectEmpty { index: 1 } }
+    );
+    let message = with(&|d| {
+        if let tape_core::Effects::Known(list) = &mut d.launches[2].effects {
+            list[1].len_bytes = 0;
+        }
+    })
+    .to_string();
+    assert!(message.contains("launch 2: effect 1: len_bytes is 0"), "{message}");
     assert!(matches!(
         with(&|d| d.launches = vec![d.launches[0].clone(); 65_537]),
         TapeError::TooManyLaunches { count: 65_537, limit: 65_536 }
@@ -211,6 +237,22 @@ fn json_input_is_strict() {
     let mut extra_launch_field = value.clone();
     extra_launch_field["launches"][0]["dims"] = 1.into();
     assert!(reject(extra_launch_field).contains("unknown field `dims`"));
+
+    // Unknown fields are refused at every depth, not only in the tape and its launches.
+    for (at, pointer) in [
+        ("/launches/0/geometry", "lds_bytes"),
+        ("/launches/1/lds", "extra"),
+        ("/launches/1/pointers/0", "size"),
+        ("/launches/2/effects/Known/0", "stride"),
+        ("/bindings/0", "comment"),
+        ("/bindings/1/kind/GridAxis", "min_workgroups"),
+        ("/external/0", "note"),
+    ] {
+        let mut extra = value.clone();
+        extra.pointer_mut(at).unwrap()[pointer] = 1.into();
+        let error = reject(extra);
+        assert!(error.contains(&format!("unknown field `{pointer}`")), "{at}: {error}");
+    }
 
     let mut odd = value.clone();
     odd["launches"][0]["kernarg"] = "abc".into();

@@ -1,12 +1,108 @@
 //! Property tests of tape serialization: random valid tapes round-trip through JSON and the
-//! binary form to an equal tape with an equal identity, and no input makes decoding panic.
+//! binary form to an equal tape with an equal identity, no input makes decoding panic, and the
+//! binary decoder reads exactly what postcard's deserializer reads (random plain data over the
+//! full range of every field, mutated and cut tapes, arbitrary payloads).
 
 mod recorder_fixture;
 
 use proptest::prelude::*;
 use recorder_fixture::*;
-use tape_core::serial::{TAPE_FORMAT_VERSION, TAPE_MAGIC, validate};
-use tape_core::tape::Tape;
+use tape_core::binding::{Binding, BindingKind};
+use tape_core::serial::{
+    DecodeError, DecodeErrorKind, SerialError, TAPE_FORMAT_VERSION, TAPE_MAGIC, TapeData, validate,
+};
+use tape_core::tape::{ExternalCount, Tape};
+use tape_core::{Access, AllocationId, ArtifactId, Effect, Effects, Geometry, LaunchRecord, Lds, PointerArg};
+
+/// What postcard's own deserializer makes of a binary tape's payload (the header is assumed
+/// intact): the data, if the whole payload is one `TapeData`.
+fn postcard_data(bin: &[u8]) -> Option<TapeData> {
+    let (data, rest) = postcard::take_from_bytes::<TapeData>(bin.get(8..)?).ok()?;
+    rest.is_empty().then_some(data)
+}
+
+/// The hand decoder and postcard agree on `bin` (a binary tape with an intact header): the same
+/// data, or both refuse; the decoder may refuse early only what validation refuses.
+fn agrees_with_postcard(bin: &[u8]) -> Result<(), TestCaseError> {
+    match (TapeData::from_binary(bin), postcard_data(bin)) {
+        (Ok(ours), Some(theirs)) => prop_assert_eq!(ours, theirs),
+        (Err(_), None) => {}
+        (Ok(ours), None) => prop_assert!(false, "decoded {ours:?}, postcard refuses"),
+        (
+            Err(SerialError::Decode(DecodeError {
+                kind: DecodeErrorKind::TooMany { .. } | DecodeErrorKind::PointersPastKernarg { .. },
+                ..
+            })),
+            Some(theirs),
+        ) => prop_assert!(validate(theirs).is_err(), "refused early, but the tape is valid"),
+        (Err(e), Some(_)) => prop_assert!(false, "refused ({e}), postcard decodes"),
+    }
+    Ok(())
+}
+
+fn arb_access() -> impl Strategy<Value = Access> {
+    prop_oneof![Just(Access::Read), Just(Access::Write), Just(Access::ReadWrite)]
+}
+
+/// Plain launch data, unchecked, every field over its whole range.
+fn arb_raw_launch() -> impl Strategy<Value = LaunchRecord> {
+    let effect =
+        (any::<u32>(), any::<u64>(), any::<u64>(), arb_access()).prop_map(|(a, offset_bytes, len_bytes, access)| {
+            Effect { allocation: AllocationId(a), offset_bytes, len_bytes, access }
+        });
+    let effects = prop_oneof![Just(Effects::Unknown), proptest::collection::vec(effect, 0..4).prop_map(Effects::Known)];
+    let pointer = (any::<u32>(), any::<u32>(), any::<u64>()).prop_map(|(kernarg_offset, a, offset_bytes)| PointerArg {
+        kernarg_offset,
+        allocation: AllocationId(a),
+        offset_bytes,
+    });
+    (
+        (any::<[u8; 32]>(), any::<String>(), proptest::collection::vec(any::<u8>(), 0..40)),
+        (any::<[u32; 3]>(), any::<[u16; 3]>(), any::<u32>(), any::<u32>(), any::<u8>()),
+        proptest::collection::vec(pointer, 0..4),
+        effects,
+    )
+        .prop_map(|((sha, symbol, kernarg), (grid, wg, lds_s, lds_d, wave), pointers, effects)| LaunchRecord {
+            artifact: ArtifactId { code_object_sha256: sha, symbol },
+            kernarg,
+            geometry: Geometry { grid_work_items: grid, workgroup_work_items: wg },
+            lds: Lds { static_bytes: lds_s, dynamic_bytes: lds_d },
+            wave_size: wave,
+            pointers,
+            effects,
+        })
+}
+
+fn arb_raw_binding() -> impl Strategy<Value = Binding> {
+    let kind = prop_oneof![
+        (any::<u32>(), any::<i64>()).prop_map(|(offset, addend)| BindingKind::KernargU32 { offset, addend }),
+        (any::<u8>(), any::<i64>(), any::<u32>(), any::<u32>()).prop_map(|(axis, addend, divisor, max_workgroups)| {
+            BindingKind::GridAxis { axis, addend, divisor, max_workgroups }
+        }),
+        (any::<u32>(), any::<u8>(), any::<i64>(), any::<u32>(), any::<u32>()).prop_map(
+            |(offset, axis, addend, divisor, max_workgroups)| BindingKind::KernargGridWorkgroups {
+                offset,
+                axis,
+                addend,
+                divisor,
+                max_workgroups
+            }
+        ),
+    ];
+    (any::<String>(), any::<u32>(), kind).prop_map(|(name, launch, kind)| Binding { name, launch, kind })
+}
+
+/// Plain tape data, unchecked (most of it is not a valid tape).
+fn arb_raw_data() -> impl Strategy<Value = TapeData> {
+    let external = (any::<String>(), any::<u32>()).prop_map(|(name, count)| ExternalCount { name, count });
+    (
+        any::<u32>(),
+        proptest::collection::vec(arb_raw_launch(), 0..4),
+        proptest::collection::vec(external, 0..3),
+        proptest::collection::vec(arb_raw_binding(), 0..3),
+    )
+        .prop_map(|(position, launches, external, bindings)| TapeData { position, launches, external, bindings })
+}
 
 fn with_header(payload: &[u8]) -> Vec<u8> {
     let mut out = TAPE_MAGIC.to_vec();
@@ -39,6 +135,18 @@ proptest! {
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
         let _ = Tape::from_binary(&bytes);
         let _ = Tape::from_binary(&with_header(&bytes));
+        agrees_with_postcard(&with_header(&bytes))?;
+    }
+
+    #[test]
+    fn raw_data_decodes_as_postcard_decodes_it(data in arb_raw_data(), cut in any::<prop::sample::Index>()) {
+        let bin = with_header(&postcard::to_allocvec(&data).unwrap());
+        let crowded = data.launches.iter().any(|l| l.pointers.len() > l.kernarg.len() / 8);
+        if !crowded {
+            prop_assert_eq!(TapeData::from_binary(&bin).unwrap(), data);
+        }
+        agrees_with_postcard(&bin)?;
+        agrees_with_postcard(&bin[..8 + cut.index(bin.len() - 7)])?;
     }
 
     #[test]
@@ -54,6 +162,9 @@ proptest! {
         }
         let _ = Tape::from_binary(&bin);
         let _ = Tape::from_binary(&bin[..cut.index(bin.len() + 1)]);
+        bin[..8].copy_from_slice(&with_header(&[]));
+        agrees_with_postcard(&bin)?;
+        agrees_with_postcard(&bin[..8 + cut.index(bin.len() - 7)])?;
     }
 
     #[test]
@@ -89,6 +200,9 @@ fn golden_binary_with_every_byte_flipped_never_panics() {
             let mut mutated = bin.clone();
             mutated[i] ^= bit;
             let _ = Tape::from_binary(&mutated);
+            if i >= 8 {
+                agrees_with_postcard(&mutated).unwrap();
+            }
         }
     }
 }

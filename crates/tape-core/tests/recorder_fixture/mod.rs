@@ -228,7 +228,7 @@ fn arb_launch() -> impl Strategy<Value = (LaunchRecord, Option<u32>, Option<(u32
         )
     });
     let effects = proptest::option::of(proptest::collection::vec(
-        (any::<prop::sample::Index>(), any::<u32>(), any::<u32>(), 0u8..3),
+        (any::<prop::sample::Index>(), any::<u32>(), 1u32..=u32::MAX, 0u8..3),
         0..4,
     ));
     let grid_binding = proptest::option::of((1u32..=64, 1u32..=128));
