@@ -50,12 +50,12 @@ pub const fn gib(n: u64) -> u64 {
 #[non_exhaustive]
 pub enum ReadError {
     /// The operating system refused to open, inspect or read the file.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The operating system's error.
-        source: std::io::Error,
+        /// The operating system's error (part of this error's message, so not its source).
+        error: std::io::Error,
     },
     /// The path names something other than a regular file (after following symlinks).
     #[error("{} is {kind}, not a regular file", path.display())]
@@ -95,13 +95,27 @@ impl ReadError {
         matches!(self, Self::TooLarge { .. } | Self::OutsideRoot { .. })
     }
 
+    /// The same error about `path` (the name a user or a manifest gave, rather than where its
+    /// symlinks lead); an [`OutsideRoot`](Self::OutsideRoot) error keeps both already.
+    #[must_use]
+    pub fn about(self, path: &Path) -> Self {
+        let path = path.to_owned();
+        match self {
+            Self::Io { error, .. } => Self::Io { path, error },
+            Self::NotRegular { kind, .. } => Self::NotRegular { path, kind },
+            Self::TooLarge { size, limit, .. } => Self::TooLarge { path, size, limit },
+            other @ Self::OutsideRoot { .. } => other,
+        }
+    }
+
     /// The file the error is about.
     #[must_use]
     pub fn path(&self) -> &Path {
         match self {
-            Self::Io { path, .. } | Self::NotRegular { path, .. } | Self::TooLarge { path, .. } | Self::OutsideRoot { path, .. } => {
-                path
-            }
+            Self::Io { path, .. }
+            | Self::NotRegular { path, .. }
+            | Self::TooLarge { path, .. }
+            | Self::OutsideRoot { path, .. } => path,
         }
     }
 }
@@ -131,7 +145,7 @@ fn kind(meta: &Metadata) -> &'static str {
 /// # Errors
 /// [`ReadError::Io`], [`ReadError::NotRegular`] or [`ReadError::TooLarge`].
 pub fn open(path: &Path, limit: Limit) -> Result<(File, u64), ReadError> {
-    let io = |source| ReadError::Io { path: path.to_owned(), source };
+    let io = |error| ReadError::Io { path: path.to_owned(), error };
     let file = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
@@ -158,7 +172,7 @@ fn read_opened(path: &Path, file: File, size: u64, limit: Limit) -> Result<Vec<u
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     file.take(limit.bytes.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
+        .map_err(|error| ReadError::Io { path: path.to_owned(), error })?;
     let read = bytes.len() as u64;
     if read > limit.bytes {
         return Err(ReadError::TooLarge { path: path.to_owned(), size: read, limit });
@@ -175,7 +189,7 @@ pub fn read_to_string(path: &Path, limit: Limit) -> Result<String, ReadError> {
     let bytes = read(path, limit)?;
     String::from_utf8(bytes).map_err(|e| ReadError::Io {
         path: path.to_owned(),
-        source: std::io::Error::new(
+        error: std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("not UTF-8 text at byte offset {}", e.utf8_error().valid_up_to()),
         ),
@@ -191,8 +205,8 @@ pub fn read_to_string(path: &Path, limit: Limit) -> Result<String, ReadError> {
 /// [`ReadError::OutsideRoot`] when it leaves `root`.
 pub fn resolve_inside(root: &Path, relative: &Path) -> Result<(PathBuf, PathBuf), ReadError> {
     let joined = root.join(relative);
-    let root_real = root.canonicalize().map_err(|source| ReadError::Io { path: root.to_owned(), source })?;
-    let resolved = joined.canonicalize().map_err(|source| ReadError::Io { path: joined.clone(), source })?;
+    let root_real = root.canonicalize().map_err(|error| ReadError::Io { path: root.to_owned(), error })?;
+    let resolved = joined.canonicalize().map_err(|error| ReadError::Io { path: joined.clone(), error })?;
     if !resolved.starts_with(&root_real) {
         // A link to something that is not a regular file is reported as that (an I/O-class
         // error), a regular file elsewhere as leaving the bundle.
@@ -213,19 +227,8 @@ pub fn resolve_inside(root: &Path, relative: &Path) -> Result<(PathBuf, PathBuf)
 /// As [`resolve_inside`] and [`read`].
 pub fn read_inside(root: &Path, relative: &Path, limit: Limit) -> Result<Vec<u8>, ReadError> {
     let (joined, resolved) = resolve_inside(root, relative)?;
-    let (file, size) = open(&resolved, limit).map_err(|e| renamed(e, &joined))?;
+    let (file, size) = open(&resolved, limit).map_err(|e| e.about(&joined))?;
     read_opened(&joined, file, size, limit)
-}
-
-/// The same error about `path` (the name the user wrote, not the resolved one).
-fn renamed(error: ReadError, path: &Path) -> ReadError {
-    let path = path.to_owned();
-    match error {
-        ReadError::Io { source, .. } => ReadError::Io { path, source },
-        ReadError::NotRegular { kind, .. } => ReadError::NotRegular { path, kind },
-        ReadError::TooLarge { size, limit, .. } => ReadError::TooLarge { path, size, limit },
-        other @ ReadError::OutsideRoot { .. } => other,
-    }
 }
 
 #[cfg(test)]
@@ -291,7 +294,9 @@ mod tests {
     #[test]
     fn missing_files_are_io_errors() {
         let err = read(Path::new("/nonexistent/redline-infile"), SMALL).unwrap_err();
-        assert!(matches!(&err, ReadError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound));
+        assert!(matches!(&err, ReadError::Io { error, .. } if error.kind() == std::io::ErrorKind::NotFound));
+        assert_eq!(err.to_string().matches("No such file").count(), 1, "the cause is said once: {err}");
+        assert!(std::error::Error::source(&err).is_none());
         assert!(!err.is_invalid_input());
     }
 

@@ -79,7 +79,7 @@ impl Words {
     /// The file cannot be opened, is not a regular file, or is over the limit.
     pub fn open(path: &Path, format: Option<Format>) -> Result<Self, infile::ReadError> {
         let (mut file, _) = infile::open(path, STREAM_LIMIT)?;
-        let io = |source| infile::ReadError::Io { path: path.to_owned(), source };
+        let io = |error| infile::ReadError::Io { path: path.to_owned(), error };
         let format = match format {
             Some(format) => format,
             None => {

@@ -16,18 +16,6 @@ pub(super) struct Checked {
     pub(super) aql: Vec<u8>,
 }
 
-/// The same error about `path` (the name the manifest gives, joined to the bundle directory,
-/// rather than where its symlinks lead).
-fn renamed(error: ReadError, path: &Path) -> ReadError {
-    let path = path.to_owned();
-    match error {
-        ReadError::Io { source, .. } => ReadError::Io { path, source },
-        ReadError::NotRegular { kind, .. } => ReadError::NotRegular { path, kind },
-        ReadError::TooLarge { size, limit, .. } => ReadError::TooLarge { path, size, limit },
-        other => other,
-    }
-}
-
 impl Bundle {
     /// Opens `file` of the bundle without reading it ([`infile::resolve_inside`],
     /// [`infile::open`]); returns its size.
@@ -35,7 +23,7 @@ impl Bundle {
         let read = |source| BundleError::Read { at: at.to_owned(), source };
         let (joined, resolved): (PathBuf, PathBuf) =
             infile::resolve_inside(&self.dir, Path::new(file)).map_err(read)?;
-        let (_, size) = infile::open(&resolved, limit).map_err(|e| read(renamed(e, &joined)))?;
+        let (_, size) = infile::open(&resolved, limit).map_err(|e| read(e.about(&joined)))?;
         Ok(size)
     }
 
