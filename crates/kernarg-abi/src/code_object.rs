@@ -172,7 +172,8 @@ pub enum ReadError {
     },
     /// The program or section header table runs past the end of the file.
     #[error(
-        "{table} table ({offset_field} {offset:#x}, {count_field} {count} entries of {entry_size} bytes) ends at byte {end:#x}, past the end of the {len}-byte file"
+        "{table} table ({offset_field} {offset:#x}, {count_field} {count} entries of {entry_size} bytes) ends at byte {:#x}, past the end of the {len}-byte file",
+        u128::from(*offset) + u128::from(*count) * u128::from(*entry_size)
     )]
     TableOutOfBounds {
         /// `program header` or `section header`.
@@ -187,8 +188,6 @@ pub enum ReadError {
         count: u64,
         /// `e_phentsize` or `e_shentsize`.
         entry_size: u16,
-        /// `offset + count * entry_size`.
-        end: u128,
         /// Input length.
         len: usize,
     },
@@ -212,8 +211,9 @@ pub enum ReadError {
     },
     /// A section whose file bytes run past the end of the file.
     #[error(
-        "section {index}{}: sh_offset {offset:#x} + sh_size {size:#x} ends at byte {end:#x}, past the end of the {len}-byte file",
-        quoted(name)
+        "section {index}{}: sh_offset {offset:#x} + sh_size {size:#x} ends at byte {:#x}, past the end of the {len}-byte file",
+        quoted(name),
+        u128::from(*offset) + u128::from(*size)
     )]
     SectionOutOfBounds {
         /// Section index.
@@ -224,15 +224,14 @@ pub enum ReadError {
         offset: u64,
         /// `sh_size`.
         size: u64,
-        /// `sh_offset + sh_size`.
-        end: u128,
         /// Input length.
         len: usize,
     },
     /// A segment whose file bytes run past the end of the file.
     #[error(
-        "program header {index} ({}): p_offset {offset:#x} + p_filesz {filesz:#x} ends at byte {end:#x}, past the end of the {len}-byte file",
-        segment_type(*p_type)
+        "program header {index} ({}): p_offset {offset:#x} + p_filesz {filesz:#x} ends at byte {:#x}, past the end of the {len}-byte file",
+        segment_type(*p_type),
+        u128::from(*offset) + u128::from(*filesz)
     )]
     SegmentOutOfBounds {
         /// Program header index.
@@ -243,8 +242,6 @@ pub enum ReadError {
         offset: u64,
         /// `p_filesz`.
         filesz: u64,
-        /// `p_offset + p_filesz`.
-        end: u128,
         /// Input length.
         len: usize,
     },
@@ -266,15 +263,15 @@ pub enum ReadError {
         /// The segment or section.
         place: NotePlace,
         /// File offset of the note.
-        offset: u128,
+        offset: u64,
         /// Which part: header, name (`n_namesz`) or descriptor (`n_descsz`).
         part: &'static str,
         /// Size of the part.
         size: u64,
-        /// File offset where the part ends.
-        end: u128,
+        /// File offset where the part would end (saturating).
+        end: u64,
         /// File offset where the segment or section ends.
-        container_end: u128,
+        container_end: u64,
     },
     /// A symbol table whose size is not a whole number of symbols.
     #[error("section {index}{}: sh_size {size} is not a multiple of the {entry}-byte ELF64 symbol", quoted(name))]

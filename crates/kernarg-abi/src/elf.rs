@@ -76,11 +76,6 @@ fn range(data: &[u8], offset: u64, len: u64) -> Option<&[u8]> {
     data.get(start..end)
 }
 
-/// `offset + count * entry` without overflow.
-fn table_end(offset: u64, count: u64, entry: u16) -> u128 {
-    u128::from(offset) + u128::from(count) * u128::from(entry)
-}
-
 /// Checks the identification bytes that are present, then the length of the file header.
 fn identify(data: &[u8]) -> Result<(), ReadError> {
     let len = data.len();
@@ -183,7 +178,6 @@ impl<'a> Elf<'a> {
                     name: self.section_name(section),
                     offset,
                     size,
-                    end,
                     len: self.data.len(),
                 });
             }
@@ -202,7 +196,7 @@ impl<'a> Elf<'a> {
             let end = u128::from(offset) + u128::from(filesz);
             // CAST: usize to u128 is lossless.
             if end > self.data.len() as u128 {
-                return Err(ReadError::SegmentOutOfBounds { index, p_type, offset, filesz, end, len: self.data.len() });
+                return Err(ReadError::SegmentOutOfBounds { index, p_type, offset, filesz, len: self.data.len() });
             }
         }
         Ok(())
@@ -285,7 +279,6 @@ impl<'a> Elf<'a> {
             name: self.section_name(table),
             offset: table.sh_offset(LE),
             size,
-            end: u128::from(table.sh_offset(LE)) + u128::from(size),
             len: self.data.len(),
         };
         let bytes = range(self.data, table.sh_offset(LE), size).ok_or_else(out_of_bounds)?;
@@ -395,7 +388,6 @@ fn section_table<'a>(header: &Header, data: &'a [u8]) -> Result<&'a [Section], R
         count_field,
         count,
         entry_size: entry,
-        end: table_end(shoff, count, entry),
         len: data.len(),
     };
     let bytes =
@@ -435,7 +427,6 @@ fn program_table<'a>(header: &Header, data: &'a [u8], sections: &[Section]) -> R
         count_field,
         count,
         entry_size: entry,
-        end: table_end(phoff, count, entry),
         len: data.len(),
     };
     let bytes = range(data, phoff, count * u64::from(entry)).ok_or_else(out_of_bounds)?;
@@ -482,13 +473,16 @@ impl<'a> Notes<'a> {
         };
         let end = u128::from(self.offset) + u128::from(self.size);
         let mut at = u128::from(self.offset);
+        // Offsets inside the segment or section fit in u64 (it lies inside the file); a part's
+        // end past it may not, and saturates.
+        let saturate = |at: u128| u64::try_from(at).unwrap_or(u64::MAX);
         let truncated = |note: u128, part: &'static str, size: u64, part_end: u128| ReadError::NoteTruncated {
             place: self.place.clone(),
-            offset: note,
+            offset: saturate(note),
             part,
             size,
-            end: part_end,
-            container_end: end,
+            end: saturate(part_end),
+            container_end: saturate(end),
         };
         // Bounded: every note consumes at least its 12-byte header of the segment or section.
         while at < end {

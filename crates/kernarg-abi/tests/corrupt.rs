@@ -127,7 +127,6 @@ fn tables_found_through_their_own_structures() {
             count_field: "e_phnum",
             count: 0xfff,
             entry_size: 56,
-            end: 64 + 0xfff * 56,
             len: 9696,
         })
     );
