@@ -20,6 +20,8 @@ use alloc::vec::Vec;
 
 use pm4_encoding::Target;
 
+use crate::text::{Short, ShortList};
+
 /// Magic of an uncompressed bundle.
 pub const BUNDLE_MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
 /// Magic of a compressed bundle (unsupported).
@@ -109,7 +111,10 @@ pub enum BundleError {
         len: usize,
     },
     /// An entry whose code object lies outside the input.
-    #[error("bundle entry {index} ({triple}) spans bytes {offset}..{offset}+{size}, past the {len}-byte input")]
+    #[error(
+        "bundle entry {index} ({}) spans bytes {offset}..{offset}+{size}, past the {len}-byte input",
+        Short(triple)
+    )]
     EntryOutOfBounds {
         /// Entry index.
         index: usize,
@@ -123,13 +128,17 @@ pub enum BundleError {
         len: usize,
     },
     /// An entry id that is not UTF-8.
-    #[error("bundle entry {index} has an id that is not UTF-8")]
+    #[error("bundle entry {index}: the id at byte {offset} is not UTF-8 from its byte {valid_up_to} on")]
     InvalidId {
         /// Entry index.
         index: usize,
+        /// Offset of the id in the bundle.
+        offset: usize,
+        /// Length of the id's valid UTF-8 prefix.
+        valid_up_to: usize,
     },
     /// No device entry for the requested target.
-    #[error("bundle has no entry for {target}; device entries: {}", available.join(", "))]
+    #[error("bundle has no entry for {target}; device entries: {}", ShortList(available))]
     TargetNotFound {
         /// The target asked for.
         target: Target,
@@ -137,7 +146,7 @@ pub enum BundleError {
         available: Vec<String>,
     },
     /// Several device entries for the requested target (differing target features).
-    #[error("bundle has several entries for {target}: {}", triples.join(", "))]
+    #[error("bundle has several entries for {target}: {}", ShortList(triples))]
     AmbiguousTarget {
         /// The target asked for.
         target: Target,
@@ -145,7 +154,7 @@ pub enum BundleError {
         triples: Vec<String>,
     },
     /// The selected entry holds no bytes.
-    #[error("bundle entry {triple} is empty")]
+    #[error("bundle entry {} is empty", Short(triple))]
     EmptyEntry {
         /// Entry id.
         triple: String,
@@ -200,8 +209,12 @@ pub fn entries(bytes: &[u8]) -> Result<Vec<BundleEntry<'_>>, BundleError> {
             .ok()
             .and_then(|n| bytes.get(pos..pos.checked_add(n)?))
             .ok_or(BundleError::Truncated { field: "entry id", offset: pos, needed: id_len, len: bytes.len() })?;
+        let triple = core::str::from_utf8(id).map_err(|e| BundleError::InvalidId {
+            index,
+            offset: pos,
+            valid_up_to: e.valid_up_to(),
+        })?;
         pos += id.len();
-        let triple = core::str::from_utf8(id).map_err(|_| BundleError::InvalidId { index })?;
         let body = offset
             .checked_add(size)
             .and_then(|end| Some(usize::try_from(offset).ok()?..usize::try_from(end).ok()?))
@@ -233,6 +246,15 @@ pub fn device_entries(bytes: &[u8]) -> Result<Vec<BundleEntry<'_>>, BundleError>
 /// [`BundleError::AmbiguousTarget`] when several are, [`BundleError::EmptyEntry`] when the entry
 /// is empty, and the errors of [`entries`].
 pub fn select(bytes: &[u8], target: Target) -> Result<&[u8], BundleError> {
+    select_entry(bytes, target).map(|entry| entry.bytes)
+}
+
+/// The device entry whose target-id processor is `target` (as [`select`], with the entry's id
+/// and offset).
+///
+/// # Errors
+/// As [`select`].
+pub fn select_entry(bytes: &[u8], target: Target) -> Result<BundleEntry<'_>, BundleError> {
     let devices = device_entries(bytes)?;
     let matching: Vec<&BundleEntry<'_>> = devices.iter().filter(|e| e.processor() == Some(target.name())).collect();
     match matching.as_slice() {
@@ -241,7 +263,7 @@ pub fn select(bytes: &[u8], target: Target) -> Result<&[u8], BundleError> {
             available: devices.iter().map(|e| e.triple.to_string()).collect(),
         }),
         [one] if one.bytes.is_empty() => Err(BundleError::EmptyEntry { triple: one.triple.to_string() }),
-        [one] => Ok(one.bytes),
+        [one] => Ok(**one),
         many => {
             Err(BundleError::AmbiguousTarget { target, triples: many.iter().map(|e| e.triple.to_string()).collect() })
         }
@@ -350,6 +372,9 @@ mod tests {
         assert!(matches!(entries(&b), Err(BundleError::Truncated { field: "entry id", needed: u64::MAX, .. })));
         let mut b = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx1100", b"X")]);
         b[56] = 0xff;
-        assert_eq!(entries(&b), Err(BundleError::InvalidId { index: 0 }));
+        assert_eq!(entries(&b), Err(BundleError::InvalidId { index: 0, offset: 56, valid_up_to: 0 }));
+        b[56] = b'h';
+        b[60] = 0xc3;
+        assert_eq!(entries(&b), Err(BundleError::InvalidId { index: 0, offset: 56, valid_up_to: 4 }));
     }
 }

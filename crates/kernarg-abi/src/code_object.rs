@@ -1,6 +1,7 @@
 //! Reading a code object: ELF identification, the metadata note, and each kernel's descriptor
 //! found through its `.kd` symbol and the PT_LOAD segments.
 
+use alloc::boxed::Box;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
@@ -13,6 +14,7 @@ use crate::layout::{KernargLayout, LayoutError};
 use crate::metadata::{KernelMetadata, MetadataError, parse_metadata};
 use crate::sgpr::UserSgprLayout;
 use crate::target::{CodeObjectVersion, ELFOSABI_AMDGPU_HSA, EM_AMDGPU, TargetId};
+use crate::text::{Short, ShortList};
 
 /// `e_type` of a loadable code object (`ET_DYN`, generic ELF).
 const ET_DYN: u16 = object::elf::ET_DYN.0;
@@ -85,10 +87,48 @@ impl Kernel {
     }
 }
 
+/// The segment or section a run of ELF notes sits in, as named in [`ReadError`] messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotePlace {
+    /// A PT_NOTE segment: the index of its program header.
+    Segment {
+        /// Program header index.
+        index: usize,
+    },
+    /// An SHT_NOTE section.
+    Section {
+        /// Section index.
+        index: usize,
+        /// Section name (empty when unreadable).
+        name: String,
+    },
+}
+
+impl core::fmt::Display for NotePlace {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Segment { index } => write!(f, "PT_NOTE program header {index}"),
+            Self::Section { index, name } if name.is_empty() => write!(f, "SHT_NOTE section {index}"),
+            Self::Section { index, name } => write!(f, "SHT_NOTE section {index} ({name})"),
+        }
+    }
+}
+
+impl NotePlace {
+    /// The header field holding the alignment of the notes.
+    #[must_use]
+    pub fn align_field(&self) -> &'static str {
+        match self {
+            Self::Segment { .. } => "p_align",
+            Self::Section { .. } => "sh_addralign",
+        }
+    }
+}
+
 /// Why a code object (or bundle) could not be read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ReadError {
-    /// No ELF magic.
+    /// The input does not start with the ELF magic.
     #[error("not an ELF file ({len} bytes, no \\x7fELF magic)")]
     NotElf {
         /// Input length.
@@ -106,13 +146,168 @@ pub enum ReadError {
         /// `EI_DATA`.
         found: u8,
     },
-    /// A header, table or note that `object` rejected.
-    #[error("malformed ELF {context}: {source}")]
-    Elf {
-        /// What was being read.
-        context: &'static str,
-        /// `object`'s description.
-        source: object::read::Error,
+    /// An ELF version other than the current one.
+    #[error("EI_VERSION {found} is not EV_CURRENT (1)")]
+    IdentVersion {
+        /// `EI_VERSION`.
+        found: u8,
+    },
+    /// The input starts like an ELF file but ends inside the file header.
+    #[error("truncated ELF header: the file is {len} bytes, an ELF64 header is {needed}")]
+    TruncatedHeader {
+        /// Input length.
+        len: usize,
+        /// Size of the ELF64 file header.
+        needed: usize,
+    },
+    /// `e_phentsize` or `e_shentsize` other than the ELF64 record size.
+    #[error("{field} {found} is not {expected}, the size of an ELF64 {}", if *field == "e_phentsize" { "program header" } else { "section header" })]
+    EntrySize {
+        /// `e_phentsize` or `e_shentsize`.
+        field: &'static str,
+        /// The field's value.
+        found: u16,
+        /// The ELF64 record size.
+        expected: u16,
+    },
+    /// The program or section header table runs past the end of the file.
+    #[error(
+        "{table} table ({offset_field} {offset:#x}, {count_field} {count} entries of {entry_size} bytes) ends at byte {:#x}, past the end of the {len}-byte file",
+        u128::from(*offset) + u128::from(*count) * u128::from(*entry_size)
+    )]
+    TableOutOfBounds {
+        /// `program header` or `section header`.
+        table: &'static str,
+        /// `e_phoff` or `e_shoff`.
+        offset_field: &'static str,
+        /// The table's file offset.
+        offset: u64,
+        /// The field the entry count comes from.
+        count_field: &'static str,
+        /// The entry count.
+        count: u64,
+        /// `e_phentsize` or `e_shentsize`.
+        entry_size: u16,
+        /// Input length.
+        len: usize,
+    },
+    /// `e_shnum`, `e_phnum` or `e_shstrndx` defers to section header 0, which is not in the file.
+    #[error("{field} defers to section header 0, which is not in the file (e_shoff {shoff:#x}, {len}-byte file)")]
+    ExtendedNumbering {
+        /// The header field and its value.
+        field: &'static str,
+        /// `e_shoff`.
+        shoff: u64,
+        /// Input length.
+        len: usize,
+    },
+    /// `e_shstrndx` is not the index of a section.
+    #[error("e_shstrndx {index} is not a section index: the file has {count} sections")]
+    SectionNamesIndex {
+        /// `e_shstrndx` (or section 0's `sh_link` for `SHN_XINDEX`).
+        index: u32,
+        /// Number of sections.
+        count: usize,
+    },
+    /// A section whose file bytes run past the end of the file.
+    #[error(
+        "section {index}{}: sh_offset {offset:#x} + sh_size {size:#x} ends at byte {:#x}, past the end of the {len}-byte file",
+        quoted(name),
+        u128::from(*offset) + u128::from(*size)
+    )]
+    SectionOutOfBounds {
+        /// Section index.
+        index: usize,
+        /// Section name (empty when unreadable), cut to 64 bytes.
+        name: String,
+        /// `sh_offset`.
+        offset: u64,
+        /// `sh_size`.
+        size: u64,
+        /// Input length.
+        len: usize,
+    },
+    /// A segment whose file bytes run past the end of the file.
+    #[error(
+        "program header {index} ({}): p_offset {offset:#x} + p_filesz {filesz:#x} ends at byte {:#x}, past the end of the {len}-byte file",
+        segment_type(*p_type),
+        u128::from(*offset) + u128::from(*filesz)
+    )]
+    SegmentOutOfBounds {
+        /// Program header index.
+        index: usize,
+        /// `p_type`.
+        p_type: u32,
+        /// `p_offset`.
+        offset: u64,
+        /// `p_filesz`.
+        filesz: u64,
+        /// Input length.
+        len: usize,
+    },
+    /// A note segment or section with an alignment other than 4 or 8.
+    #[error("{place}: {field} {align} is not a note alignment (4 or 8; values below 4 read as 4)")]
+    NoteAlignment {
+        /// The segment or section.
+        place: NotePlace,
+        /// `p_align` or `sh_addralign`.
+        field: &'static str,
+        /// The alignment.
+        align: u64,
+    },
+    /// A note whose header, name or descriptor runs past the end of its segment or section.
+    #[error(
+        "{place}: the note at byte {offset:#x} has a {part} of {size} bytes ending at byte {end:#x}, past the end of its notes at byte {container_end:#x}"
+    )]
+    NoteTruncated {
+        /// The segment or section.
+        place: NotePlace,
+        /// File offset of the note.
+        offset: u64,
+        /// Which part: header, name (`n_namesz`) or descriptor (`n_descsz`).
+        part: &'static str,
+        /// Size of the part.
+        size: u64,
+        /// File offset where the part would end (saturating).
+        end: u64,
+        /// File offset where the segment or section ends.
+        container_end: u64,
+    },
+    /// A symbol table whose size is not a whole number of symbols.
+    #[error("section {index}{}: sh_size {size} is not a multiple of the {entry}-byte ELF64 symbol", quoted(name))]
+    SymbolTableSize {
+        /// Section index.
+        index: usize,
+        /// Section name (empty when unreadable).
+        name: String,
+        /// `sh_size`.
+        size: u64,
+        /// Bytes of one symbol.
+        entry: u64,
+    },
+    /// A symbol table whose `sh_link` is not a section.
+    #[error("section {index}{}: sh_link {link} is not a section index: the file has {count} sections", quoted(name))]
+    SymbolStringsIndex {
+        /// Section index of the symbol table.
+        index: usize,
+        /// Section name (empty when unreadable).
+        name: String,
+        /// `sh_link`.
+        link: u32,
+        /// Number of sections.
+        count: usize,
+    },
+    /// A symbol table whose `sh_link` is not a string table.
+    #[error("section {index}{}: sh_link {link} is a section of type {found}, not SHT_STRTAB (3)", quoted(name))]
+    SymbolStringsType {
+        /// Section index of the symbol table.
+        index: usize,
+        /// Section name (empty when unreadable).
+        name: String,
+        /// `sh_link`.
+        link: u32,
+        /// `sh_type` of the linked section.
+        found: u32,
     },
     /// Not `EM_AMDGPU`.
     #[error("e_machine {found} is not EM_AMDGPU ({expected})")]
@@ -153,11 +348,17 @@ pub enum ReadError {
         /// Notes found.
         count: usize,
     },
-    /// The metadata does not parse.
-    #[error("metadata: {0}")]
-    Metadata(#[from] MetadataError),
+    /// The metadata does not parse; byte offsets in `source` count from the start of the note's
+    /// descriptor, at file byte `offset`.
+    #[error("metadata (the NT_AMDGPU_METADATA descriptor at file byte {offset:#x}): {source}")]
+    Metadata {
+        /// File offset of the note descriptor.
+        offset: u64,
+        /// What is wrong with the document.
+        source: MetadataError,
+    },
     /// `amdhsa.target` names another processor or feature set than `e_flags`.
-    #[error("metadata target {metadata} disagrees with e_flags target {elf}")]
+    #[error("metadata target {} disagrees with e_flags target {elf}", Short(metadata))]
     MetadataTarget {
         /// `amdhsa.target`.
         metadata: String,
@@ -168,7 +369,7 @@ pub enum ReadError {
     #[error("no symbol table (.symtab or .dynsym)")]
     NoSymbolTable,
     /// A kernel's `.symbol` is not a defined symbol.
-    #[error("kernel {kernel}: descriptor symbol {symbol} is not defined")]
+    #[error("kernel {}: descriptor symbol {} is not defined", Short(kernel), Short(symbol))]
     MissingSymbol {
         /// `.name`.
         kernel: String,
@@ -176,7 +377,7 @@ pub enum ReadError {
         symbol: String,
     },
     /// A descriptor symbol defined twice with different values.
-    #[error("descriptor symbol {symbol} is defined at {first:#x} and at {second:#x}")]
+    #[error("descriptor symbol {} is defined at {first:#x} and at {second:#x}", Short(symbol))]
     DuplicateSymbol {
         /// `.symbol`.
         symbol: String,
@@ -186,7 +387,7 @@ pub enum ReadError {
         second: u64,
     },
     /// A descriptor symbol that is not `STT_OBJECT`.
-    #[error("descriptor symbol {symbol} has type {found}, expected STT_OBJECT ({expected})")]
+    #[error("descriptor symbol {} has type {found}, expected STT_OBJECT ({expected})", Short(symbol))]
     SymbolType {
         /// `.symbol`.
         symbol: String,
@@ -196,7 +397,7 @@ pub enum ReadError {
         expected: u8,
     },
     /// A descriptor symbol whose size is not 64.
-    #[error("descriptor symbol {symbol} has size {size}, expected {expected}")]
+    #[error("descriptor symbol {} has size {size}, expected {expected}", Short(symbol))]
     SymbolSize {
         /// `.symbol`.
         symbol: String,
@@ -206,7 +407,7 @@ pub enum ReadError {
         expected: u64,
     },
     /// A descriptor outside every PT_LOAD segment's file bytes.
-    #[error("descriptor symbol {symbol} at {address:#x} is not file-backed by any PT_LOAD segment")]
+    #[error("descriptor symbol {} at {address:#x} is not file-backed by any PT_LOAD segment", Short(symbol))]
     SymbolNotLoaded {
         /// `.symbol`.
         symbol: String,
@@ -214,7 +415,7 @@ pub enum ReadError {
         address: u64,
     },
     /// A descriptor address that is not 64-byte aligned.
-    #[error("descriptor symbol {symbol} at {address:#x} is not {align}-byte aligned")]
+    #[error("descriptor symbol {} at {address:#x} is not {align}-byte aligned", Short(symbol))]
     DescriptorMisaligned {
         /// `.symbol`.
         symbol: String,
@@ -224,7 +425,7 @@ pub enum ReadError {
         align: u64,
     },
     /// `descriptor_address + kernel_code_entry_byte_offset` overflows.
-    #[error("kernel {kernel}: entry offset {offset} from descriptor {descriptor_address:#x} overflows")]
+    #[error("kernel {}: entry offset {offset} from descriptor {descriptor_address:#x} overflows", Short(kernel))]
     EntryOverflow {
         /// `.name`.
         kernel: String,
@@ -234,7 +435,7 @@ pub enum ReadError {
         offset: i64,
     },
     /// An entry address that is not 256-byte aligned.
-    #[error("kernel {kernel}: entry {entry:#x} is not {align}-byte aligned")]
+    #[error("kernel {}: entry {entry:#x} is not {align}-byte aligned", Short(kernel))]
     EntryMisaligned {
         /// `.name`.
         kernel: String,
@@ -244,18 +445,29 @@ pub enum ReadError {
         align: u64,
     },
     /// An entry address outside every executable PT_LOAD segment.
-    #[error("kernel {kernel}: entry {entry:#x} is not in an executable PT_LOAD segment")]
+    #[error("kernel {}: entry {entry:#x} is not in an executable PT_LOAD segment", Short(kernel))]
     EntryNotExecutable {
         /// `.name`.
         kernel: String,
         /// Entry address.
         entry: u64,
     },
+    /// The code object of a bundle entry does not read; file offsets in `source` count from the
+    /// start of the entry, at bundle byte `offset`.
+    #[error("bundle entry {} at byte {offset:#x} (offsets below count from there): {source}", Short(triple))]
+    InBundle {
+        /// Entry id.
+        triple: String,
+        /// Offset of the entry's code object in the bundle.
+        offset: u64,
+        /// Why the entry's code object does not read.
+        source: Box<ReadError>,
+    },
     /// The bundle could not be read or has no entry for the target.
     #[error("offload bundle: {0}")]
     Bundle(#[from] BundleError),
     /// A bundle with several device entries and no target to choose.
-    #[error("bundle has {} device entries ({}); a target is required", available.len(), available.join(", "))]
+    #[error("bundle has {} device entries ({}); a target is required", available.len(), ShortList(available))]
     TargetRequired {
         /// Device entry ids.
         available: Vec<String>,
@@ -268,6 +480,31 @@ pub enum ReadError {
         /// Target id from `e_flags`.
         found: String,
     },
+}
+
+/// ` (name)` after a section index, or nothing for a section whose name cannot be read.
+fn quoted(name: &str) -> String {
+    if name.is_empty() { String::new() } else { alloc::format!(" ({name})") }
+}
+
+/// The name of a `p_type`, or its value.
+fn segment_type(p_type: u32) -> String {
+    use object::elf;
+    let name = match object::elf::ProgramType(p_type) {
+        elf::PT_NULL => "PT_NULL",
+        elf::PT_LOAD => "PT_LOAD",
+        elf::PT_DYNAMIC => "PT_DYNAMIC",
+        elf::PT_INTERP => "PT_INTERP",
+        elf::PT_NOTE => "PT_NOTE",
+        elf::PT_SHLIB => "PT_SHLIB",
+        elf::PT_PHDR => "PT_PHDR",
+        elf::PT_TLS => "PT_TLS",
+        elf::PT_GNU_EH_FRAME => "PT_GNU_EH_FRAME",
+        elf::PT_GNU_STACK => "PT_GNU_STACK",
+        elf::PT_GNU_RELRO => "PT_GNU_RELRO",
+        _ => return alloc::format!("p_type {p_type:#x}"),
+    };
+    name.to_string()
 }
 
 /// Reads one ELF code object.
@@ -290,7 +527,8 @@ pub fn read(bytes: &[u8]) -> Result<CodeObject, ReadError> {
         return Err(ReadError::FileType { found: elf.file_type(), expected: ET_DYN });
     }
     let target = TargetId::from_e_flags(elf.flags());
-    let metadata = parse_metadata(elf.metadata_note()?)?;
+    let (offset, note) = elf.metadata_note()?;
+    let metadata = parse_metadata(note).map_err(|source| ReadError::Metadata { offset, source })?;
     if !target.matches_target_id(&metadata.target) {
         return Err(ReadError::MetadataTarget { metadata: metadata.target, elf: target.to_target_id() });
     }
@@ -368,13 +606,13 @@ fn kernel(elf: &Elf<'_>, metadata: KernelMetadata, symbol: crate::elf::Symbol) -
 /// [`ReadError::TargetRequired`] for a multi-target bundle without `target`,
 /// [`ReadError::TargetMismatch`] for an ELF of another target, and the errors of [`read`].
 pub fn read_any(bytes: &[u8], target: Option<Target>) -> Result<CodeObject, ReadError> {
-    let elf_bytes = if bundle::is_bundle(bytes) {
-        match target {
-            Some(t) => bundle::select(bytes, t)?,
+    let code_object = if bundle::is_bundle(bytes) {
+        let entry = match target {
+            Some(t) => bundle::select_entry(bytes, t)?,
             None => {
                 let devices = bundle::device_entries(bytes)?;
                 match devices.as_slice() {
-                    [one] => one.bytes,
+                    [one] => *one,
                     _ => {
                         return Err(ReadError::TargetRequired {
                             available: devices.iter().map(|e| e.triple.to_string()).collect(),
@@ -382,11 +620,15 @@ pub fn read_any(bytes: &[u8], target: Option<Target>) -> Result<CodeObject, Read
                     }
                 }
             }
-        }
+        };
+        read(entry.bytes).map_err(|source| ReadError::InBundle {
+            triple: entry.triple.to_string(),
+            offset: entry.offset,
+            source: Box::new(source),
+        })?
     } else {
-        bytes
+        read(bytes)?
     };
-    let code_object = read(elf_bytes)?;
     match target {
         Some(t) if code_object.target.target != Some(t) => {
             Err(ReadError::TargetMismatch { requested: t, found: code_object.target.to_target_id() })

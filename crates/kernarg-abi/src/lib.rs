@@ -58,9 +58,10 @@ pub mod metadata;
 mod msgpack;
 pub mod sgpr;
 pub mod target;
+mod text;
 pub mod verdict;
 
-pub use code_object::{CodeObject, Kernel, ReadError, read, read_any};
+pub use code_object::{CodeObject, Kernel, NotePlace, ReadError, read, read_any};
 pub use descriptor::KernelDescriptor;
 pub use layout::KernargLayout;
 pub use metadata::{Metadata, MetadataError, parse_metadata};

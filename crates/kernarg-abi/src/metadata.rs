@@ -12,15 +12,24 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use crate::msgpack::{Cursor, RawError};
+use crate::text::{Short, cut};
 
 /// Deepest nesting of arrays and maps accepted anywhere in the document (the metadata itself
 /// needs 5: root map, kernel array, kernel map, argument array, argument map).
 pub const METADATA_DEPTH_MAX: usize = 16;
 
+/// The one major version of `amdhsa.version` this reader knows. Code object v3 through v6 all
+/// write major version 1 (LLVM `AMDGPUMetadata.h`: `[1, 0]` v3, `[1, 1]` v4, `[1, 2]` v5 and
+/// v6); minor versions only add keys, which the parser skips when it does not know them, and
+/// hand-written assembly often says `[1, 0]` whatever the code object version, so any minor
+/// version is read. Another major version is refused ([`MetadataError::UnsupportedVersion`]).
+pub const METADATA_VERSION_MAJOR: u32 = 1;
+
 /// The parsed metadata note.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Metadata {
-    /// `amdhsa.version` `[major, minor]` (`[1, 1]` for v4, `[1, 2]` for v5 and v6).
+    /// `amdhsa.version` `[major, minor]` (`[1, 1]` for v4, `[1, 2]` for v5 and v6; the major
+    /// version is always [`METADATA_VERSION_MAJOR`]).
     pub version: [u32; 2],
     /// `amdhsa.target`, e.g. `amdgcn-amd-amdhsa--gfx1100`.
     pub target: String,
@@ -273,8 +282,9 @@ impl FieldPath {
 }
 
 impl fmt::Display for FieldPath {
+    /// The path, its input-controlled key cut to a short prefix.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        write!(f, "{}", Short(&self.0))
     }
 }
 
@@ -352,7 +362,7 @@ pub enum MetadataError {
         offset: usize,
     },
     /// A key present twice in one map.
-    #[error("{path} at byte {offset}: duplicate key {key:?}")]
+    #[error("{path} at byte {offset}: duplicate key {:?}", cut(key))]
     DuplicateKey {
         /// The map holding the key.
         path: FieldPath,
@@ -368,7 +378,7 @@ pub enum MetadataError {
         key: &'static str,
     },
     /// A required kernel key is missing.
-    #[error("kernel {kernel}: required key {key} missing")]
+    #[error("kernel {}: required key {key} missing", Short(kernel))]
     MissingKernelKey {
         /// The kernel's `.name`, or `amdhsa.kernels[i]` when the name is what is missing.
         kernel: String,
@@ -376,7 +386,7 @@ pub enum MetadataError {
         key: &'static str,
     },
     /// A required argument key is missing.
-    #[error("kernel {kernel}, argument {index}: required key {key} missing")]
+    #[error("kernel {}, argument {index}: required key {key} missing", Short(kernel))]
     MissingArgKey {
         /// The kernel's `.name`, or `amdhsa.kernels[i]`.
         kernel: String,
@@ -397,6 +407,21 @@ pub enum MetadataError {
         /// Element count present.
         found: u32,
     },
+    /// An `amdhsa.version` whose major version is not [`METADATA_VERSION_MAJOR`].
+    #[error(
+        "{path} at byte {offset}: version [{}, {}] has major version {}; supported: major version {supported_major}, any minor ([1, 1] is code object v4, [1, 2] v5 and v6)",
+        found[0], found[1], found[0]
+    )]
+    UnsupportedVersion {
+        /// `amdhsa.version`.
+        path: FieldPath,
+        /// Byte offset of the array.
+        offset: usize,
+        /// `[major, minor]` as found.
+        found: [u32; 2],
+        /// [`METADATA_VERSION_MAJOR`].
+        supported_major: u32,
+    },
     /// Bytes after the root map.
     #[error("{count} bytes follow the metadata map at byte {offset}")]
     TrailingBytes {
@@ -411,7 +436,8 @@ pub enum MetadataError {
 ///
 /// # Errors
 /// [`MetadataError`] for malformed MessagePack, wrong types, out-of-range integers, duplicate
-/// keys, missing required keys, excessive nesting and trailing bytes.
+/// keys, missing required keys, an `amdhsa.version` of another major version than
+/// [`METADATA_VERSION_MAJOR`], excessive nesting and trailing bytes.
 pub fn parse_metadata(msgpack: &[u8]) -> core::result::Result<Metadata, MetadataError> {
     let mut p = Parser { c: Cursor::new(msgpack), depth: 0 };
     let metadata = p.root()?;
@@ -583,7 +609,19 @@ impl<'a> Parser<'a> {
         self.map(At::ROOT, |p, key| {
             let at = At::ROOT.key(key);
             match key {
-                "amdhsa.version" => version = Some(p.u32_array::<2>(at)?),
+                "amdhsa.version" => {
+                    let offset = p.c.offset();
+                    let found = p.u32_array::<2>(at)?;
+                    if found[0] != METADATA_VERSION_MAJOR {
+                        return Err(MetadataError::UnsupportedVersion {
+                            path: at.path(),
+                            offset,
+                            found,
+                            supported_major: METADATA_VERSION_MAJOR,
+                        });
+                    }
+                    version = Some(found);
+                }
                 "amdhsa.target" => target = Some(p.string(at)?),
                 "amdhsa.printf" => {
                     p.array(at, |p, _| {

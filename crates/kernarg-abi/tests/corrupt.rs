@@ -7,6 +7,7 @@
 
 mod common;
 
+use kernarg_abi::metadata::MetadataError;
 use kernarg_abi::{ReadError, read};
 
 fn corrupt(f: impl FnOnce(&mut Vec<u8>)) -> Result<kernarg_abi::CodeObject, ReadError> {
@@ -31,8 +32,8 @@ fn identification_errors_name_the_value() {
     assert_eq!(corrupt(|b| b[4] = 1), Err(ReadError::Class { found: 1 }));
     assert_eq!(corrupt(|b| b[5] = 2), Err(ReadError::Encoding { found: 2 }));
     assert_eq!(corrupt(|b| b[0] = 0), Err(ReadError::NotElf { len: 9696 }));
-    assert_eq!(corrupt(|b| b.truncate(10)), Err(ReadError::NotElf { len: 10 }));
-    assert!(matches!(corrupt(|b| b.truncate(40)), Err(ReadError::Elf { context: "file header", .. })));
+    assert_eq!(corrupt(|b| b.truncate(10)), Err(ReadError::TruncatedHeader { len: 10, needed: 64 }));
+    assert_eq!(corrupt(|b| b.truncate(40)), Err(ReadError::TruncatedHeader { len: 40, needed: 64 }));
 }
 
 #[test]
@@ -47,7 +48,10 @@ fn metadata_note_errors() {
     // e_flags with xnack+ on a processor whose metadata has no feature.
     assert!(matches!(corrupt(|b| put(b, 48, &0x341u32.to_le_bytes())), Err(ReadError::MetadataTarget { .. })));
     // The first metadata byte (a map header) made a reserved marker.
-    assert!(matches!(corrupt(|b| b[0x238 + 12 + 8] = 0xc1), Err(ReadError::Metadata(_))));
+    assert!(matches!(
+        corrupt(|b| b[0x238 + 12 + 8] = 0xc1),
+        Err(ReadError::Metadata { offset: 0x24c, source: MetadataError::ReservedMarker { offset: 0, .. } })
+    ));
 }
 
 #[test]
@@ -114,8 +118,16 @@ fn tables_found_through_their_own_structures() {
         Err(ReadError::SymbolNotLoaded { symbol: "add.kd".into(), address: 0x12c0 })
     );
     // A program header count that runs past the end of the file.
-    assert!(matches!(
+    assert_eq!(
         corrupt(|b| put(b, 56, &0xfffu16.to_le_bytes())),
-        Err(ReadError::Elf { context: "program headers", .. })
-    ));
+        Err(ReadError::TableOutOfBounds {
+            table: "program header",
+            offset_field: "e_phoff",
+            offset: 64,
+            count_field: "e_phnum",
+            count: 0xfff,
+            entry_size: 56,
+            len: 9696,
+        })
+    );
 }

@@ -379,3 +379,48 @@ fn value_kind_table_matches_reference() {
     let access: Vec<&str> = Access::KNOWN.iter().map(Access::as_str).collect();
     assert_eq!(access, ["read_only", "write_only", "read_write"]);
 }
+
+#[test]
+fn only_major_version_1_is_read() {
+    let doc = |major: u64, minor: u64| {
+        V::Map(vec![
+            ("amdhsa.version", V::Arr(vec![V::U(major), V::U(minor)])),
+            ("amdhsa.target", V::Str("amdgcn-amd-amdhsa--gfx1100")),
+            ("amdhsa.kernels", V::Arr(vec![V::Map(add_kernel())])),
+        ])
+        .encode()
+    };
+    for (major, minor) in [(99, 2), (0, 2), (2, 0)] {
+        let err = parse_metadata(&doc(major, minor)).unwrap_err();
+        // The array follows the 1-byte map header and the 15-byte key string.
+        let MetadataError::UnsupportedVersion { path, offset: 16, found, supported_major: 1 } = &err else {
+            panic!("[{major}, {minor}]: {err}")
+        };
+        assert_eq!(path.as_str(), "amdhsa.version");
+        // CAST: the test values are small.
+        #[allow(clippy::cast_possible_truncation)]
+        let expected = [major as u32, minor as u32];
+        assert_eq!(*found, expected);
+        let text = err.to_string();
+        assert!(text.starts_with(&format!("amdhsa.version at byte 16: version [{major}, {minor}]")), "{text}");
+        assert!(text.contains("supported: major version 1"), "{text}");
+    }
+    for minor in [0, 1, 2, 3] {
+        assert_eq!(parse_metadata(&doc(1, minor)).unwrap().version, [1, u32::try_from(minor).unwrap()]);
+    }
+}
+
+#[test]
+fn long_keys_and_names_are_cut_in_messages() {
+    let key: &'static str = alloc::boxed::Box::leak("k".repeat(10_000).into_boxed_str());
+    let doc = V::Map(vec![(key, V::U(1)), (key, V::U(2))]).encode();
+    let err = parse_metadata(&doc).unwrap_err();
+    assert!(matches!(&err, MetadataError::DuplicateKey { key: k, .. } if k.len() == 10_000));
+    assert!(err.to_string().len() < 300, "{err}");
+    let name: &'static str = alloc::boxed::Box::leak("n".repeat(10_000).into_boxed_str());
+    let doc = root(vec![with(add_kernel(), ".name", Some(V::Str(name))), V::Map(vec![(".name", V::Str(name))])]);
+    let err = parse_metadata(&doc.encode()).unwrap_err();
+    assert!(matches!(&err, MetadataError::MissingKernelKey { kernel, .. } if kernel.len() == 10_000), "{err}");
+    assert!(err.to_string().contains("... (10000 bytes)"), "{err}");
+    assert!(err.to_string().len() < 300, "{err}");
+}
