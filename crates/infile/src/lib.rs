@@ -120,10 +120,13 @@ impl ReadError {
     }
 }
 
-/// What a file's metadata says it is, for messages.
-fn kind(meta: &Metadata) -> &'static str {
+/// What a file's metadata says it is, for messages ("a directory", "a character device", ...).
+#[must_use]
+pub fn kind(meta: &Metadata) -> &'static str {
     let t = meta.file_type();
-    if t.is_dir() {
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
         "a directory"
     } else if t.is_char_device() {
         "a character device"
@@ -134,7 +137,7 @@ fn kind(meta: &Metadata) -> &'static str {
     } else if t.is_socket() {
         "a socket"
     } else {
-        "not a file"
+        "neither a file nor a directory"
     }
 }
 

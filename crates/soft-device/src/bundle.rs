@@ -429,25 +429,6 @@ impl BundleError {
     }
 }
 
-/// What a file's metadata says it is, for messages.
-fn kind(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt as _;
-    let t = meta.file_type();
-    if t.is_file() {
-        "a regular file"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "something other than a directory"
-    }
-}
-
 /// A relative path with no `..`, root or prefix.
 fn is_inside(path: &str) -> bool {
     let p = Path::new(path);
@@ -476,7 +457,7 @@ impl Bundle {
     pub fn open(dir: &Path) -> Result<Self, BundleError> {
         let meta = std::fs::metadata(dir).map_err(|source| BundleError::Dir { path: dir.to_owned(), source })?;
         if !meta.is_dir() {
-            return Err(BundleError::NotADirectory { path: dir.to_owned(), kind: kind(&meta) });
+            return Err(BundleError::NotADirectory { path: dir.to_owned(), kind: infile::kind(&meta) });
         }
         let limit = infile::Limit::new("manifest", MANIFEST_BYTES_MAX);
         let text = infile::read_inside(dir, Path::new("manifest.json"), limit)
