@@ -32,9 +32,10 @@ pub enum Command {
     ///
     /// Exit codes: 0 success; 1 an invalid bundle (manifest parse or validation error, a file of
     /// the wrong size or over its limit, a path leaving the bundle, a code object that does not
-    /// load as described), a device fault (queue, command processor, hazard, visibility,
-    /// effects) or an output mismatch, each named; 2 usage or I/O (DIR missing or not a
-    /// directory, a file missing or unreadable, a path that is not a regular file).
+    /// load as described, a file the manifest names that the bundle lacks), a device fault
+    /// (queue, command processor, hazard, visibility, effects) or an output mismatch, each
+    /// named; 2 usage or I/O (DIR missing or not a directory, manifest.json missing, a file
+    /// unreadable, a path that is not a regular file).
     Run {
         /// Print one JSON object instead of text; a failure's `error` is `io` (exit 2), `bundle`,
         /// `fault` or `mismatch` (exit 1).

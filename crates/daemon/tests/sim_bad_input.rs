@@ -1,5 +1,6 @@
 //! `redline sim run DIR` on bad bundles: 1 for an invalid bundle (the manifest or a file's
-//! content), 2 for usage and I/O (DIR or a file missing, unreadable, not a regular file), every
+//! content, a file it names that the bundle lacks), 2 for usage and I/O (DIR or its manifest
+//! missing, a file unreadable or not a regular file), every
 //! message naming the manifest's JSON path or the file and the offending value. The bundles are
 //! written by `redline lower --example window` (kernarg and DISPATCH_DIRECT patch sites) and then
 //! broken one way each; a property test mutates the manifest and the region files at random and
@@ -180,10 +181,10 @@ fn a_path_leaving_the_bundle_exits_1() {
 }
 
 #[test]
-fn a_missing_region_file_exits_2_and_a_directory_in_its_place_too() {
+fn a_missing_region_file_exits_1_and_a_directory_in_its_place_2() {
     let dir = bundle("region-missing");
     std::fs::remove_file(dir.join("regions/alloc7.bin")).unwrap();
-    expect(&dir, 2, &["regions[1].file: cannot read", "regions/alloc7.bin", "No such file"]);
+    expect(&dir, 1, &["regions[1].file: cannot read", "regions/alloc7.bin", "No such file"]);
     let dir = bundle("region-dir");
     std::fs::remove_file(dir.join("regions/alloc7.bin")).unwrap();
     std::fs::create_dir(dir.join("regions/alloc7.bin")).unwrap();
@@ -243,11 +244,10 @@ fn ib_and_aql_files_of_the_wrong_size_exit_1() {
 }
 
 #[test]
-fn a_missing_expected_file_exits_2_and_one_of_the_wrong_size_exits_1() {
-    // Before: a missing expected file passed.
+fn a_missing_expected_file_exits_1_and_so_does_one_of_the_wrong_size() {
     let dir = bundle("expected-missing");
     std::fs::remove_file(dir.join("expected/alloc8.bin")).unwrap();
-    expect(&dir, 2, &["expected[2].file: cannot read", "expected/alloc8.bin", "No such file"]);
+    expect(&dir, 1, &["expected[2].file: cannot read", "expected/alloc8.bin", "No such file"]);
     let dir = bundle("expected-short");
     std::fs::write(dir.join("expected/alloc8.bin"), [0u8; 16]).unwrap();
     expect(
@@ -437,7 +437,8 @@ fn the_help_states_the_limits_and_the_exit_codes() {
         "manifest.json 16 MiB; a code object 256 MiB",
         "memory budget (1020 MiB)",
         "1 an invalid bundle",
-        "2 usage or I/O (DIR missing or not a directory, a file missing or unreadable, a path that is not a regular file)",
+        "a file the manifest names that the bundle lacks",
+        "2 usage or I/O (DIR missing or not a directory, manifest.json missing, a file unreadable, a path that is not a regular file)",
         "`error` is `io` (exit 2)",
     ] {
         assert!(help.contains(needle), "{needle:?} in: {help}");
@@ -448,6 +449,7 @@ fn the_help_states_the_limits_and_the_exit_codes() {
 fn the_json_form_classifies_the_error() {
     let dir = bundle("json-io");
     std::fs::remove_file(dir.join("expected/alloc8.bin")).unwrap();
+    std::fs::create_dir(dir.join("expected/alloc8.bin")).unwrap();
     let out = common::redline(&["sim", "run", "--json", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -561,7 +563,8 @@ fn mutation() -> impl Strategy<Value = Mutation> {
 }
 
 /// Applies `mutation` to the bundle in `dir`; returns true when it makes a file the manifest
-/// names missing or not a regular file (then the error must be an I/O one; otherwise never).
+/// names something that exists but is not a regular file (then the error must be an I/O one;
+/// otherwise never: a named file that is missing makes the bundle invalid).
 fn apply(dir: &Path, mutation: &Mutation) -> bool {
     let mut m = manifest(dir);
     let mut all = Vec::new();
@@ -578,7 +581,7 @@ fn apply(dir: &Path, mutation: &Mutation) -> bool {
                 && !name.starts_with('/')
                 && !name.contains("..")
                 && name.len() <= soft_device::bundle::FILE_NAME_BYTES_MAX
-                && !dir.join(name).is_file()
+                && std::fs::metadata(dir.join(name)).is_ok_and(|meta| !meta.is_file())
             {
                 io = true;
             }

@@ -325,8 +325,9 @@ pub enum BundleError {
         /// What it is.
         kind: &'static str,
     },
-    /// A file of the bundle was not read: missing, unreadable or not a regular file (I/O), or
-    /// over its limit or outside the bundle directory (invalid).
+    /// A file of the bundle was not read: unreadable or not a regular file (I/O), or missing,
+    /// over its limit or outside the bundle directory (invalid; a missing `manifest.json` is
+    /// I/O).
     #[error("{at}: {source}")]
     Read {
         /// The manifest field that names the file (`regions[3].file`), or `manifest.json`.
@@ -401,14 +402,20 @@ pub enum BundleError {
 }
 
 impl BundleError {
-    /// True for usage and I/O errors (a missing or unreadable directory or file, a path that is
-    /// not a regular file, a failed write: exit 2 by the command-line rule), false for an invalid
-    /// bundle (exit 1).
+    /// True for usage and I/O errors (a missing or unreadable directory or manifest, an unreadable
+    /// file, a path that is not a regular file, a failed write: exit 2 by the command-line rule),
+    /// false for an invalid bundle (exit 1), which includes a file the manifest names but the
+    /// bundle does not hold.
     #[must_use]
     pub fn is_io(&self) -> bool {
         match self {
             BundleError::Dir { .. } | BundleError::NotADirectory { .. } | BundleError::Write { .. } => true,
-            BundleError::Read { source, .. } => !source.is_invalid_input(),
+            BundleError::Read { at, source } => {
+                // A file the manifest promises and the bundle lacks makes the bundle incomplete.
+                let declared_but_absent = at != "manifest.json"
+                    && matches!(source, infile::ReadError::Io { error, .. } if error.kind() == std::io::ErrorKind::NotFound);
+                !source.is_invalid_input() && !declared_but_absent
+            }
             BundleError::Parse { .. }
             | BundleError::Invalid { .. }
             | BundleError::SizeMismatch { .. }
