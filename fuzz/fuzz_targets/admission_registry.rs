@@ -21,6 +21,9 @@ fuzz_target!(|data: &[u8]| {
                 devices: 1,
                 model_format: &format,
                 model_sha256: "",
+                context: 1024,
+                kv_layout: "",
+                transport: engine::plan::Transport::Pm4,
             });
             assert!(!decision.admitted, "an empty tensor type set and digest are never certified");
         }
