@@ -245,6 +245,34 @@ impl Rule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn any_rule() -> impl Strategy<Value = Rule> {
+        prop_oneof![
+            any::<i64>().prop_map(|addend| Rule::Offset { addend }),
+            (any::<i64>(), 1..=u32::MAX).prop_map(|(addend, divisor)| Rule::Workgroups { addend, divisor }),
+            (any::<i64>(), 1..=u32::MAX, 1..=u32::MAX).prop_map(|(addend, divisor, workgroup_work_items)| {
+                Rule::WorkItems { addend, divisor, workgroup_work_items }
+            }),
+        ]
+    }
+
+    proptest! {
+        /// Every rule prints in a form the parser reads back as the same rule.
+        #[test]
+        fn printed_rules_parse_back(rule in any_rule()) {
+            let text = rule.to_string();
+            prop_assert_eq!(text.parse::<Rule>(), Ok(rule), "{}", text);
+        }
+
+        /// Any text parses to a rule or to an error that quotes at most a prefix of it.
+        #[test]
+        fn any_text_is_a_rule_or_a_short_error(text in "\\PC{0,40}|[ceilposition()+*/0-9 -]{0,40}") {
+            if let Err(e) = text.parse::<Rule>() {
+                prop_assert!(e.to_string().len() < 600, "{}", e);
+            }
+        }
+    }
 
     #[test]
     fn the_documented_forms_parse_and_evaluate() {
