@@ -128,18 +128,25 @@ impl GgufWriter {
         if self.keys.contains(&key) {
             return Err(WriteError::DuplicateKey { key });
         }
-        if array_depth(&value) > MAX_ARRAY_DEPTH {
-            return Err(WriteError::ArrayTooDeep { key, limit: MAX_ARRAY_DEPTH });
-        }
-        if key == ALIGNMENT_KEY {
-            match value {
-                Value::U32(a) if a.is_power_of_two() => self.alignment = Some(a),
-                ref other => return Err(WriteError::BadAlignment { found: format!("{other:?}") }),
-            }
-        }
+        self.check_value(&key, &value)?;
         self.keys.insert(key.clone());
         self.metadata.push((key, value));
         Ok(self)
+    }
+
+    /// Checks a value about to be stored under `key` (array depth; the alignment key a power of
+    /// two, which then becomes the file's alignment).
+    fn check_value(&mut self, key: &str, value: &Value) -> Result<(), WriteError> {
+        if array_depth(value) > MAX_ARRAY_DEPTH {
+            return Err(WriteError::ArrayTooDeep { key: key.to_owned(), limit: MAX_ARRAY_DEPTH });
+        }
+        if key == ALIGNMENT_KEY {
+            match value {
+                Value::U32(a) if a.is_power_of_two() => self.alignment = Some(*a),
+                other => return Err(WriteError::BadAlignment { found: format!("{other:?}") }),
+            }
+        }
+        Ok(())
     }
 
     /// Sets `key` to `value`: in place when the key is already there (its position in the file
@@ -152,15 +159,7 @@ impl GgufWriter {
         let Some(i) = self.metadata.iter().position(|(k, _)| *k == key) else {
             return self.add(key, value);
         };
-        if array_depth(&value) > MAX_ARRAY_DEPTH {
-            return Err(WriteError::ArrayTooDeep { key, limit: MAX_ARRAY_DEPTH });
-        }
-        if key == ALIGNMENT_KEY {
-            match value {
-                Value::U32(a) if a.is_power_of_two() => self.alignment = Some(a),
-                ref other => return Err(WriteError::BadAlignment { found: format!("{other:?}") }),
-            }
-        }
+        self.check_value(&key, &value)?;
         if let Some(slot) = self.metadata.get_mut(i) {
             slot.1 = value;
         }
