@@ -176,9 +176,22 @@ impl SessionArgs {
     /// a llama model this build runs, naming the path and the key or tensor (invalid input,
     /// exit 1); a context the model cannot take (usage, exit 2).
     pub fn open_model(&self, model: &str) -> Result<ModelFile> {
+        self.open_model_with(model, |path| Ok(gguf::Gguf::open(path)?))
+    }
+
+    /// [`SessionArgs::open_model`] with the file parsed by `read` (which `serve` uses to read
+    /// the file into memory instead of mapping it).
+    ///
+    /// # Errors
+    /// As [`SessionArgs::open_model`], and `read`'s errors.
+    pub fn open_model_with(
+        &self,
+        model: &str,
+        read: impl FnOnce(&std::path::Path) -> Result<gguf::Gguf>,
+    ) -> Result<ModelFile> {
         let resolved = resolve(model)?;
         let path = resolved.path.display().to_string();
-        let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {path}"))?;
+        let file = read(&resolved.path).with_context(|| format!("reading {path}"))?;
         let params = LlamaParams::from_gguf(&file).invalid().with_context(|| path.clone())?;
         let context = match self.context {
             Some(context) => check_context(&file, context)?,

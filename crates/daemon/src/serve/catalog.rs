@@ -2,9 +2,12 @@
 //! limits), and the choice of one by a request's `model` field. One of them is loaded on the
 //! device at a time; the generation thread switches when a job asks for another.
 
+use std::sync::Arc;
+
 use tokenizer::{ChatTemplate, Tokenizer};
 
 use super::error::ApiError;
+use super::model_file::ModelSource;
 
 /// Request limits (`--max-*`), checked against one model's context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +45,8 @@ pub(crate) struct Offered {
     pub template: Option<ChatTemplate>,
     /// Its limits.
     pub limits: Limits,
+    /// Its file, to tell whether it can still be loaded.
+    pub source: Arc<ModelSource>,
 }
 
 /// The served models, in `--model` order.
@@ -105,12 +110,19 @@ mod tests {
     use super::*;
 
     fn offered(id: &str) -> Offered {
-        let file = gguf::Gguf::parse(gguf::tiny_llama(&gguf::TinyLlamaConfig::default())).unwrap();
+        let bytes = gguf::tiny_llama(&gguf::TinyLlamaConfig::default());
+        let dir = std::env::temp_dir().join(format!("redline-catalog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{id}.gguf"));
+        std::fs::write(&path, &bytes).unwrap();
+        let (source, _) = ModelSource::open(&path).unwrap();
+        let file = gguf::Gguf::parse(bytes).unwrap();
         Offered {
             model: ServedModel { id: id.to_owned(), path: format!("{id}.gguf"), sha256: String::new(), created: 0 },
             tokenizer: engine::model::tokenizer_from_gguf(&file).unwrap(),
             template: None,
             limits: Limits { prompt_tokens: 8, max_tokens: 8, context: 16 },
+            source: Arc::new(source),
         }
     }
 

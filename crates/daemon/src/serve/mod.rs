@@ -4,9 +4,14 @@
 //! the loaded model (`worker`), taking requests from a bounded queue in arrival order and
 //! switching models between requests when one asks for another served model.
 
+mod auth;
+mod body;
 mod catalog;
+mod conn;
 mod error;
+mod listen;
 mod metrics;
+mod model_file;
 mod request;
 mod response;
 mod routes;
@@ -20,12 +25,14 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use tokenizer::ChatTemplate;
 
 use crate::model_args::{DeviceArgs, ModelFile, SessionArgs, SessionSetup};
 use catalog::{Catalog, Limits, Offered, ServedModel};
+use model_file::ModelSource;
 use routes::AppState;
 use worker::{LoadSpec, WorkerModel};
 
@@ -86,9 +93,33 @@ pub struct Args {
     /// Requests that may wait while one generates; more are answered 503.
     #[arg(long, default_value_t = 16)]
     pub queue: usize,
-    /// Request bodies larger than this are answered 413.
+    /// Request bodies larger than this are answered 413 (a larger Content-Length at once,
+    /// before the body is read).
     #[arg(long, default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
+    /// Seconds a client has to send a request's head (its request line and headers), counted
+    /// from the connection's start or its previous response: a connection that takes longer,
+    /// or sends nothing, is closed. It is also how long an idle keep-alive connection stays
+    /// open.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
+    pub header_timeout: Duration,
+    /// Seconds a client has to send a request's whole body once its head has arrived; a
+    /// slower one is answered 408 and closed.
+    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = parse_seconds)]
+    pub body_timeout: Duration,
+    /// Open connections at most; more are answered 503 and closed at once. The server raises
+    /// its open-file limit (ulimit -n) to fit them, up to the hard limit.
+    #[arg(long, default_value_t = 4096)]
+    pub max_connections: usize,
+    /// Require this API key (`Authorization: Bearer KEY`) on /v1/*, /metrics and /redline/*;
+    /// repeat for several. /health and the page stay open. Without it, the environment
+    /// variable REDLINE_API_KEY gives the key (one), if set.
+    #[arg(long = "api-key", value_name = "KEY")]
+    pub api_keys: Vec<String>,
+    /// A file of API keys, one a line (blank lines and lines starting with # are skipped);
+    /// repeatable, and combined with --api-key.
+    #[arg(long = "api-key-file", value_name = "FILE")]
+    pub api_key_files: Vec<std::path::PathBuf>,
     /// Prompt tokens at most [default: the context less one].
     #[arg(long)]
     pub max_prompt_tokens: Option<usize>,
@@ -104,6 +135,27 @@ pub struct Args {
 
 fn parse_fault(s: &str) -> Result<hal::Injection, String> {
     crate::bench::arm::parse_fault(s)
+}
+
+/// The `--api-key` values, or `REDLINE_API_KEY` when none is given.
+fn key_flags(args: &Args) -> Result<Vec<String>> {
+    if !args.api_keys.is_empty() {
+        return Ok(args.api_keys.clone());
+    }
+    match std::env::var("REDLINE_API_KEY") {
+        Ok(key) => Ok(vec![key]),
+        Err(std::env::VarError::NotPresent) => Ok(Vec::new()),
+        Err(std::env::VarError::NotUnicode(_)) => bail!("REDLINE_API_KEY is not valid UTF-8"),
+    }
+}
+
+/// A timeout in seconds (fractions allowed): more than 0 and at most an hour.
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let seconds: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(seconds > 0.0 && seconds <= 3600.0) {
+        return Err(format!("{s} s is outside (0, 3600]"));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
 }
 
 /// A served model, opened at startup: what the handlers need, and what the worker loads.
@@ -137,6 +189,10 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     if args.queue == 0 {
         bail!("--queue must be at least 1");
     }
+    if args.max_connections == 0 {
+        bail!("--max-connections must be at least 1");
+    }
+    let api_keys = auth::ApiKeys::load(&key_flags(args)?, &args.api_key_files)?;
     let setup = args.session.check(&args.device)?;
     let mut opened: Vec<Opened> = Vec::with_capacity(args.models.len());
     for spec in &args.models {
@@ -167,7 +223,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         metrics,
         catalog: Catalog::new(offered),
         device,
-        body_bytes: args.max_body_bytes,
+        body_limits: body::BodyLimits { bytes: args.max_body_bytes, timeout: args.body_timeout },
+        api_keys,
         serial: AtomicU64::new(0),
     };
     serve(args, state)?;
@@ -182,7 +239,13 @@ pub fn run(args: &Args) -> Result<ExitCode> {
 /// template, checks its weights finite (so that a model that cannot load fails at startup, not
 /// at the first request that switches to it) and hashes it.
 fn open(args: &Args, spec: &str, earlier: &[Opened]) -> Result<Opened, OpenFailure> {
-    let ModelFile { resolved, file, params, context } = args.session.open_model(spec)?;
+    let mut source = None;
+    let ModelFile { resolved, file, params, context } = args.session.open_model_with(spec, |path| {
+        let (opened, bytes) = ModelSource::open(path)?;
+        source = Some(opened);
+        Ok(gguf::Gguf::parse(bytes)?)
+    })?;
+    let source = Arc::new(source.context("the model file was not read")?);
     let id = resolved.entry.map_or_else(|| catalog::path_id(&resolved.path), |entry| entry.alias.to_owned());
     if let Some(other) = earlier.iter().find(|o| o.offered.model.id == id) {
         return Err(OpenFailure::Error(anyhow::anyhow!(
@@ -195,35 +258,64 @@ fn open(args: &Args, spec: &str, earlier: &[Opened]) -> Result<Opened, OpenFailu
     let tokenizer = engine::model::tokenizer_from_gguf(&file).map_err(|e| OpenFailure::Model(e.to_string()))?;
     params.check_weights(&file).map_err(|e| OpenFailure::Model(e.to_string()))?;
     let template = chat_template(&id, &file);
-    let sha256 = crate::model_args::model_sha256(&resolved)?;
+    let sha256 = source.sha256().to_owned();
+    if let Some(entry) = resolved.entry
+        && entry.gguf_sha256 != sha256
+    {
+        return Err(OpenFailure::Model(format!(
+            "{}: SHA-256 {sha256}, not the {} pinned for '{}': the cached file is damaged; `redline pull {}` \
+             fetches it again",
+            resolved.path.display(),
+            entry.gguf_sha256,
+            entry.alias,
+            entry.alias
+        )));
+    }
     let path = resolved.path.display().to_string();
     let model = ServedModel { id: id.clone(), path, sha256: sha256.clone(), created: unix_seconds() };
+    // Only the first model is loaded at startup; the others are read again when a request
+    // switches to them, so their bytes are not held meanwhile.
+    let file = earlier.is_empty().then_some(file);
     Ok(Opened {
         spec: spec.to_owned(),
-        offered: Offered { model, tokenizer, template, limits },
-        worker: WorkerModel { id, path: resolved.path, file, sha256, context },
+        offered: Offered { model, tokenizer, template, limits, source: Arc::clone(&source) },
+        worker: WorkerModel { id, path: resolved.path, file, source, sha256, context },
     })
 }
 
 /// Binds, prints the address, and serves until a signal and the drain that follows.
 fn serve(args: &Args, state: AppState) -> Result<()> {
+    let settings = listen::Settings {
+        connections_max: listen::fit_descriptors(args.max_connections),
+        header_timeout: args.header_timeout,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the HTTP runtime")?;
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+        let listener = listen::bind(&args.host, args.port)
             .await
             .with_context(|| format!("binding {}:{}", args.host, args.port))?;
         let address: SocketAddr = listener.local_addr()?;
         let signal = shutdown::install().context("installing the SIGINT/SIGTERM handlers")?;
+        if !address.ip().is_loopback() && !state.api_keys.required() {
+            eprintln!(
+                "warning: listening on {address}, which other machines may reach, without an API key: anyone who \
+                 can reach it can use the model (set --api-key, REDLINE_API_KEY or --api-key-file)"
+            );
+        }
         let app = routes::router(Arc::new(state));
         let mut stdout = std::io::stdout();
         writeln!(stdout, "listening on http://{address}")?;
         stdout.flush()?;
-        eprintln!("serving {} (queue {})", address, args.queue);
-        axum::serve(listener, app).with_graceful_shutdown(signal).await.context("serving HTTP")
+        eprintln!(
+            "serving {address} (queue {}, at most {} connections, header timeout {:?}, body timeout {:?})",
+            args.queue, settings.connections_max, settings.header_timeout, args.body_timeout
+        );
+        listen::serve(listener, app, settings, signal).await;
+        Ok(())
     })
 }
 

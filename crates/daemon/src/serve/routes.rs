@@ -15,7 +15,10 @@ use engine::model::GenerateOptions;
 use tokenizer::SamplerConfig;
 use tokio::sync::mpsc;
 
+use super::auth::{self, ApiKeys};
+use super::body::{self, BodyLimits};
 use super::catalog::{Catalog, Limits, Offered};
+use super::conn;
 use super::error::ApiError;
 use super::metrics::{Metrics, QueueGauge};
 use super::request::{self, Sampling};
@@ -37,8 +40,10 @@ pub(crate) struct AppState {
     pub catalog: Catalog,
     /// The device they run on.
     pub device: DeviceInfo,
-    /// Request bodies at most (`--max-body-bytes`).
-    pub body_bytes: usize,
+    /// Request bodies at most (`--max-body-bytes`) and their deadline (`--body-timeout`).
+    pub body_limits: BodyLimits,
+    /// The API keys; none: the server is open.
+    pub api_keys: ApiKeys,
     /// Makes response ids unique.
     pub serial: AtomicU64,
 }
@@ -61,16 +66,35 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/redline/status", get(status_page))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(state.body_bytes))
+        .layer(DefaultBodyLimit::max(state.body_limits.bytes))
+        // Innermost first: the handler is dropped when its client goes; a body is read after
+        // the key is checked; every answer is counted.
+        .layer(middleware::from_fn(conn::cancel_when_gone))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), body::read_body))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), auth::require_key))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), count_request))
         .with_state(state)
 }
 
-/// Counts every answered request by its route and status.
+/// Counts every request by its route and status; one whose connection ended before its answer
+/// (hyper drops the handler when it sees the client go) counts as
+/// [`conn::CLIENT_CLOSED_REQUEST`].
 async fn count_request(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    /// Counts the request when dropped: with its status once answered, 499 if never.
+    struct Count<'a> {
+        metrics: &'a Metrics,
+        endpoint: String,
+        status: u16,
+    }
+    impl Drop for Count<'_> {
+        fn drop(&mut self) {
+            self.metrics.request(&self.endpoint, self.status);
+        }
+    }
     let endpoint = request.extensions().get::<MatchedPath>().map_or("unmatched", MatchedPath::as_str).to_owned();
+    let mut count = Count { metrics: &state.metrics, endpoint, status: conn::CLIENT_CLOSED_REQUEST };
     let response = next.run(request).await;
-    state.metrics.request(&endpoint, response.status().as_u16());
+    count.status = response.status().as_u16();
     response
 }
 
@@ -175,6 +199,7 @@ async fn generate(
     sampling: Sampling,
 ) -> Result<Response, ApiError> {
     let Queued { model, offered, endpoint, prompt_param } = queued;
+    model_loadable(state, model, offered)?;
     let options = options(&offered.limits, prompt.len(), prompt_param, &sampling)?;
     let (events, mut received) = mpsc::unbounded_channel();
     let job = Job { model, prompt, options, events };
@@ -199,6 +224,23 @@ async fn generate(
         }
     }
     Err(ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, "generation_failed", "the generation thread stopped"))
+}
+
+/// A model other than the loaded one is read from its file again when a request switches to
+/// it: refused at once (503 `model_file_changed`) when that file has changed since startup.
+/// The loaded model is on the device and answers whatever happened to its file.
+fn model_loadable(state: &AppState, model: usize, offered: &Offered) -> Result<(), ApiError> {
+    let loaded = state.metrics.snapshot().and_then(|s| s.loaded.map(|(index, _)| index));
+    if loaded == Some(model) {
+        return Ok(());
+    }
+    offered.source.check().map_err(|error| {
+        ApiError::server(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "model_file_changed",
+            format!("the model '{}' cannot be loaded: {error}", offered.model.id),
+        )
+    })
 }
 
 /// The generation options, or the limit the request breaks.

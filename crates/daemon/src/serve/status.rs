@@ -32,6 +32,12 @@ pub(crate) fn report(catalog: &Catalog, device: &DeviceInfo, metrics: &Metrics, 
         .map(|(i, offered)| {
             let mut model = identity(&offered.model);
             model["loaded"] = json!(loaded.is_some_and(|(index, _)| *index == i));
+            // Whether the file can be loaded again (a switch reads it); the loaded model runs
+            // from the device either way.
+            model["file"] = match offered.source.check() {
+                Ok(()) => json!({"changed": false}),
+                Err(error) => json!({"changed": true, "detail": error.to_string()}),
+            };
             model
         })
         .collect();

@@ -19,6 +19,7 @@ use pm4_encoding::Target;
 use tokio::sync::mpsc;
 
 use super::metrics::{Metrics, Snapshot};
+use super::model_file::ModelSource;
 
 /// One generation to run.
 #[derive(Debug)]
@@ -60,10 +61,12 @@ pub(crate) struct WorkerModel {
     pub id: String,
     /// The GGUF file, for messages.
     pub path: PathBuf,
-    /// The opened GGUF. Kept open (it is a read-only map of the file, so it costs address space
-    /// and reclaimable page cache rather than memory) so that a switch loads the bytes that were
-    /// hashed at startup, even if the path has since been replaced.
-    pub file: gguf::Gguf,
+    /// The parsed file while it waits to be loaded: the first model's from startup until it
+    /// is loaded; any model's during a switch to it. Its bytes are dropped once on the device.
+    pub file: Option<gguf::Gguf>,
+    /// The file as opened at startup: a switch reads it again through the same descriptor and
+    /// refuses it if it has changed ([`super::model_file`]).
+    pub source: Arc<ModelSource>,
     /// Its SHA-256.
     pub sha256: String,
     /// KV-cache positions.
@@ -147,16 +150,22 @@ fn load(spec: LoadSpec) -> Result<(Worker, DeviceInfo), String> {
     let (device, reason) = select_for_model(spec.kind, Some(spec.target)).map_err(|e| e.to_string())?;
     eprintln!("device: {reason}");
     let (kind, target) = (device.kind().name(), device.target());
-    let Some(first) = spec.models.first() else {
+    let mut spec = spec;
+    let Some(first) = spec.models.first_mut() else {
         return Err("no model to serve".to_owned());
     };
     eprintln!("loading {} ({} KV positions) onto the {} device ...", first.path.display(), first.context, kind);
     let start = std::time::Instant::now();
+    let file = match first.file.take() {
+        Some(file) => file,
+        None => read_again(first)?,
+    };
     let setting = crate::admit::Setting { kind, context: first.context, transport: spec.config.transport };
-    let admission = crate::admit::decide(&spec.admissions, &first.file, &first.sha256, &device, setting);
+    let admission = crate::admit::decide(&spec.admissions, &file, &first.sha256, &device, setting);
     eprintln!("admission: {}", admission.reason);
-    let mut session = Session::with_admission(device, &first.file, first.context, spec.config.clone(), admission)
+    let mut session = Session::with_admission(device, &file, first.context, spec.config.clone(), admission)
         .map_err(|e| e.to_string())?;
+    drop(file);
     eprintln!("model loaded in {:.1} s", start.elapsed().as_secs_f64());
     if let Some(fault) = spec.inject_fault {
         hal::FaultInjection::inject(session.device_mut(), fault).map_err(|e| format!("--inject-fault: {e}"))?;
@@ -184,24 +193,33 @@ impl Worker {
         if self.loaded == Some(index) {
             return Ok(());
         }
-        let Some(to) = self.spec.models.get(index) else {
-            return Err(format!("no served model {index}: {} are served", self.spec.models.len()));
-        };
         let from = self.loaded.and_then(|i| self.spec.models.get(i)).map_or("none (a switch failed)", |m| &m.id);
+        let from = from.to_owned();
+        let served = self.spec.models.len();
+        let Some(to) = self.spec.models.get_mut(index) else {
+            return Err(format!("no served model {index}: {served} are served"));
+        };
         let why = format!("model switch {from} -> {}", to.id);
         eprintln!("{why}: loading {} ({} KV positions) ...", to.path.display(), to.context);
         let start = std::time::Instant::now();
+        // The file is read (and checked unchanged) before the loaded model is touched: a file
+        // that cannot be read again fails this request and leaves the loaded model serving.
+        let file = match to.file.take() {
+            Some(file) => file,
+            None => read_again(to)?,
+        };
+        let to = &self.spec.models[index];
         let setting = crate::admit::Setting {
             kind: self.session.device().kind().name(),
             context: to.context,
             transport: self.spec.config.transport,
         };
-        let admission =
-            crate::admit::decide(&self.spec.admissions, &to.file, &to.sha256, self.session.device(), setting);
+        let admission = crate::admit::decide(&self.spec.admissions, &file, &to.sha256, self.session.device(), setting);
         eprintln!("admission: {}", admission.reason);
         self.switches += 1;
         self.loaded = None;
-        let result = self.session.reconfigure(&to.file, to.context, admission, &why);
+        let result = self.session.reconfigure(&file, to.context, admission, &why);
+        drop(file);
         if result.is_ok() {
             self.loaded = Some(index);
             eprintln!("model {} loaded in {:.1} s", to.id, start.elapsed().as_secs_f64());
@@ -212,6 +230,12 @@ impl Worker {
         metrics.set_snapshot(self.snapshot());
         result
     }
+}
+
+/// `model`'s file read again through the descriptor opened at startup, unchanged, and parsed.
+fn read_again(model: &WorkerModel) -> Result<gguf::Gguf, String> {
+    let bytes = model.source.reread().map_err(|e| format!("the model '{}' cannot be loaded: {e}", model.id))?;
+    gguf::Gguf::parse(bytes).map_err(|e| format!("the model '{}': {}: {e}", model.id, model.path.display()))
 }
 
 /// Runs jobs in arrival order until the queue closes, switching models between jobs.
