@@ -225,11 +225,7 @@ fn an_oversized_content_length_is_refused_from_the_header_and_a_slow_body_times_
     ]);
     // A gigabyte announced, nothing sent.
     let started = Instant::now();
-    let mut stream = TcpStream::connect(server.addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    stream
-        .write_all(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1073741824\r\n\r\n")
-        .unwrap();
+    let mut stream = serve_common::send_head(server.addr, "POST", "/v1/completions", 1_073_741_824);
     let mut raw = Vec::new();
     let _ = stream.read_to_end(&mut raw);
     let took = started.elapsed();
@@ -308,4 +304,46 @@ fn a_whole_request_on_a_closing_connection_is_cancelled_when_its_client_goes() {
     // Bytes after the request (which HTTP/1.1 would read as the next request, and which the
     // server never reads on a closing connection) leave the close to be seen on the socket.
     cancelled_when_closed(&server, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 2.0);
+}
+
+#[test]
+fn help_names_the_limits_and_bad_limits_are_usage_errors() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_redline")).args(["serve", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "--max-connections",
+        "[default: 4096]",
+        "--header-timeout",
+        "[default: 10]",
+        "--body-timeout",
+        "[default: 30]",
+        "--api-key",
+        "--api-key-file",
+        "REDLINE_API_KEY",
+        "Authorization: Bearer KEY",
+        "408",
+        "413",
+    ] {
+        assert!(help.contains(needle), "{needle}: {help}");
+    }
+    let model = tiny_model("hardening-cli", 256);
+    let cases: [(&[&str], &str); 5] = [
+        (&["--header-timeout", "0"], "--header-timeout"),
+        (&["--header-timeout", "soon"], "not a number of seconds"),
+        (&["--body-timeout", "7200"], "outside (0, 3600]"),
+        (&["--max-connections", "0"], "--max-connections"),
+        (&["--api-key-file", "/nonexistent/keys"], "/nonexistent/keys"),
+    ];
+    for (args, needle) in cases {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_redline"))
+            .args(["serve", "--port", "0", "--device", "sim", "--model", model.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
 }

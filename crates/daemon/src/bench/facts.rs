@@ -130,7 +130,8 @@ pub fn clocks(gpu: Value) -> Value {
 
 /// Every `REDLINE_*` environment variable the workspace reads, with who reads it. The unit test
 /// `every_redline_variable_the_workspace_names_is_listed` keeps it complete.
-pub const REDLINE_VARIABLES: [(&str, &str); 15] = [
+pub const REDLINE_VARIABLES: [(&str, &str); 16] = [
+    ("REDLINE_API_KEY", "redline serve: the API key clients must send (its value is never recorded)"),
     ("REDLINE_BLESS", "tape-core tests: rewrite the golden files"),
     ("REDLINE_CLANG", "kernels build (build-kernels): the clang to compile the kernels with"),
     ("REDLINE_CONFORMANCE_CHILD", "conformance suite (tests/): marks its child process"),
@@ -151,11 +152,21 @@ pub const REDLINE_VARIABLES: [(&str, &str); 15] = [
     ("REDLINE_SOFT_HSA_LOG", "soft-hsa runtime: print each queue fault"),
 ];
 
+/// Variables whose values are secrets: a report says whether they are set, not what they hold.
+const SECRET_VARIABLES: [&str; 1] = ["REDLINE_API_KEY"];
+
+/// What a report shows for a secret that is set.
+const REDACTED: &str = "(set; not recorded)";
+
 /// The `REDLINE_*` environment of `vars`: every listed variable, set (with its value) or not, and
 /// any other `REDLINE_*` variable that is set.
 #[must_use]
 pub fn environment_of(vars: &[(String, String)]) -> Value {
-    let value_of = |name: &str| vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    let value_of = |name: &str| {
+        let value = vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+        // A secret is recorded as set, never by its value.
+        if SECRET_VARIABLES.contains(&name) { value.map(|_| REDACTED.to_owned()) } else { value }
+    };
     let listed: Vec<Value> = REDLINE_VARIABLES
         .iter()
         .map(|(name, read_by)| {
@@ -233,6 +244,18 @@ mod tests {
         let isa = listed.iter().find(|v| v["name"] == "REDLINE_SOFT_HSA_ISA").unwrap();
         assert_eq!((&isa["set"], &isa["value"]), (&json!(false), &Value::Null));
         assert_eq!(env["other_set"], json!([{"name": "REDLINE_NEW_THING", "value": "1"}]));
+    }
+
+    #[test]
+    fn a_secret_is_recorded_as_set_but_never_by_its_value() {
+        let vars = [("REDLINE_API_KEY".to_owned(), "sk-secret".to_owned())];
+        let env = environment_of(&vars);
+        let key = env["listed"].as_array().unwrap().iter().find(|v| v["name"] == "REDLINE_API_KEY").unwrap();
+        assert_eq!((&key["set"], &key["value"]), (&json!(true), &json!("(set; not recorded)")));
+        assert!(!env.to_string().contains("sk-secret"), "{env}");
+        let unset = environment_of(&[]);
+        let key = unset["listed"].as_array().unwrap().iter().find(|v| v["name"] == "REDLINE_API_KEY").unwrap();
+        assert_eq!((&key["set"], &key["value"]), (&json!(false), &Value::Null));
     }
 
     /// `REDLINE_` names in the workspace that are not environment variables.

@@ -64,6 +64,15 @@ use worker::{LoadSpec, WorkerModel};
 /// --max-tokens-limit tokens or what the context leaves. Requests are generated one at a time in
 /// arrival order; a full queue answers 503 with Retry-After. A client that disconnects cancels
 /// its generation. SIGINT/SIGTERM stop accepting, finish every request, and exit 0.
+///
+/// Limits: --max-connections open connections (more are answered 503 at once); a request head
+/// must arrive within --header-timeout, a body within --body-timeout (408); a Content-Length over
+/// --max-body-bytes is answered 413 before the body is read.
+/// Access: with --api-key, REDLINE_API_KEY or --api-key-file, /v1/*, /metrics and /redline/*
+/// need `Authorization: Bearer KEY` (401 otherwise); /health stays open. Listening beyond
+/// loopback without a key prints a warning.
+/// Model files are read, not mapped: the loaded model runs from the device whatever happens to
+/// its file; a switch to a model whose file changed since startup is answered 503.
 /// The first line on standard output is `listening on http://HOST:PORT`.
 /// Each model file is checked at startup as `redline generate` checks it (GGUF structure,
 /// hyperparameters, vocabulary sizes, tokenizer, finite weights); a model whose chat template is

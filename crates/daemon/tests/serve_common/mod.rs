@@ -212,6 +212,18 @@ pub fn send_with(addr: SocketAddr, method: &str, path: &str, body: &[u8], connec
     stream
 }
 
+/// Opens a connection and writes only a request head announcing a body of `length` bytes
+/// (`Connection: close`); the body is never sent.
+pub fn send_head(addr: SocketAddr, method: &str, path: &str, length: u64) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream
+}
+
 /// One request, the whole response.
 pub fn request(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> Response {
     let mut stream = send(addr, method, path, body);
