@@ -14,17 +14,6 @@ use serve_common::{Server, tiny_model};
 
 const KEY: &str = "sk-redline-test-0123456789";
 
-fn python() -> Option<String> {
-    match std::env::var("REDLINE_GGUF_PY") {
-        Ok(python) => Some(python),
-        Err(_) => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_GGUF_PY is not set under CI=true");
-            println!("REDLINE_GGUF_PY not set: the OpenAI client part did nothing");
-            None
-        }
-    }
-}
-
 /// `method path` with extra header lines, the whole response.
 fn request(server: &Server, method: &str, path: &str, headers: &str, body: &[u8]) -> serve_common::Response {
     use std::io::Write as _;
@@ -116,7 +105,7 @@ fn every_protected_endpoint_needs_the_key_and_health_does_not() {
     let text = body["choices"][0]["text"].as_str().unwrap().to_owned();
 
     // The official client, with api_key=.
-    let Some(python) = python() else { return };
+    let Some(python) = serve_common::python() else { return };
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/openai_auth.py");
     let out = Command::new(&python)
         .arg(script)
@@ -173,15 +162,7 @@ fn keys_come_from_the_environment_and_from_files() {
         (&["--api-key-file", file.to_str().unwrap()], "no key in the file"),
     ];
     for (args, needle) in cases {
-        let out = Command::new(env!("CARGO_BIN_EXE_redline"))
-            .args(["serve", "--port", "0", "--device", "sim", "--model", model])
-            .args(args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(needle), "{args:?}: {stderr}");
-        assert!(out.stdout.is_empty(), "{args:?}");
+        serve_common::assert_usage_error(model, args, needle);
     }
 }
 

@@ -125,23 +125,13 @@ fn bad_command_lines_fail_with_a_message() {
         (&["--port", "70000"], "--port"),
     ];
     for (args, needle) in cases {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_redline"))
-            .args(["serve", "--port", "0", "--device", "sim", "--model", model])
-            .args(args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(needle), "{args:?}: {stderr}");
-        assert!(out.stdout.is_empty(), "{args:?}");
+        serve_common::assert_usage_error(model, args, needle);
     }
 }
 
 #[test]
 fn help_lists_the_endpoints_and_defaults() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_redline")).args(["serve", "--help"]).output().unwrap();
-    assert!(out.status.success());
-    let help = String::from_utf8_lossy(&out.stdout);
+    let help = serve_common::help();
     for needle in [
         "/v1/completions",
         "/v1/chat/completions",

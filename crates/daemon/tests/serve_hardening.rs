@@ -308,9 +308,7 @@ fn a_whole_request_on_a_closing_connection_is_cancelled_when_its_client_goes() {
 
 #[test]
 fn help_names_the_limits_and_bad_limits_are_usage_errors() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_redline")).args(["serve", "--help"]).output().unwrap();
-    assert!(out.status.success());
-    let help = String::from_utf8_lossy(&out.stdout);
+    let help = serve_common::help();
     for needle in [
         "--max-connections",
         "[default: 4096]",
@@ -336,14 +334,6 @@ fn help_names_the_limits_and_bad_limits_are_usage_errors() {
         (&["--api-key-file", "/nonexistent/keys"], "/nonexistent/keys"),
     ];
     for (args, needle) in cases {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_redline"))
-            .args(["serve", "--port", "0", "--device", "sim", "--model", model.to_str().unwrap()])
-            .args(args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(needle), "{args:?}: {stderr}");
-        assert!(out.stdout.is_empty(), "{args:?}");
+        serve_common::assert_usage_error(model.to_str().unwrap(), args, needle);
     }
 }

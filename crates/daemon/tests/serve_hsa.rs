@@ -21,18 +21,6 @@ fn server(args: &[&str]) -> Server {
     Server::start_with_env(&[&["--device", "hsa"], args].concat(), &env)
 }
 
-/// The Python interpreter with the pinned packages, or `None` outside CI when it is not set.
-fn python() -> Option<String> {
-    match std::env::var("REDLINE_GGUF_PY") {
-        Ok(python) => Some(python),
-        Err(_) => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_GGUF_PY is not set under CI=true");
-            println!("REDLINE_GGUF_PY not set: did nothing");
-            None
-        }
-    }
-}
-
 const ASK: &str = r#"
 import sys, openai
 client = openai.OpenAI(base_url=sys.argv[1], api_key="unused", max_retries=0, timeout=300)
@@ -44,7 +32,7 @@ print(answer.choices[0].message.content)
 
 #[test]
 fn the_openai_client_gets_paris_from_the_reference_model_on_the_hsa_backend() {
-    let (Some(path), Some(python)) = (reference_model(), python()) else { return };
+    let (Some(path), Some(python)) = (reference_model(), serve_common::python()) else { return };
     let server = server(&["--model", &path, "--replay-backend", "auto"]);
     let out = Command::new(&python)
         .args(["-c", ASK, &format!("http://{}/v1", server.addr), "SmolLM2-135M-Instruct.Q4_1"])

@@ -305,3 +305,37 @@ pub fn eventually(timeout: Duration, what: &str, mut condition: impl FnMut() -> 
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// `redline serve --port 0 --device sim --model MODEL ARGS` exits 2 before listening, its
+/// message containing `needle`.
+pub fn assert_usage_error(model: &str, args: &[&str], needle: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_redline"))
+        .args(["serve", "--port", "0", "--device", "sim", "--model", model])
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+}
+
+/// `redline serve --help`.
+pub fn help() -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_redline")).args(["serve", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The Python interpreter with the pinned packages (`REDLINE_GGUF_PY`), or `None` outside CI
+/// when it is not set (saying so); under `CI=true` its absence fails the test.
+pub fn python() -> Option<String> {
+    match std::env::var("REDLINE_GGUF_PY") {
+        Ok(python) => Some(python),
+        Err(_) => {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_GGUF_PY is not set under CI=true");
+            println!("REDLINE_GGUF_PY not set: the Python client checks did nothing");
+            None
+        }
+    }
+}
