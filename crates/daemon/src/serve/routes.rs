@@ -256,6 +256,8 @@ fn options(
         max_tokens,
         sampler: SamplerConfig { temperature: sampling.temperature, top_k: 0, top_p: sampling.top_p, seed },
         stop: sampling.stop.clone(),
+        logits: tokenizer::LogitsConfig::default(),
+        top_logprobs: None,
     })
 }
 
