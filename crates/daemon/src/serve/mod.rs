@@ -6,6 +6,8 @@
 
 mod catalog;
 mod error;
+mod fields;
+mod logprobs;
 mod metrics;
 mod request;
 mod response;
