@@ -50,7 +50,7 @@ impl Entry {
 
 /// Chat's `logprobs` object for `entries`.
 pub(crate) fn chat(entries: &[Entry]) -> Value {
-    let scored = |s: &Scored| json!({"token": s.text, "logprob": s.logprob, "bytes": s.bytes});
+    let scored = |s: &Scored| json!({"token": s.text, "logprob": number(s.logprob), "bytes": s.bytes});
     let content: Vec<Value> = entries
         .iter()
         .map(|entry| {
@@ -77,17 +77,24 @@ pub(crate) fn completion(entries: &[Entry], offset: &mut usize) -> Value {
             *offset += entry.chosen.text.chars().count();
             let mut top = Map::new();
             for scored in entry.top.iter().chain([&entry.chosen]) {
-                top.entry(scored.text.clone()).or_insert_with(|| json!(scored.logprob));
+                top.entry(scored.text.clone()).or_insert_with(|| number(scored.logprob));
             }
             top
         })
         .collect();
     json!({
         "tokens": entries.iter().map(|e| e.chosen.text.as_str()).collect::<Vec<_>>(),
-        "token_logprobs": entries.iter().map(|e| e.chosen.logprob).collect::<Vec<_>>(),
+        "token_logprobs": entries.iter().map(|e| number(e.chosen.logprob)).collect::<Vec<_>>(),
         "top_logprobs": top,
         "text_offset": text_offset,
     })
+}
+
+/// `value` as the JSON number of its shortest decimal form (`-0.6931472`, not the f64 digits of
+/// the f32, `-0.6931471824645996`): parsed back as an f32 it is `value` again.
+fn number(value: f32) -> Value {
+    // A finite f32's decimal form is a valid f64; a non-finite one has no JSON number.
+    value.to_string().parse::<f64>().map_or(Value::Null, Value::from)
 }
 
 #[cfg(test)]
@@ -131,6 +138,15 @@ mod tests {
         assert_eq!(content[1]["top_logprobs"][1]["bytes"], json!([0xF0]));
         assert_eq!(content[2]["top_logprobs"], json!([]));
         assert_eq!(chat(&[]), json!({"content": [], "refusal": null}));
+    }
+
+    #[test]
+    fn numbers_are_the_shortest_form_of_the_f32() {
+        let third = -(1.0f32 / 3.0);
+        assert_eq!(number(third).to_string(), "-0.33333334");
+        assert_eq!(number(third).as_f64().unwrap().to_string().parse::<f32>().unwrap(), third);
+        assert_eq!(number(-9.077_679e-5).to_string(), "-0.00009077679");
+        assert_eq!(number(f32::NEG_INFINITY), Value::Null);
     }
 
     #[test]
