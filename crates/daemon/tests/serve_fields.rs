@@ -239,3 +239,20 @@ fn fields_that_would_change_the_output_and_unknown_fields_are_400_naming_them() 
     let accepted = json!({"prompt": "x", "max_tokens": 2, "user": "u", "best_of": 1, "echo": false, "suffix": null});
     assert_eq!(server.post(COMPLETIONS, &accepted).status, 200);
 }
+
+#[test]
+fn help_says_what_the_logprobs_are_of_and_the_defaults() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_redline")).args(["serve", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "\"logprobs\" (0..=5)",
+        "\"top_logprobs\" (0..=20)",
+        "the log-softmax of the logits the sampler saw: after the penalties and\n`logit_bias`, before temperature and top-p",
+        "without `max_tokens` a completion generates up to 16\ntokens and a chat completion up to what the context leaves, both at most --max-tokens-limit",
+        "`presence_penalty`, `frequency_penalty`\n([-2, 2])",
+        "(`unknown_parameter`)",
+    ] {
+        assert!(help.contains(needle), "{needle}: {help}");
+    }
+}
