@@ -102,6 +102,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         max_tokens: args.max_tokens,
         sampler: SamplerConfig { temperature: args.temperature, top_k: args.top_k, top_p: args.top_p, seed: args.seed },
         stop: args.stop.clone(),
+        logits: tokenizer::LogitsConfig::default(),
+        top_logprobs: None,
     };
     let model = ModelReport { path, sha256 };
     if let Some(template) = template {

@@ -111,3 +111,94 @@ fn curl_gets_a_completion_and_an_event_stream() {
     assert_eq!(code, "400");
     assert_eq!(serde_json::from_str::<Value>(body).unwrap()["error"]["param"], "top_p");
 }
+
+/// Asserts one endpoint's log-probability entries (whole or streamed) as the client parsed them:
+/// one per generated token, each at most 0, its alternatives sorted with the generated (greedy)
+/// token first. Returns the entries' `(token, logprob)`.
+fn check_entries(report: &Value, what: &str, alternatives: usize) -> Vec<(String, f64)> {
+    let part = &report[what];
+    let entries = part["entries"].as_array().unwrap_or_else(|| panic!("{what}: {report}"));
+    assert_eq!(json!(entries.len()), part["completion_tokens"], "{what}: one entry per generated token");
+    let mut out = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let (token, logprob) = (entry["token"].as_str().unwrap(), entry["logprob"].as_f64().unwrap());
+        assert!(logprob <= 0.0, "{what} {i}: {entry}");
+        // Chat lists the alternatives; the legacy shape maps their texts to log-probabilities.
+        let top: Vec<(String, f64)> = match &entry["top"] {
+            Value::Array(top) => {
+                assert_eq!(top.len(), alternatives, "{what} {i}: {entry}");
+                assert_eq!(top[0][2], entry["bytes"], "{what} {i}: {entry}");
+                assert_eq!(
+                    String::from_utf8_lossy(&serde_json::from_value::<Vec<u8>>(entry["bytes"].clone()).unwrap()),
+                    token
+                );
+                top.iter().map(|t| (t[0].as_str().unwrap().to_owned(), t[1].as_f64().unwrap())).collect()
+            }
+            Value::Object(top) => {
+                assert!(top.len() <= alternatives + 1, "{what} {i}: {entry}");
+                let mut top: Vec<(String, f64)> = top.iter().map(|(t, l)| (t.clone(), l.as_f64().unwrap())).collect();
+                top.sort_by(|a, b| b.1.total_cmp(&a.1));
+                top
+            }
+            other => panic!("{what} {i}: top {other}"),
+        };
+        assert!(top.windows(2).all(|w| w[0].1 >= w[1].1), "{what} {i}: not sorted: {entry}");
+        assert!(top.iter().all(|&(_, l)| l <= 0.0), "{what} {i}: {entry}");
+        // Temperature 0: the generated token is the greedy one, the most likely.
+        assert_eq!((top[0].0.as_str(), top[0].1), (token, logprob), "{what} {i}: {entry}");
+        out.push((token.to_owned(), logprob));
+    }
+    out
+}
+
+#[test]
+fn the_openai_python_client_gets_logprobs_with_the_greedy_token_on_top() {
+    let Some(python) = python() else { return };
+    let server = server();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/openai_client.py");
+    let out = Command::new(&python)
+        .arg(script)
+        .arg(format!("http://{}/v1", server.addr))
+        .arg("clients")
+        .arg("logprobs")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{python} {script} logprobs failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let chat = check_entries(&report, "chat", 3);
+    assert_eq!(check_entries(&report, "chat_stream", 3), chat, "whole and streamed chat logprobs differ");
+    assert_eq!(report["chat_stream"]["text"], report["chat"]["text"]);
+    // Asking for logprobs changes nothing generated: the raw answer without them is the same.
+    let raw = server
+        .post(
+            "/v1/chat/completions",
+            &json!({"messages": [{"role": "user", "content": "hello there"}], "max_tokens": 16, "temperature": 0}),
+        )
+        .json();
+    assert_eq!(report["chat"]["text"], raw["choices"][0]["message"]["content"]);
+    assert_eq!(report["chat"]["finish_reason"], "length", "{report}");
+    // Every token's text is shown: the tokens' bytes are the content's.
+    let bytes: Vec<u8> = report["chat"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|e| serde_json::from_value::<Vec<u8>>(e["bytes"].clone()).unwrap())
+        .collect();
+    assert_eq!(bytes, report["chat"]["text"].as_str().unwrap().as_bytes());
+
+    let completion = check_entries(&report, "completion", 3);
+    assert_eq!(
+        check_entries(&report, "completion_stream", 3),
+        completion,
+        "whole and streamed completion logprobs differ"
+    );
+    assert_eq!(report["completion_stream"]["text"], report["completion"]["text"]);
+    let offsets: Vec<&Value> =
+        report["completion"]["entries"].as_array().unwrap().iter().map(|e| &e["offset"]).collect();
+    let streamed: Vec<&Value> =
+        report["completion_stream"]["entries"].as_array().unwrap().iter().map(|e| &e["offset"]).collect();
+    assert_eq!(offsets, streamed);
+    let raw = server.post("/v1/completions", &json!({"prompt": "the cat", "max_tokens": 8, "temperature": 0})).json();
+    assert_eq!(report["completion"]["text"], raw["choices"][0]["text"]);
+}

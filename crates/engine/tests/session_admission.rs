@@ -10,7 +10,7 @@ use engine::replay::{Backend, ReplayConfig};
 use gguf::{Gguf, TinyLlamaConfig, tiny_llama};
 use pm4_encoding::Target;
 use soft_device::SimDevice;
-use tokenizer::SamplerConfig;
+use tokenizer::{LogitsConfig, SamplerConfig};
 
 const KV_LAYOUT: &str = "f32:layer,position,kv_head,head_dim";
 const TINY_SHA: &str = "1111111111111111111111111111111111111111111111111111111111111111";
@@ -42,7 +42,13 @@ fn decide(file: &Gguf, registry_arch: &str) -> AdmissionDecision {
 }
 
 fn generate(session: &mut Session<SimDevice>) -> engine::replay::RouteProof {
-    let options = GenerateOptions { max_tokens: 8, sampler: SamplerConfig::default(), stop: Vec::new() };
+    let options = GenerateOptions {
+        max_tokens: 8,
+        sampler: SamplerConfig::default(),
+        stop: Vec::new(),
+        logits: LogitsConfig::default(),
+        top_logprobs: None,
+    };
     session.generate(&[1, 2, 3], &options, |_| std::ops::ControlFlow::Continue(())).unwrap();
     session.route_proof()
 }

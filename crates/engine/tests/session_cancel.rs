@@ -9,7 +9,7 @@ use engine::replay::ReplayConfig;
 use gguf::{Gguf, TinyLlamaConfig, tiny_llama};
 use pm4_encoding::Target;
 use soft_device::SimDevice;
-use tokenizer::SamplerConfig;
+use tokenizer::{LogitsConfig, SamplerConfig};
 
 fn session() -> Session<SimDevice> {
     let file = Gguf::parse(tiny_llama(&TinyLlamaConfig::default())).unwrap();
@@ -20,7 +20,13 @@ fn session() -> Session<SimDevice> {
 fn breaking_from_on_text_cancels_before_the_next_forward() {
     let mut session = session();
     let prompt = session.tokenizer().encode("the cat", false);
-    let options = GenerateOptions { max_tokens: 24, sampler: SamplerConfig::default(), stop: Vec::new() };
+    let options = GenerateOptions {
+        max_tokens: 24,
+        sampler: SamplerConfig::default(),
+        stop: Vec::new(),
+        logits: LogitsConfig::default(),
+        top_logprobs: None,
+    };
     let full = session.generate(&prompt, &options, |_| ControlFlow::Continue(())).unwrap();
     assert_eq!(full.tokens.len(), 24, "the tiny model should not stop early: {:?}", full.finish_reason);
 

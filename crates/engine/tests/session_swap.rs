@@ -12,7 +12,7 @@ use gguf::{Gguf, TinyLlamaConfig, tiny_llama};
 use hal::Device;
 use pm4_encoding::Target;
 use soft_device::SimDevice;
-use tokenizer::SamplerConfig;
+use tokenizer::{LogitsConfig, SamplerConfig};
 
 const CONTEXT: u32 = 64;
 
@@ -25,7 +25,13 @@ fn config() -> ReplayConfig {
 }
 
 fn options() -> GenerateOptions {
-    GenerateOptions { max_tokens: 16, sampler: SamplerConfig::default(), stop: Vec::new() }
+    GenerateOptions {
+        max_tokens: 16,
+        sampler: SamplerConfig::default(),
+        stop: Vec::new(),
+        logits: LogitsConfig::default(),
+        top_logprobs: None,
+    }
 }
 
 fn generate(session: &mut Session<SimDevice>, prompt: &str) -> Vec<u32> {

@@ -173,4 +173,48 @@ pub enum SamplerError {
         /// Number of logits.
         len: usize,
     },
+    /// A presence or frequency penalty is not finite or beyond its limit.
+    #[error("{name} penalty {value} must be in [-{limit}, {limit}]")]
+    Penalty {
+        /// `presence` or `frequency`.
+        name: &'static str,
+        /// The value given.
+        value: f32,
+        /// The largest magnitude accepted.
+        limit: f32,
+    },
+    /// A logit bias is not finite or beyond its limit.
+    #[error("the bias {value} of token {id} must be in [-{limit}, {limit}]")]
+    LogitBias {
+        /// The token id.
+        id: u32,
+        /// The value given.
+        value: f32,
+        /// The largest magnitude accepted.
+        limit: f32,
+    },
+    /// A logit bias names a token id the logits do not hold.
+    #[error("logit bias on token {id}, out of range for a vocabulary of {vocab_size} tokens")]
+    BiasIdOutOfRange {
+        /// The token id.
+        id: u32,
+        /// Number of logits.
+        vocab_size: usize,
+    },
+    /// More top log-probabilities asked for than are reported.
+    #[error("{value} top log-probabilities asked for; at most {limit}")]
+    TopLogprobs {
+        /// The number asked for.
+        value: usize,
+        /// The most reported.
+        limit: usize,
+    },
+    /// The log-probability of a token id the logits do not hold was asked for.
+    #[error("token {id} is out of range for a vocabulary of {vocab_size} tokens")]
+    TokenOutOfRange {
+        /// The token id.
+        id: u32,
+        /// Number of logits.
+        vocab_size: usize,
+    },
 }

@@ -6,6 +6,8 @@
 //! - [`Decoder`]: streaming decode that only ever yields complete UTF-8.
 //! - [`ChatTemplate`]: recognised chat templates (ChatML), rendered byte-exact to their Jinja source.
 //! - [`Sampler`]: greedy / temperature + top-k + top-p sampling with a seeded xoshiro256**.
+//! - [`LogitsProcessor`]: presence and frequency penalties and logit bias before sampling;
+//!   [`log_probabilities`] of the logits the sampler saw.
 //! - [`StopMatcher`]: stop tokens and stop strings over a token stream.
 //!
 //! This crate reads no files: a GGUF reader elsewhere supplies the parts.
@@ -20,6 +22,7 @@ mod byte_level;
 mod chat;
 mod decoder;
 mod error;
+mod logits;
 mod pretokenize;
 mod sampler;
 mod stop;
@@ -29,6 +32,9 @@ mod unicode_tables;
 pub use chat::{ChatTemplate, Message, PLAIN_CHATML, SMOLLM2_CHATML};
 pub use decoder::{Decoder, Utf8Stream};
 pub use error::{ChatTemplateError, SamplerError, TokenizerError};
+pub use logits::{
+    BIAS_MAX, LogitsConfig, LogitsProcessor, PENALTY_MAX, TOP_LOGPROBS_MAX, TokenLogprobs, log_probabilities,
+};
 pub use pretokenize::{PreTokenizer, SUPPORTED_PRE_TOKENIZERS};
 pub use sampler::{Sampler, SamplerConfig, Xoshiro256};
 pub use stop::{StopMatcher, StopStep};

@@ -156,7 +156,7 @@ impl Sampler {
     }
 }
 
-fn check_logits(logits: &[f32]) -> Result<(), SamplerError> {
+pub(crate) fn check_logits(logits: &[f32]) -> Result<(), SamplerError> {
     if logits.is_empty() {
         return Err(SamplerError::Empty);
     }

@@ -234,6 +234,8 @@ fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
         max_tokens: params.tokens + 1,
         sampler: SamplerConfig { temperature: params.temperature, top_k: 0, top_p: 1.0, seed: params.seed },
         stop: Vec::new(),
+        logits: tokenizer::LogitsConfig::default(),
+        top_logprobs: None,
     };
     Ok(Ok((
         Setup {

@@ -118,6 +118,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         max_tokens: args.max_tokens,
         sampler: SamplerConfig { temperature: args.temperature, top_k: 0, top_p: 1.0, seed: args.seed },
         stop: Vec::new(),
+        logits: tokenizer::LogitsConfig::default(),
+        top_logprobs: None,
     };
     for line in std::io::stdin().lock().lines() {
         let line = line?;

@@ -9,7 +9,9 @@ mod body;
 mod catalog;
 mod conn;
 mod error;
+mod fields;
 mod listen;
+mod logprobs;
 mod metrics;
 mod model_file;
 mod request;
@@ -39,8 +41,10 @@ use worker::{LoadSpec, WorkerModel};
 /// Serve models over HTTP with OpenAI's API.
 ///
 /// Endpoints:
-///   POST /v1/completions        {"model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "stream"}
-///   POST /v1/chat/completions   {"model", "messages": [{"role", "content"}], ...} with the model's chat template
+///   POST /v1/completions        {"model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "stream",
+///                               "logprobs" (0..=5), "presence_penalty", "frequency_penalty", "logit_bias", "user"}
+///   POST /v1/chat/completions   {"model", "messages": [{"role", "content"}], ..., "max_completion_tokens",
+///                               "logprobs": true, "top_logprobs" (0..=20)} with the model's chat template
 ///   GET  /v1/models             every served model
 ///   GET  /health                {"status": "ok"}
 ///   GET  /metrics               Prometheus text: requests, tokens, decode tok/s, replay routes, queue,
@@ -48,6 +52,18 @@ use worker::{LoadSpec, WorkerModel};
 ///   GET  /redline/status        route proof (controller state, fallback reason, reconfiguration, tape,
 ///                               submission, replay positions), device, the loaded model's path and
 ///                               sha256 and admission, every served model, the model switches
+///
+/// Log-probabilities are the log-softmax of the logits the sampler saw: after the penalties and
+/// `logit_bias`, before temperature and top-p; the most likely first (equal ones by token id, so
+/// at temperature 0 the first is the generated token). Every generated token has an entry, the
+/// stop string's and the end-of-sequence token's too, though their text is not in the answer (a
+/// stream sends those in a last chunk of empty text). `presence_penalty`, `frequency_penalty`
+/// ([-2, 2]) and `logit_bias` ({"token id": [-100, 100]}, at most 1024) change the logits as
+/// OpenAI documents. Fields that cannot change the output (`user`, `metadata`, `store`,
+/// `service_tier`, `parallel_tool_calls`) are accepted; one that would and is not implemented
+/// (`tools`, `tool_choice`, `functions`, `response_format` but text, `best_of` > 1, `echo`,
+/// `suffix`, `audio`, `modalities` but text, `prediction`, ...) is a 400 naming it, and so is a
+/// field the endpoint does not define (`unknown_parameter`).
 ///
 /// Several models: repeat --model (`--model tiny --model /path/b.gguf`). Each is served under its
 /// id, the alias or the file name without `.gguf` (two models with one id are refused); a
@@ -60,8 +76,9 @@ use worker::{LoadSpec, WorkerModel};
 /// --max-* limits apply to each model, checked against each one's trained context.
 ///
 /// `stream: true` answers with server-sent events ending in `data: [DONE]`. `n` must be 1;
-/// `temperature` 0 is greedy (default 1); without `max_tokens` a request may generate up to
-/// --max-tokens-limit tokens or what the context leaves. Requests are generated one at a time in
+/// `temperature` 0 is greedy (default 1); without `max_tokens` a completion generates up to 16
+/// tokens and a chat completion up to what the context leaves, both at most --max-tokens-limit.
+/// Requests are generated one at a time in
 /// arrival order; a full queue answers 503 with Retry-After. A client that disconnects cancels
 /// its generation. SIGINT/SIGTERM stop accepting, finish every request, and exit 0.
 ///
@@ -132,8 +149,9 @@ pub struct Args {
     /// Prompt tokens at most [default: the context less one].
     #[arg(long)]
     pub max_prompt_tokens: Option<usize>,
-    /// `max_tokens` at most, and the default when a request gives none [default: 512, or the
-    /// context when smaller].
+    /// `max_tokens` at most, and the most a request without one generates (a completion at
+    /// most 16 tokens, a chat completion what the context leaves) [default: 512, or the context
+    /// when smaller].
     #[arg(long)]
     pub max_tokens_limit: Option<u32>,
     /// Testing only: arm a device fault once the first model is loaded (`replay-timeout`,

@@ -1,11 +1,13 @@
 //! OpenAI request bodies, read field by field so that every error names the field at fault.
-//! Fields the server does not use are ignored, as OpenAI clients send extras.
+//! Which fields are used, accepted without effect, refused or unknown: see `fields`.
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-use tokenizer::Message;
+use tokenizer::{LogitsConfig, Message};
 
 use super::error::ApiError;
+use super::fields;
+use super::response::Endpoint;
 
 /// Stop strings at most (OpenAI's limit).
 pub(crate) const STOPS_MAX: usize = 4;
@@ -30,6 +32,10 @@ pub(crate) struct Sampling {
     pub stream: bool,
     /// With `stream`: a last chunk carrying the usage object (`stream_options.include_usage`).
     pub include_usage: bool,
+    /// Log-probabilities asked for, with this many alternatives per token.
+    pub logprobs: Option<usize>,
+    /// Penalties and logit bias.
+    pub logits: LogitsConfig,
 }
 
 /// `POST /v1/completions`.
@@ -74,7 +80,7 @@ fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
 }
 
 /// The JSON kind of `value`, for messages.
-fn kind(value: &Value) -> &'static str {
+pub(super) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -86,7 +92,11 @@ fn kind(value: &Value) -> &'static str {
 }
 
 /// Field `name` as a `T`; absent or `null` is `None`.
-fn field<T: DeserializeOwned>(obj: &Map<String, Value>, name: &str, expected: &str) -> Result<Option<T>, ApiError> {
+pub(super) fn field<T: DeserializeOwned>(
+    obj: &Map<String, Value>,
+    name: &str,
+    expected: &str,
+) -> Result<Option<T>, ApiError> {
     match obj.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(value) => serde_json::from_value(value.clone()).map(Some).map_err(|_| {
@@ -151,6 +161,8 @@ fn sampling(obj: &Map<String, Value>, max_tokens_alias: Option<&str>) -> Result<
         stop: stops(obj)?,
         stream,
         include_usage,
+        logprobs: None,
+        logits: fields::logits(obj)?,
     })
 }
 
@@ -178,6 +190,7 @@ fn stops(obj: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
 /// Parses a completions body.
 pub(crate) fn completion(body: &[u8]) -> Result<CompletionRequest, ApiError> {
     let obj = object(body)?;
+    fields::known(&obj, Endpoint::Completions)?;
     let prompt = match required(&obj, "prompt")? {
         Value::String(s) => s.clone(),
         Value::Array(items) if items.len() == 1 && items[0].is_string() => {
@@ -198,12 +211,15 @@ pub(crate) fn completion(body: &[u8]) -> Result<CompletionRequest, ApiError> {
             ));
         }
     };
-    Ok(CompletionRequest { model: field(&obj, "model", "a string")?, prompt, sampling: sampling(&obj, None)? })
+    fields::unsupported(&obj, Endpoint::Completions)?;
+    let sampling = Sampling { logprobs: fields::completion_logprobs(&obj)?, ..sampling(&obj, None)? };
+    Ok(CompletionRequest { model: field(&obj, "model", "a string")?, prompt, sampling })
 }
 
 /// Parses a chat completions body.
 pub(crate) fn chat(body: &[u8]) -> Result<ChatRequest, ApiError> {
     let obj = object(body)?;
+    fields::known(&obj, Endpoint::Chat)?;
     let Value::Array(items) = required(&obj, "messages")? else {
         return Err(ApiError::invalid("messages", "invalid_type", "'messages' must be an array of messages"));
     };
@@ -212,7 +228,10 @@ pub(crate) fn chat(body: &[u8]) -> Result<ChatRequest, ApiError> {
     }
     let messages = items.iter().enumerate().map(|(i, item)| message(i, item)).collect::<Result<_, _>>()?;
     let model = field(&obj, "model", "a string")?;
-    Ok(ChatRequest { model, messages, sampling: sampling(&obj, Some("max_completion_tokens"))? })
+    fields::unsupported(&obj, Endpoint::Chat)?;
+    let sampling =
+        Sampling { logprobs: fields::chat_logprobs(&obj)?, ..sampling(&obj, Some("max_completion_tokens"))? };
+    Ok(ChatRequest { model, messages, sampling })
 }
 
 /// Message `i`: `{"role", "content"}`, content a string or an array of text parts.
@@ -330,19 +349,124 @@ mod tests {
     }
 
     #[test]
-    fn valid_bodies_parse_and_extras_are_ignored() {
-        let request = completion(br#"{"model": "m", "prompt": ["hi"], "max_tokens": 5, "temperature": 0, "stop": "x", "seed": 7, "logit_bias": {}, "user": "u"}"#).unwrap();
+    fn valid_bodies_parse_and_fields_without_effect_are_accepted() {
+        let request = completion(br#"{"model": "m", "prompt": ["hi"], "max_tokens": 5, "temperature": 0, "stop": "x", "seed": 7, "logit_bias": {}, "user": "u", "best_of": 1, "echo": false, "suffix": ""}"#).unwrap();
         assert_eq!(request.model.as_deref(), Some("m"));
         assert_eq!(request.prompt, "hi");
         assert_eq!(request.sampling.max_tokens, Some(5));
         assert_eq!(request.sampling.stop, ["x"]);
         assert_eq!(request.sampling.seed, Some(7));
-        let request = chat(br#"{"messages": [{"role": "developer", "content": [{"type": "text", "text": "be brief"}]}, {"role": "user", "content": "hi", "name": "me"}], "stream": true, "stream_options": {"include_usage": true}, "max_completion_tokens": 3}"#).unwrap();
+        assert_eq!((request.sampling.logprobs, &request.sampling.logits), (None, &LogitsConfig::default()));
+        let request = chat(br#"{"messages": [{"role": "developer", "content": [{"type": "text", "text": "be brief"}]}, {"role": "user", "content": "hi", "name": "me"}], "stream": true, "stream_options": {"include_usage": true}, "max_completion_tokens": 3, "user": "u", "metadata": {"k": "v"}, "store": false, "service_tier": "auto", "parallel_tool_calls": true, "tool_choice": "none", "response_format": {"type": "text"}, "modalities": ["text"], "tools": null}"#).unwrap();
         assert_eq!(request.model, None);
         assert_eq!(request.messages, [Message::new("system", "be brief"), Message::new("user", "hi")]);
         assert!(request.sampling.stream && request.sampling.include_usage);
         assert_eq!(request.sampling.max_tokens, Some(3));
         assert_eq!(completion(b"[1]").unwrap_err().code, Some("invalid_json"));
         assert_eq!(completion(b"{").unwrap_err().code, Some("invalid_json"));
+    }
+
+    #[test]
+    fn logprobs_penalties_and_bias_parse() {
+        let request = completion(br#"{"prompt": "x", "logprobs": 3, "presence_penalty": -2, "frequency_penalty": 1.5, "logit_bias": {"17": 100, "0": -100, "42": 0.5}}"#).unwrap();
+        assert_eq!(request.sampling.logprobs, Some(3));
+        let LogitsConfig { presence_penalty, frequency_penalty, mut logit_bias } = request.sampling.logits;
+        assert_eq!((presence_penalty, frequency_penalty), (-2.0, 1.5));
+        logit_bias.sort_by_key(|&(id, _)| id);
+        assert_eq!(logit_bias, [(0, -100.0), (17, 100.0), (42, 0.5)]);
+        assert_eq!(completion(br#"{"prompt": "x", "logprobs": 0}"#).unwrap().sampling.logprobs, Some(0));
+        assert_eq!(completion(br#"{"prompt": "x", "logprobs": null}"#).unwrap().sampling.logprobs, None);
+        let chat_logprobs = |extra: &str| {
+            let body = format!(r#"{{"messages": [{{"role": "user", "content": "a"}}]{extra}}}"#);
+            chat(body.as_bytes()).map(|request| request.sampling.logprobs)
+        };
+        assert_eq!(chat_logprobs(r#", "logprobs": true, "top_logprobs": 20"#).unwrap(), Some(20));
+        assert_eq!(chat_logprobs(r#", "logprobs": true"#).unwrap(), Some(0));
+        assert_eq!(chat_logprobs(r#", "logprobs": false"#).unwrap(), None);
+        assert_eq!(chat_logprobs("").unwrap(), None);
+    }
+
+    #[test]
+    fn new_fields_of_the_wrong_type_or_range_are_named() {
+        let cases: [(&str, &str, &str); 17] = [
+            (r#""logprobs": 6"#, "logprobs", "invalid_value"),
+            (r#""logprobs": -1"#, "logprobs", "invalid_type"),
+            (r#""logprobs": true"#, "logprobs", "invalid_type"),
+            (r#""logprobs": 2.5"#, "logprobs", "invalid_type"),
+            (r#""presence_penalty": 2.5"#, "presence_penalty", "invalid_value"),
+            (r#""frequency_penalty": -2.01"#, "frequency_penalty", "invalid_value"),
+            (r#""frequency_penalty": "1""#, "frequency_penalty", "invalid_type"),
+            (r#""presence_penalty": 1e300"#, "presence_penalty", "invalid_value"),
+            (r#""logit_bias": [1]"#, "logit_bias", "invalid_type"),
+            (r#""logit_bias": {"abc": 1}"#, "logit_bias", "invalid_value"),
+            (r#""logit_bias": {"+5": 1}"#, "logit_bias", "invalid_value"),
+            (r#""logit_bias": {"99999999999": 1}"#, "logit_bias", "invalid_value"),
+            (r#""logit_bias": {"5": 100.5}"#, "logit_bias", "invalid_value"),
+            (r#""logit_bias": {"5": "1"}"#, "logit_bias", "invalid_value"),
+            (r#""user": 7"#, "user", "invalid_type"),
+            (r#""best_of": "2""#, "best_of", "invalid_type"),
+            (r#""echo": 1"#, "echo", "invalid_type"),
+        ];
+        for (extra, param, code) in cases {
+            let body = format!(r#"{{"prompt": "x", {extra}}}"#);
+            let error = completion(body.as_bytes()).expect_err(&body);
+            assert_eq!((error.param.as_deref(), error.code), (Some(param), Some(code)), "{body}: {}", error.message);
+            assert!(error.message.contains(param), "{body}: {}", error.message);
+        }
+        let many: Vec<String> = (0..=fields::LOGIT_BIAS_ENTRIES_MAX).map(|i| format!(r#""{i}": 1"#)).collect();
+        let body = format!(r#"{{"prompt": "x", "logit_bias": {{{}}}}}"#, many.join(","));
+        assert_eq!(param(completion(body.as_bytes())).as_deref(), Some("logit_bias"));
+        let chat_cases: [(&str, &str); 6] = [
+            (r#""logprobs": 1"#, "logprobs"),
+            (r#""logprobs": true, "top_logprobs": 21"#, "top_logprobs"),
+            (r#""logprobs": true, "top_logprobs": -1"#, "top_logprobs"),
+            (r#""top_logprobs": 2"#, "top_logprobs"),
+            (r#""logprobs": false, "top_logprobs": 0"#, "top_logprobs"),
+            (r#""store": "yes""#, "store"),
+        ];
+        for (extra, expected) in chat_cases {
+            let body = format!(r#"{{"messages": [{{"role": "user", "content": "a"}}], {extra}}}"#);
+            assert_eq!(param(chat(body.as_bytes())).as_deref(), Some(expected), "{body}");
+        }
+    }
+
+    #[test]
+    fn fields_that_would_change_the_output_are_refused_and_unknown_ones_named() {
+        let refused: [(&str, &str, &str); 5] = [
+            (r#""best_of": 2"#, "best_of", "unsupported_value"),
+            (r#""echo": true"#, "echo", "unsupported_value"),
+            (r#""suffix": "end""#, "suffix", "unsupported_parameter"),
+            (r#""top_logprobs": 2"#, "top_logprobs", "unknown_parameter"),
+            (r#""tools": []"#, "tools", "unknown_parameter"),
+        ];
+        for (extra, param, code) in refused {
+            let body = format!(r#"{{"prompt": "x", {extra}}}"#);
+            let error = completion(body.as_bytes()).expect_err(&body);
+            assert_eq!((error.param.as_deref(), error.code), (Some(param), Some(code)), "{body}");
+        }
+        let refused: [(&str, &str, &str); 14] = [
+            (r#""tools": [{"type": "function", "function": {"name": "f"}}]"#, "tools", "unsupported_parameter"),
+            (r#""tool_choice": "auto""#, "tool_choice", "unsupported_parameter"),
+            (r#""functions": []"#, "functions", "unsupported_parameter"),
+            (r#""function_call": {"name": "f"}"#, "function_call", "unsupported_parameter"),
+            (r#""response_format": {"type": "json_object"}"#, "response_format", "unsupported_value"),
+            (r#""audio": {"voice": "alloy", "format": "wav"}"#, "audio", "unsupported_parameter"),
+            (r#""modalities": ["text", "audio"]"#, "modalities", "unsupported_value"),
+            (r#""prediction": {"type": "content", "content": "x"}"#, "prediction", "unsupported_parameter"),
+            (r#""reasoning_effort": "low""#, "reasoning_effort", "unsupported_parameter"),
+            (r#""n": 2"#, "n", "invalid_value"),
+            (r#""echo": true"#, "echo", "unknown_parameter"),
+            (r#""best_of": 1"#, "best_of", "unknown_parameter"),
+            (r#""frobnicate": 1"#, "frobnicate", "unknown_parameter"),
+            (r#""Temperature": 0"#, "Temperature", "unknown_parameter"),
+        ];
+        for (extra, param, code) in refused {
+            let body = format!(r#"{{"messages": [{{"role": "user", "content": "a"}}], {extra}}}"#);
+            let error = chat(body.as_bytes()).expect_err(&body);
+            assert_eq!((error.param.as_deref(), error.code), (Some(param), Some(code)), "{body}");
+            assert!(error.message.contains(param), "{body}: {}", error.message);
+        }
+        let unknown = completion(br#"{"prompt": "x", "max_token": 4}"#).unwrap_err();
+        assert_eq!(unknown.message, "Unrecognized request argument supplied: max_token");
     }
 }

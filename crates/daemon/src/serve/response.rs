@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use super::logprobs::{self, Entry};
 use super::worker::Finished;
 
 /// Which endpoint a response belongs to.
@@ -49,16 +50,27 @@ impl Envelope {
         })
     }
 
-    /// The whole (non-streamed) response.
-    pub(crate) fn complete(&self, text: &str, finished: &Finished) -> Value {
+    /// The `logprobs` of a choice: `entries` in the endpoint's shape (see `logprobs`), whose
+    /// first token starts `offset` characters into the completion (advanced past the last);
+    /// `null` when log-probabilities were not asked for (`None`).
+    pub(crate) fn logprobs(&self, entries: Option<&[Entry]>, offset: &mut usize) -> Value {
+        match (entries, self.endpoint) {
+            (None, _) => Value::Null,
+            (Some(entries), Endpoint::Completions) => logprobs::completion(entries, offset),
+            (Some(entries), Endpoint::Chat) => logprobs::chat(entries),
+        }
+    }
+
+    /// The whole (non-streamed) response; `logprobs` as [`Envelope::logprobs`] made it.
+    pub(crate) fn complete(&self, text: &str, logprobs: Value, finished: &Finished) -> Value {
         let choice = match self.endpoint {
             Endpoint::Completions => json!({
-                "index": 0, "text": text, "logprobs": Value::Null, "finish_reason": finished.finish_reason,
+                "index": 0, "text": text, "logprobs": logprobs, "finish_reason": finished.finish_reason,
             }),
             Endpoint::Chat => json!({
                 "index": 0,
                 "message": {"role": "assistant", "content": text},
-                "logprobs": Value::Null,
+                "logprobs": logprobs,
                 "finish_reason": finished.finish_reason,
             }),
         };
@@ -71,12 +83,13 @@ impl Envelope {
         value
     }
 
-    /// A stream chunk: a piece of text (`Some`), the chat opening (role only, `None` with no
-    /// finish reason), or the last chunk (`finish_reason`).
-    pub(crate) fn chunk(&self, text: Option<&str>, finish_reason: Option<&str>) -> Value {
+    /// A stream chunk: a piece of text (`Some`) with its `logprobs` ([`Envelope::logprobs`]),
+    /// the chat opening (role only, `None` with no finish reason), or the last chunk
+    /// (`finish_reason`).
+    pub(crate) fn chunk(&self, text: Option<&str>, logprobs: Value, finish_reason: Option<&str>) -> Value {
         let choice = match self.endpoint {
             Endpoint::Completions => json!({
-                "index": 0, "text": text.unwrap_or(""), "logprobs": Value::Null, "finish_reason": finish_reason,
+                "index": 0, "text": text.unwrap_or(""), "logprobs": logprobs, "finish_reason": finish_reason,
             }),
             Endpoint::Chat => {
                 let delta = match (text, finish_reason) {
@@ -84,7 +97,7 @@ impl Envelope {
                     (None, None) => json!({"role": "assistant", "content": ""}),
                     (None, Some(_)) => json!({}),
                 };
-                json!({"index": 0, "delta": delta, "logprobs": Value::Null, "finish_reason": finish_reason})
+                json!({"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason})
             }
         };
         self.object(self.chunk_object(), json!([choice]))

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use super::auth::{self, ApiKeys};
 use super::body::{self, BodyLimits};
-use super::catalog::{Catalog, Limits, Offered};
+use super::catalog::{Catalog, Offered};
 use super::conn;
 use super::error::ApiError;
 use super::metrics::{Metrics, QueueGauge};
@@ -182,6 +182,9 @@ async fn chat_completions(
     generate(&state, job, prompt, request.sampling).await
 }
 
+/// `max_tokens` of a completion that gives none (OpenAI's default).
+pub(crate) const COMPLETION_MAX_TOKENS: u32 = 16;
+
 /// Where a request goes: the served model (its index and entry), the endpoint, and the field
 /// the prompt came from.
 struct Queued<'a> {
@@ -200,7 +203,7 @@ async fn generate(
 ) -> Result<Response, ApiError> {
     let Queued { model, offered, endpoint, prompt_param } = queued;
     model_loadable(state, model, offered)?;
-    let options = options(&offered.limits, prompt.len(), prompt_param, &sampling)?;
+    let options = options(offered, endpoint, prompt.len(), prompt_param, &sampling)?;
     let (events, mut received) = mpsc::unbounded_channel();
     let job = Job { model, prompt, options, events };
     state.queue.try_send(job).map_err(|error| match error {
@@ -210,14 +213,22 @@ async fn generate(
         }
     })?;
     let envelope = Envelope::new(endpoint, state.serial.fetch_add(1, Ordering::Relaxed), &offered.model.id);
+    let logprobs = sampling.logprobs.is_some();
     if sampling.stream {
-        return Ok(stream::response(envelope, received, sampling.include_usage));
+        let extras = stream::Extras { include_usage: sampling.include_usage, logprobs };
+        return Ok(stream::response(envelope, received, extras));
     }
-    let mut text = String::new();
+    let (mut text, mut entries) = (String::new(), Vec::new());
     while let Some(event) = received.recv().await {
         match event {
-            Event::Text(piece) => text.push_str(&piece),
-            Event::Done(Ok(finished)) => return Ok(axum::Json(envelope.complete(&text, &finished)).into_response()),
+            Event::Text(piece) => {
+                text.push_str(&piece.text);
+                entries.extend(piece.logprobs);
+            }
+            Event::Done(Ok(finished)) => {
+                let logprobs = envelope.logprobs(logprobs.then_some(entries.as_slice()), &mut 0);
+                return Ok(axum::Json(envelope.complete(&text, logprobs, &finished)).into_response());
+            }
             Event::Done(Err(message)) => {
                 return Err(ApiError::server(StatusCode::INTERNAL_SERVER_ERROR, "generation_failed", message));
             }
@@ -243,13 +254,17 @@ fn model_loadable(state: &AppState, model: usize, offered: &Offered) -> Result<(
     })
 }
 
-/// The generation options, or the limit the request breaks.
+/// The generation options, or the limit the request breaks. Without `max_tokens`, a completion
+/// gets [`COMPLETION_MAX_TOKENS`] and a chat completion what the context leaves, both capped by
+/// `--max-tokens-limit` (and the context).
 fn options(
-    limits: &Limits,
+    offered: &Offered,
+    endpoint: Endpoint,
     prompt_tokens: usize,
     prompt_param: &str,
     sampling: &Sampling,
 ) -> Result<GenerateOptions, ApiError> {
+    let limits = &offered.limits;
     if prompt_tokens == 0 {
         return Err(ApiError::invalid(prompt_param, "invalid_value", format!("'{prompt_param}' encodes to no tokens")));
     }
@@ -284,7 +299,10 @@ fn options(
             ));
         }
         Some(asked) => asked,
-        None => limits.max_tokens.min(room),
+        None => match endpoint {
+            Endpoint::Completions => COMPLETION_MAX_TOKENS.min(limits.max_tokens).min(room),
+            Endpoint::Chat => limits.max_tokens.min(room),
+        },
     };
     if max_tokens == 0 {
         return Err(ApiError::invalid(
@@ -293,11 +311,23 @@ fn options(
             format!("{prompt_tokens} prompt tokens leave no room in the context of {}", limits.context),
         ));
     }
+    let vocab_size = offered.tokenizer.vocab_size();
+    if let Some(&(id, _)) =
+        sampling.logits.logit_bias.iter().find(|&&(id, _)| usize::try_from(id).map_or(true, |id| id >= vocab_size))
+    {
+        return Err(ApiError::invalid(
+            "logit_bias",
+            "invalid_value",
+            format!("'logit_bias' names token {id}; the model '{}' has {vocab_size} tokens", offered.model.id),
+        ));
+    }
     let seed = sampling.seed.unwrap_or_else(fresh_seed);
     Ok(GenerateOptions {
         max_tokens,
         sampler: SamplerConfig { temperature: sampling.temperature, top_k: 0, top_p: sampling.top_p, seed },
         stop: sampling.stop.clone(),
+        logits: sampling.logits.clone(),
+        top_logprobs: sampling.logprobs,
     })
 }
 

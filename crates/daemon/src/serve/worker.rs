@@ -18,6 +18,7 @@ use hal::Device;
 use pm4_encoding::Target;
 use tokio::sync::mpsc;
 
+use super::logprobs::Entry;
 use super::metrics::{Metrics, Snapshot};
 use super::model_file::ModelSource;
 
@@ -37,10 +38,21 @@ pub(crate) struct Job {
 /// What the worker reports about a job.
 #[derive(Debug)]
 pub(crate) enum Event {
-    /// The next piece of text (never empty).
-    Text(String),
+    /// The next piece of text.
+    Text(Piece),
     /// The generation ended.
     Done(Result<Finished, String>),
+}
+
+/// A piece of a generation's text, with the log-probability entries of the tokens sampled
+/// since the last piece when they were asked for. The text is empty only in a generation's last
+/// piece, which carries the entries of tokens whose text is never shown (see `logprobs`).
+#[derive(Debug)]
+pub(crate) struct Piece {
+    /// The text.
+    pub text: String,
+    /// The entries, in order.
+    pub logprobs: Vec<Entry>,
 }
 
 /// A finished generation's counts.
@@ -265,12 +277,18 @@ fn serve_jobs(mut worker: Worker, mut jobs: mpsc::Receiver<Job>, metrics: &Metri
 
 /// One generation, its text sent as it comes; the result to send, unless the client has gone.
 fn run_job(session: &mut Session<AnyDevice>, job: &Job, metrics: &Metrics) -> Option<Result<Finished, String>> {
-    let generation = session.generate(&job.prompt, &job.options, |piece| {
-        if piece.is_empty() {
+    // Entries of tokens whose text is still held back; empty (never allocated) without logprobs.
+    let mut pending = Vec::new();
+    let generation = session.generate_with(&job.prompt, &job.options, |output| {
+        if let Some(record) = output.logprobs {
+            pending.push(Entry::new(output.tokenizer, record));
+        }
+        if output.text.is_empty() {
             // Nothing to show yet; still notice a client that has gone.
             return if job.events.is_closed() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) };
         }
-        match job.events.send(Event::Text(piece.to_owned())) {
+        let piece = Piece { text: output.text.to_owned(), logprobs: std::mem::take(&mut pending) };
+        match job.events.send(Event::Text(piece)) {
             Ok(()) => ControlFlow::Continue(()),
             Err(_) => ControlFlow::Break(()),
         }
@@ -283,6 +301,10 @@ fn run_job(session: &mut Session<AnyDevice>, job: &Job, metrics: &Metrics) -> Op
         }
         Ok(generation) => {
             metrics.generation_finished(&generation);
+            if !pending.is_empty() {
+                // A client gone since is noticed by the send of the outcome as well.
+                let _ = job.events.send(Event::Text(Piece { text: String::new(), logprobs: pending }));
+            }
             Ok(Finished {
                 prompt_tokens: generation.prompt_tokens,
                 completion_tokens: generation.tokens.len(),

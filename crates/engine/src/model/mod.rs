@@ -8,4 +8,4 @@ pub use llama::{KvCacheLayout, Llama, LoadError, PREFILL_CHUNK, rope_table};
 pub use params::{LlamaParams, ParamsError};
 pub mod session;
 
-pub use session::{GenerateOptions, Generation, Session, SessionError, tokenizer_from_gguf};
+pub use session::{GenerateOptions, Generation, Output, Session, SessionError, tokenizer_from_gguf};

@@ -6,7 +6,10 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use gguf::Gguf;
-use tokenizer::{Decoder, Sampler, SamplerConfig, StopMatcher, Tokenizer, TokenizerError, Vocab};
+use tokenizer::{
+    Decoder, LogitsConfig, LogitsProcessor, Sampler, SamplerConfig, StopMatcher, TokenLogprobs, Tokenizer,
+    TokenizerError, Vocab,
+};
 
 use super::{Llama, LoadError, ParamsError};
 use crate::admission::AdmissionDecision;
@@ -135,6 +138,27 @@ pub struct GenerateOptions {
     pub sampler: SamplerConfig,
     /// Stop strings (not emitted).
     pub stop: Vec<String>,
+    /// Penalties and logit bias applied to the logits before sampling.
+    pub logits: LogitsConfig,
+    /// Report each sampled token's log-probability and this many most likely alternatives (at
+    /// most [`tokenizer::TOP_LOGPROBS_MAX`]) through [`Output::logprobs`]; `None` computes none.
+    pub top_logprobs: Option<usize>,
+}
+
+/// One call of [`Session::generate_with`]'s callback.
+#[derive(Debug, Clone, Copy)]
+pub struct Output<'a> {
+    /// Text that became safe to show: empty during the prefill and while a possible stop string
+    /// or an incomplete UTF-8 character is held back.
+    pub text: &'a str,
+    /// The token just sampled; `None` during the prefill and for the held-back rest at the end.
+    pub token: Option<u32>,
+    /// That token's log-probabilities, when [`GenerateOptions::top_logprobs`] asked for them:
+    /// the log-softmax of the logits the sampler saw (after the penalties and the logit bias,
+    /// before temperature, top-k and top-p).
+    pub logprobs: Option<&'a TokenLogprobs>,
+    /// The session's tokenizer, to name the tokens.
+    pub tokenizer: &'a Tokenizer,
 }
 
 /// What one generation produced.
@@ -320,6 +344,20 @@ impl<D: Device> Session<D> {
         options: &GenerateOptions,
         mut on_text: impl FnMut(&str) -> ControlFlow<()>,
     ) -> Result<Generation, SessionError> {
+        self.generate_with(prompt, options, |output| on_text(output.text))
+    }
+
+    /// [`Session::generate`] with each call's [`Output`]: the text, and the token just sampled
+    /// with its log-probabilities when asked for.
+    ///
+    /// # Errors
+    /// [`SessionError`]; after a replay failure the controller is in its sticky fallback.
+    pub fn generate_with(
+        &mut self,
+        prompt: &[u32],
+        options: &GenerateOptions,
+        mut on_output: impl FnMut(Output<'_>) -> ControlFlow<()>,
+    ) -> Result<Generation, SessionError> {
         if prompt.is_empty() {
             return Err(SessionError::EmptyPrompt);
         }
@@ -328,9 +366,20 @@ impl<D: Device> Session<D> {
         if needed > u64::from(context) {
             return Err(SessionError::Context { prompt: prompt.len(), max_tokens: options.max_tokens, context });
         }
-        let mut sampler = Sampler::new(options.sampler).map_err(|e| SessionError::Sampler(e.to_string()))?;
-        let mut stops = StopMatcher::new(vec![self.tokenizer.eos()], options.stop.clone());
-        let mut decoder = Decoder::new(&self.tokenizer, false);
+        let sampler_error = |e: tokenizer::SamplerError| SessionError::Sampler(e.to_string());
+        let mut sampler = Sampler::new(options.sampler).map_err(sampler_error)?;
+        let mut processor = LogitsProcessor::new(options.logits.clone()).map_err(sampler_error)?;
+        if let Some(top) = options.top_logprobs.filter(|&top| top > tokenizer::TOP_LOGPROBS_MAX) {
+            return Err(sampler_error(tokenizer::SamplerError::TopLogprobs {
+                value: top,
+                limit: tokenizer::TOP_LOGPROBS_MAX,
+            }));
+        }
+        // One record reused for every token: with logprobs asked, only the first step allocates.
+        let mut record = options.top_logprobs.map(|_| TokenLogprobs::default());
+        let tokenizer = &self.tokenizer;
+        let mut stops = StopMatcher::new(vec![tokenizer.eos()], options.stop.clone());
+        let mut decoder = Decoder::new(tokenizer, false);
         let mut parts = Parts {
             device: &mut self.device,
             model: &mut self.model,
@@ -355,7 +404,7 @@ impl<D: Device> Session<D> {
                 parts.controller.prefill(parts.device, parts.funnel, parts.model, position, pass)?;
             }
             position += u32::try_from(pass.len()).unwrap_or(u32::MAX);
-            if i + 1 < passes && on_text("").is_break() {
+            if i + 1 < passes && on_output(Output { text: "", token: None, logprobs: None, tokenizer }).is_break() {
                 let prompt_tokens = prompt.len();
                 return Ok(Generation {
                     text,
@@ -375,12 +424,19 @@ impl<D: Device> Session<D> {
         let mut logits = parts.model.logits(parts.device)?;
         let prefill_time = prefill_start.elapsed();
         while tokens.len() < usize::try_from(options.max_tokens).unwrap_or(usize::MAX) {
-            let token = sampler.sample(&logits).map_err(|e| SessionError::Sampler(e.to_string()))?;
+            processor.apply(&mut logits).map_err(sampler_error)?;
+            let token = sampler.sample(&logits).map_err(sampler_error)?;
+            if let (Some(record), Some(top)) = (record.as_mut(), options.top_logprobs) {
+                tokenizer::log_probabilities(&logits, token, top, record).map_err(sampler_error)?;
+            }
+            processor.accept(token);
             tokens.push(token);
             let piece = decoder.push(token).map_err(|e| SessionError::Tokenizer(e.to_string()))?;
             let step = stops.push(token, &piece);
             text.push_str(&step.emit);
-            if on_text(&step.emit).is_break() {
+            if on_output(Output { text: &step.emit, token: Some(token), logprobs: record.as_ref(), tokenizer })
+                .is_break()
+            {
                 finish_reason = "cancelled";
                 break;
             }
@@ -402,7 +458,7 @@ impl<D: Device> Session<D> {
             let rest = stops.finish();
             text.push_str(&rest);
             // The generation is over: a request to stop changes nothing now.
-            let _ = on_text(&rest);
+            let _ = on_output(Output { text: &rest, token: None, logprobs: None, tokenizer });
         }
         Ok(Generation {
             text,
