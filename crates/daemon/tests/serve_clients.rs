@@ -15,21 +15,9 @@ fn server() -> Server {
     Server::start(&["--model", model.to_str().unwrap(), "--device", "sim"])
 }
 
-/// The Python interpreter with the pinned packages, or `None` outside CI when it is not set.
-fn python() -> Option<String> {
-    match std::env::var("REDLINE_GGUF_PY") {
-        Ok(python) => Some(python),
-        Err(_) => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_GGUF_PY is not set under CI=true");
-            println!("REDLINE_GGUF_PY not set: did nothing");
-            None
-        }
-    }
-}
-
 #[test]
 fn the_openai_python_client_gets_the_raw_http_answers() {
-    let Some(python) = python() else { return };
+    let Some(python) = serve_common::python() else { return };
     let server = server();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/openai_client.py");
     let out =
@@ -153,7 +141,7 @@ fn check_entries(report: &Value, what: &str, alternatives: usize) -> Vec<(String
 
 #[test]
 fn the_openai_python_client_gets_logprobs_with_the_greedy_token_on_top() {
-    let Some(python) = python() else { return };
+    let Some(python) = serve_common::python() else { return };
     let server = server();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/openai_client.py");
     let out = Command::new(&python)
