@@ -60,6 +60,7 @@ fn invalid_fields_are_400_naming_the_field() {
         (CHAT, json!({"messages": [{"role": "user", "content": "a"}, {"content": "b"}]}), "messages[1].role"),
         (CHAT, json!({"messages": [{"role": "user", "content": 4}]}), "messages[0].content"),
         (CHAT, json!({"messages": user("hi"), "max_tokens": 1000}), "max_tokens"),
+        (CHAT, json!({"messages": user("hi"), "max_completion_tokens": 1000}), "max_completion_tokens"),
         (CHAT, json!({"messages": user("hi"), "temperature": -1}), "temperature"),
         (CHAT, json!({"messages": user(&"long ".repeat(20))}), "messages"),
     ];

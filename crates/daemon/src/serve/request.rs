@@ -20,6 +20,9 @@ pub(crate) const TEMPERATURE_MAX: f32 = 2.0;
 pub(crate) struct Sampling {
     /// New tokens at most, if given.
     pub max_tokens: Option<u32>,
+    /// The field `max_tokens` came from (`max_tokens`, or chat's `max_completion_tokens`), for
+    /// messages.
+    pub max_tokens_field: &'static str,
     /// 0 is greedy.
     pub temperature: f32,
     /// Nucleus threshold in (0, 1].
@@ -118,7 +121,7 @@ fn required<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a Value, Ap
 
 /// The settings both endpoints share. `max_tokens_alias` is another name `max_tokens` may be
 /// given by (`max_completion_tokens` for chat).
-fn sampling(obj: &Map<String, Value>, max_tokens_alias: Option<&str>) -> Result<Sampling, ApiError> {
+fn sampling(obj: &Map<String, Value>, max_tokens_alias: Option<&'static str>) -> Result<Sampling, ApiError> {
     let n: Option<u64> = field(obj, "n", "an integer")?;
     if n.is_some_and(|n| n != 1) {
         return Err(ApiError::invalid("n", "invalid_value", "'n' must be 1: one choice per request"));
@@ -155,6 +158,7 @@ fn sampling(obj: &Map<String, Value>, max_tokens_alias: Option<&str>) -> Result<
     };
     Ok(Sampling {
         max_tokens: max_tokens.map(|(_, v)| v),
+        max_tokens_field: max_tokens.map_or("max_tokens", |(name, _)| name),
         temperature,
         top_p,
         seed,

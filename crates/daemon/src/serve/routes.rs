@@ -280,22 +280,20 @@ fn options(
     }
     let room = usize::try_from(limits.context).unwrap_or(usize::MAX).saturating_sub(prompt_tokens);
     let room = u32::try_from(room).unwrap_or(u32::MAX);
+    let field = sampling.max_tokens_field;
     let max_tokens = match sampling.max_tokens {
         Some(asked) if asked > limits.max_tokens => {
             return Err(ApiError::invalid(
-                "max_tokens",
+                field,
                 "invalid_value",
-                format!("'max_tokens' {asked} is more than {} (--max-tokens-limit)", limits.max_tokens),
+                format!("'{field}' {asked} is more than {} (--max-tokens-limit)", limits.max_tokens),
             ));
         }
         Some(asked) if asked > room => {
             return Err(ApiError::invalid(
-                "max_tokens",
+                field,
                 "context_length_exceeded",
-                format!(
-                    "{prompt_tokens} prompt tokens + 'max_tokens' {asked} exceed the context of {}",
-                    limits.context
-                ),
+                format!("{prompt_tokens} prompt tokens + '{field}' {asked} exceed the context of {}", limits.context),
             ));
         }
         Some(asked) => asked,
