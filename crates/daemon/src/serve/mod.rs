@@ -6,6 +6,7 @@
 
 mod catalog;
 mod error;
+mod history;
 mod metrics;
 mod request;
 mod response;

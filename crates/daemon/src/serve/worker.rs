@@ -18,6 +18,7 @@ use hal::Device;
 use pm4_encoding::Target;
 use tokio::sync::mpsc;
 
+use super::history::Forwards;
 use super::metrics::{Metrics, Snapshot};
 
 /// One generation to run.
@@ -241,6 +242,7 @@ fn serve_jobs(mut worker: Worker, mut jobs: mpsc::Receiver<Job>, metrics: &Metri
 
 /// One generation, its text sent as it comes; the result to send, unless the client has gone.
 fn run_job(session: &mut Session<AnyDevice>, job: &Job, metrics: &Metrics) -> Option<Result<Finished, String>> {
+    let before = Forwards::observed(session.controller().observations());
     let generation = session.generate(&job.prompt, &job.options, |piece| {
         if piece.is_empty() {
             // Nothing to show yet; still notice a client that has gone.
@@ -258,7 +260,8 @@ fn run_job(session: &mut Session<AnyDevice>, job: &Job, metrics: &Metrics) -> Op
             return None;
         }
         Ok(generation) => {
-            metrics.generation_finished(&generation);
+            let forwards = Forwards::observed(session.controller().observations()).since(before);
+            metrics.generation_finished(&generation, forwards);
             Ok(Finished {
                 prompt_tokens: generation.prompt_tokens,
                 completion_tokens: generation.tokens.len(),
