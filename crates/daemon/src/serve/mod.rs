@@ -8,6 +8,7 @@ mod catalog;
 mod error;
 mod history;
 mod metrics;
+mod page;
 mod request;
 mod response;
 mod routes;
@@ -41,7 +42,10 @@ use worker::{LoadSpec, WorkerModel};
 ///                               model switches
 ///   GET  /redline/status        route proof (controller state, fallback reason, reconfiguration, tape,
 ///                               submission, replay positions), device, the loaded model's path and
-///                               sha256 and admission, every served model, the model switches
+///                               sha256 and admission, every served model, the model switches, the
+///                               last 120 finished generations (decode tok/s, tokens, route)
+///   GET  /                      a web page: chat with the served models, and the live route panel
+///                               (its files under /assets/, embedded in the binary)
 ///
 /// Several models: repeat --model (`--model tiny --model /path/b.gguf`). Each is served under its
 /// id, the alias or the file name without `.gguf` (two models with one id are refused); a
