@@ -23,11 +23,10 @@ pub const SHIFT: &str = "\u{E008}";
 /// WebDriver's code that releases held modifier keys.
 pub const RELEASE: &str = "\u{E000}";
 
-/// Chromium and chromedriver, or `None` (after saying so) outside CI when either is missing.
+/// Debian's Chromium and chromedriver, or `None` (after saying so) outside CI when either is
+/// missing.
 pub fn tools() -> Option<(PathBuf, PathBuf)> {
-    let chromium = PathBuf::from(std::env::var_os("REDLINE_CHROMIUM").unwrap_or_else(|| "/usr/bin/chromium".into()));
-    let driver =
-        PathBuf::from(std::env::var_os("REDLINE_CHROMEDRIVER").unwrap_or_else(|| "/usr/bin/chromedriver".into()));
+    let (chromium, driver) = (PathBuf::from("/usr/bin/chromium"), PathBuf::from("/usr/bin/chromedriver"));
     let missing: Vec<String> =
         [&chromium, &driver].iter().filter(|p| !p.is_file()).map(|p| p.display().to_string()).collect();
     if missing.is_empty() {
