@@ -90,7 +90,7 @@ fn malformed_bodies_routes_and_methods_get_error_objects() {
     assert_eq!(response.status, 413, "{}", response.text());
     assert_eq!(response.json()["error"]["code"], "request_too_large");
 
-    for (method, path) in [("GET", "/v2/completions"), ("POST", "/nothing"), ("GET", "/")] {
+    for (method, path) in [("GET", "/v2/completions"), ("POST", "/nothing"), ("GET", "/assets/none.js")] {
         let response = server.request(method, path, b"");
         assert_eq!(response.status, 404, "{method} {path}");
         assert_eq!(response.json()["error"]["code"], "not_found");
@@ -102,6 +102,7 @@ fn malformed_bodies_routes_and_methods_get_error_objects() {
         ("DELETE", "/health"),
         ("POST", "/metrics"),
         ("PUT", "/redline/status"),
+        ("POST", "/"),
     ] {
         let response = server.request(method, path, b"{}");
         assert_eq!(response.status, 405, "{method} {path}");

@@ -11,6 +11,8 @@ use engine::admission::AdmissionDecision;
 use engine::model::Generation;
 use engine::replay::RouteProof;
 
+use super::history::{Entry, Forwards, History};
+
 /// What the generation thread last published.
 #[derive(Debug, Clone)]
 pub(crate) struct Snapshot {
@@ -42,6 +44,8 @@ pub(crate) struct Metrics {
     /// 1 while the generation thread runs a job.
     generating: AtomicU64,
     snapshot: Mutex<Option<Snapshot>>,
+    /// The last finished generations.
+    history: History,
 }
 
 /// A Prometheus histogram of seconds: cumulative counts per upper bound, count and sum.
@@ -107,8 +111,9 @@ impl Metrics {
         self.prompt_tokens.fetch_add(count(n), Ordering::Relaxed);
     }
 
-    /// A generation that ran to `stop` or `length`.
-    pub(crate) fn generation_finished(&self, generation: &Generation) {
+    /// A generation that ran to `stop` or `length`, making `forwards`.
+    pub(crate) fn generation_finished(&self, generation: &Generation, forwards: Forwards) {
+        self.history.push(Entry::new(generation, forwards, super::history::unix_ms()));
         self.prompt_tokens(generation.prompt_tokens);
         self.generated_tokens.fetch_add(count(generation.tokens.len()), Ordering::Relaxed);
         self.generations_finished.fetch_add(1, Ordering::Relaxed);
@@ -155,6 +160,11 @@ impl Metrics {
             "generated_tokens": self.generated_tokens.load(Ordering::Relaxed),
             "prompt_tokens": self.prompt_tokens.load(Ordering::Relaxed),
         })
+    }
+
+    /// The last finished generations, oldest first.
+    pub(crate) fn history(&self) -> Vec<Entry> {
+        self.history.entries()
     }
 
     /// The Prometheus text exposition.
@@ -265,15 +275,18 @@ mod tests {
     fn time_to_first_token_is_a_cumulative_histogram() {
         let metrics = Metrics::default();
         for millis in [30, 400, 400, 7000] {
-            metrics.generation_finished(&Generation {
-                text: String::new(),
-                tokens: vec![1],
-                prompt_tokens: 3,
-                decode_time: std::time::Duration::ZERO,
-                decode_forwards: 0,
-                prefill_time: std::time::Duration::from_millis(millis),
-                finish_reason: "length",
-            });
+            metrics.generation_finished(
+                &Generation {
+                    text: String::new(),
+                    tokens: vec![1],
+                    prompt_tokens: 3,
+                    decode_time: std::time::Duration::ZERO,
+                    decode_forwards: 0,
+                    prefill_time: std::time::Duration::from_millis(millis),
+                    finish_reason: "length",
+                },
+                Forwards::default(),
+            );
         }
         let text = metrics.render(QueueGauge { depth: 0, capacity: 1 });
         let name = "redline_time_to_first_token_seconds";

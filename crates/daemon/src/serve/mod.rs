@@ -10,10 +10,12 @@ mod catalog;
 mod conn;
 mod error;
 mod fields;
+mod history;
 mod listen;
 mod logprobs;
 mod metrics;
 mod model_file;
+mod page;
 mod request;
 mod response;
 mod routes;
@@ -51,7 +53,10 @@ use worker::{LoadSpec, WorkerModel};
 ///                               model switches
 ///   GET  /redline/status        route proof (controller state, fallback reason, reconfiguration, tape,
 ///                               submission, replay positions), device, the loaded model's path and
-///                               sha256 and admission, every served model, the model switches
+///                               sha256 and admission, every served model, the model switches, the
+///                               last 120 finished generations (decode tok/s, tokens, route)
+///   GET  /                      a web page: chat with the served models, and the live route panel
+///                               (its files under /assets/, embedded in the binary)
 ///
 /// Log-probabilities are the log-softmax of the logits the sampler saw: after the penalties and
 /// `logit_bias`, before temperature and top-p; the most likely first (equal ones by token id, so

@@ -1,4 +1,4 @@
-//! The HTTP routes: OpenAI endpoints, health, metrics and route status.
+//! The HTTP routes: OpenAI endpoints, health, metrics, route status and the web page.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,6 +64,7 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/redline/status", get(status_page))
+        .merge(super::page::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.body_limits.bytes))

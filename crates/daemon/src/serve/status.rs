@@ -1,6 +1,7 @@
 //! `GET /redline/status`: which route the server's generations take and why, the device, the
 //! loaded model and its digest, every served model, the model switches, and the admission
-//! decision of the loaded model.
+//! decision of the loaded model, and the last finished generations (`history`: decode speed and
+//! route of each, for the page's chart).
 
 use serde_json::{Value, json};
 
@@ -55,6 +56,7 @@ pub(crate) fn report(catalog: &Catalog, device: &DeviceInfo, metrics: &Metrics, 
         "admission": loaded.map(|(_, admission)| admission),
         "queue": {"depth": queue.depth, "capacity": queue.capacity},
         "generations": metrics.generations(),
+        "history": metrics.history(),
     })
 }
 

@@ -18,6 +18,7 @@ use hal::Device;
 use pm4_encoding::Target;
 use tokio::sync::mpsc;
 
+use super::history::Forwards;
 use super::logprobs::Entry;
 use super::metrics::{Metrics, Snapshot};
 use super::model_file::ModelSource;
@@ -277,6 +278,7 @@ fn serve_jobs(mut worker: Worker, mut jobs: mpsc::Receiver<Job>, metrics: &Metri
 
 /// One generation, its text sent as it comes; the result to send, unless the client has gone.
 fn run_job(session: &mut Session<AnyDevice>, job: &Job, metrics: &Metrics) -> Option<Result<Finished, String>> {
+    let before = Forwards::observed(session.controller().observations());
     // Entries of tokens whose text is still held back; empty (never allocated) without logprobs.
     let mut pending = Vec::new();
     let generation = session.generate_with(&job.prompt, &job.options, |output| {
@@ -300,7 +302,8 @@ fn run_job(session: &mut Session<AnyDevice>, job: &Job, metrics: &Metrics) -> Op
             return None;
         }
         Ok(generation) => {
-            metrics.generation_finished(&generation);
+            let forwards = Forwards::observed(session.controller().observations()).since(before);
+            metrics.generation_finished(&generation, forwards);
             if !pending.is_empty() {
                 // A client gone since is noticed by the send of the outcome as well.
                 let _ = job.events.send(Event::Text(Piece { text: String::new(), logprobs: pending }));
