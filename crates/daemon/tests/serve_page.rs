@@ -2,7 +2,8 @@
 //! the generation history behind its speed chart, and the page itself in headless Chromium
 //! driven over WebDriver with the reference model: a chat message typed and sent with the
 //! keyboard gets the model's greedy answer, the route panel shows `ready`, and a screenshot is
-//! written to `target/serve-page/screenshot.png`.
+//! written to `target/serve-page/screenshot.png`; and, on a server that needs an API key, the
+//! page asks for it, says when the server refuses one, and chats once given the right one.
 
 mod common;
 mod serve_common;
@@ -248,5 +249,86 @@ fn the_page_chats_with_the_reference_model_and_shows_the_route() {
         start.elapsed().as_secs_f64(),
         path.display(),
         png.len()
+    );
+}
+
+/// Whether the key form is shown, and the reason it gives.
+const KEY_FORM: &str = "return {shown: !document.getElementById('key-section').hidden,
+    reason: document.getElementById('key-reason').textContent};";
+
+#[test]
+fn the_page_asks_for_the_key_of_a_server_that_needs_one() {
+    let Some((chromium, driver)) = webdriver::tools() else { return };
+    let key = "sk-page-test-42";
+    let model = tiny_model("page-key", 256);
+    let server = Server::start(&["--model", model.to_str().unwrap(), "--device", "sim", "--api-key", key]);
+    let browser = Browser::start(&chromium, &driver);
+    // The page itself is open.
+    browser.navigate(&format!("http://{}/", server.addr));
+    assert_eq!(browser.title(), "Redline");
+    let form = browser.wait_for(Duration::from_secs(30), "the key form", |b| {
+        let form = b.execute(KEY_FORM, &[]);
+        (form["shown"] == true).then_some(form)
+    });
+    assert!(form["reason"].as_str().unwrap().contains("needs an API key"), "{form}");
+    let focused = browser.execute("return document.activeElement.id;", &[]);
+    assert_eq!(focused, "api-key", "the key field is not focused");
+
+    // A wrong key, submitted with Enter, is refused by the server and asked for again.
+    let field = browser.element("#api-key");
+    browser.type_keys(&field, &format!("{key}-wrong{ENTER}"));
+    browser.wait_for(Duration::from_secs(30), "the wrong key to be refused", |b| {
+        let form = b.execute(KEY_FORM, &[]);
+        (form["shown"] == true && form["reason"].as_str().is_some_and(|r| r.contains("refused the key"))).then_some(())
+    });
+
+    // The right key: the model list fills and a message gets the API's answer.
+    let field = browser.element("#api-key");
+    browser.clear(&field);
+    browser.type_keys(&field, &format!("{key}{ENTER}"));
+    browser.wait_for(Duration::from_secs(30), "the model list is filled", |b| {
+        (b.execute("return document.getElementById('model').value;", &[]) == "page-key").then_some(())
+    });
+    assert_eq!(browser.execute(KEY_FORM, &[])["shown"], false);
+    for (id, value) in [("#temperature", "0"), ("#max-tokens", "6")] {
+        let input = browser.element(id);
+        browser.clear(&input);
+        browser.type_keys(&input, value);
+    }
+    let message = browser.element("#message");
+    browser.type_keys(&message, &format!("hello{ENTER}"));
+    let answer = browser.wait_for(Duration::from_secs(60), "the answer is complete", |b| {
+        let answer = b.execute(ANSWER, &[]);
+        (answer.is_object() && answer["state"] != "streaming").then_some(answer)
+    });
+    assert_eq!(answer["state"], "done", "{answer}");
+    let request = json!({
+        "model": "page-key",
+        "messages": [{"role": "user", "content": "hello"}],
+        "temperature": 0,
+        "top_p": 1,
+        "max_tokens": 6,
+    })
+    .to_string();
+    let direct = {
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream.set_read_timeout(Some(serve_common::IO_TIMEOUT)).unwrap();
+        let head = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{request}",
+            request.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).unwrap();
+        serve_common::parse(&raw)
+    };
+    assert_eq!(direct.status, 200, "{}", direct.text());
+    assert_eq!(direct.json()["choices"][0]["message"]["content"], answer["text"], "the page and the API differ");
+    // Requests without the key were refused, none with it.
+    let metrics = get_with(&server, "/metrics", &format!("Authorization: Bearer {key}\r\n")).text();
+    assert!(metrics.contains("redline_requests_total{endpoint=\"/v1/models\",status=\"401\"}"), "{metrics}");
+    assert!(
+        metrics.contains("redline_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 2\n"),
+        "{metrics}"
     );
 }
