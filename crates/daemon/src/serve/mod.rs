@@ -40,6 +40,29 @@ use model_file::ModelSource;
 use routes::AppState;
 use worker::{LoadSpec, WorkerModel};
 
+/// The OpenAI endpoint a request body is for ([`check_request_body`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestEndpoint {
+    /// `POST /v1/completions`.
+    Completions,
+    /// `POST /v1/chat/completions`.
+    Chat,
+}
+
+/// Parses `body` as the server parses a request to `endpoint` before it reads the prompt: `Ok`,
+/// or the 400's field (when one is at fault) and message. It never panics (the fuzz target
+/// `serve_request` holds it to that).
+///
+/// # Errors
+/// The field at fault, if any, and the message the server answers with.
+pub fn check_request_body(endpoint: RequestEndpoint, body: &[u8]) -> Result<(), (Option<String>, String)> {
+    let result = match endpoint {
+        RequestEndpoint::Completions => request::completion(body).map(|_| ()),
+        RequestEndpoint::Chat => request::chat(body).map(|_| ()),
+    };
+    result.map_err(|error| (error.param, error.message))
+}
+
 /// Serve models over HTTP with OpenAI's API.
 ///
 /// Endpoints:

@@ -473,4 +473,84 @@ mod tests {
         let unknown = completion(br#"{"prompt": "x", "max_token": 4}"#).unwrap_err();
         assert_eq!(unknown.message, "Unrecognized request argument supplied: max_token");
     }
+
+    /// A JSON value of any kind, nested a little.
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(|x| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)),
+            "[a-z ]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// The names a request body may carry, and a few it may not.
+    const NAMES: [&str; 24] = [
+        "model",
+        "prompt",
+        "messages",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "seed",
+        "stop",
+        "stream",
+        "stream_options",
+        "n",
+        "logprobs",
+        "top_logprobs",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "user",
+        "echo",
+        "tools",
+        "response_format",
+        "metadata",
+        "role",
+        "nonsense",
+    ];
+
+    proptest::proptest! {
+        /// Any object of known and unknown fields with values of any kind parses or is a 400
+        /// naming, when it names one, a field of the body; never a panic.
+        #[test]
+        fn any_body_parses_or_is_a_400_naming_one_of_its_fields(
+            fields in proptest::collection::vec((0..NAMES.len(), json_value()), 0..8),
+        ) {
+            let body: Map<String, Value> = fields.into_iter().map(|(i, v)| (NAMES[i].to_owned(), v)).collect();
+            let bytes = serde_json::to_vec(&body).unwrap();
+            for result in [completion(&bytes).map(|_| ()), chat(&bytes).map(|_| ())] {
+                if let Err(error) = result {
+                    proptest::prop_assert_eq!(error.status, axum::http::StatusCode::BAD_REQUEST);
+                    proptest::prop_assert!(!error.message.is_empty());
+                    if let Some(param) = &error.param {
+                        let top = param.split(['.', '[']).next().unwrap_or_default();
+                        proptest::prop_assert!(body.contains_key(top) || ["prompt", "messages"].contains(&top),
+                            "{} names {} outside {:?}", error.message, param, body.keys().collect::<Vec<_>>());
+                    }
+                }
+            }
+        }
+
+        /// Any bytes: a typed answer, never a panic.
+        #[test]
+        fn any_bytes_parse_or_are_a_400(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            for result in [completion(&bytes).map(|_| ()), chat(&bytes).map(|_| ())] {
+                if let Err(error) = result {
+                    proptest::prop_assert_eq!(error.status, axum::http::StatusCode::BAD_REQUEST);
+                }
+            }
+        }
+    }
 }
