@@ -159,6 +159,41 @@ fn the_history_has_one_entry_per_finished_generation_and_is_bounded() {
     assert!(entries[..HISTORY_MAX - 1].iter().all(|e| e["completion_tokens"] == 1), "the oldest were dropped");
 }
 
+#[test]
+fn the_status_shows_the_generation_running_now() {
+    let model = tiny_model("page-progress", 4096);
+    let server = Server::start(&[
+        "--model",
+        model.to_str().unwrap(),
+        "--device",
+        "sim",
+        "--context",
+        "4096",
+        "--max-tokens-limit",
+        "4000",
+    ]);
+    assert_eq!(server.get("/redline/status").json()["generating"], Value::Null);
+    let body = json!({"prompt": "x", "max_tokens": 4000, "temperature": 0, "stream": true}).to_string();
+    let mut stream = serve_common::send(server.addr, "POST", "/v1/completions", body.as_bytes());
+    serve_common::read_until(&mut stream, "data: ");
+    let running = |at_least: u64| {
+        let mut seen = Value::Null;
+        serve_common::eventually(Duration::from_secs(30), "the running generation's progress", || {
+            seen = server.get("/redline/status").json()["generating"].clone();
+            seen["tokens"].as_u64().is_some_and(|n| n >= at_least)
+        });
+        seen
+    };
+    let first = running(8);
+    let later = running(first["tokens"].as_u64().unwrap() + 8);
+    assert!(later["seconds"].as_f64() > first["seconds"].as_f64(), "{first} then {later}");
+    assert!(later["decode_tokens_per_second"].as_f64().unwrap() > 0.0, "{later}");
+    drop(stream);
+    serve_common::eventually(Duration::from_secs(10), "the cancelled generation to leave the status", || {
+        server.get("/redline/status").json()["generating"].is_null()
+    });
+}
+
 /// `target/serve-page/screenshot.png` of this workspace.
 fn screenshot_path() -> PathBuf {
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));

@@ -25,6 +25,54 @@ pub(crate) struct Snapshot {
     pub switches: u64,
 }
 
+/// The generation the thread is running, as it goes: published at most every
+/// [`Progress::PUBLISH_EVERY`] and at its end.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Progress {
+    /// When the job began (its prefill), on the server's clock.
+    pub started: std::time::Instant,
+    /// When its first token was sampled, once it was.
+    pub first_token: Option<std::time::Instant>,
+    /// Tokens generated so far.
+    pub tokens: u64,
+}
+
+impl Progress {
+    /// How often a running generation is published at most.
+    pub(crate) const PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+    /// A job starting now.
+    pub(crate) fn start() -> Self {
+        Self { started: std::time::Instant::now(), first_token: None, tokens: 0 }
+    }
+
+    /// One more token, sampled now.
+    pub(crate) fn token(&mut self) {
+        self.tokens += 1;
+        self.first_token.get_or_insert_with(std::time::Instant::now);
+    }
+
+    /// The document the status shows: tokens so far, seconds since the job began, and the decode
+    /// speed since the first token (tokens after it per second; 0 before a second token).
+    pub(crate) fn report(&self, now: std::time::Instant) -> serde_json::Value {
+        let decoding = self.first_token.map_or(0.0, |first| now.saturating_duration_since(first).as_secs_f64());
+        let after_first = self.tokens.saturating_sub(1);
+        let speed = if decoding > 0.0 && after_first > 0 {
+            // CAST: a token count far below 2^53 is exact as f64.
+            #[allow(clippy::cast_precision_loss)]
+            let after_first = after_first as f64;
+            after_first / decoding
+        } else {
+            0.0
+        };
+        serde_json::json!({
+            "tokens": self.tokens,
+            "seconds": now.saturating_duration_since(self.started).as_secs_f64(),
+            "decode_tokens_per_second": speed,
+        })
+    }
+}
+
 /// Server-wide counters and the latest snapshot.
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
@@ -44,6 +92,8 @@ pub(crate) struct Metrics {
     /// 1 while the generation thread runs a job.
     generating: AtomicU64,
     snapshot: Mutex<Option<Snapshot>>,
+    /// The generation running now, if any.
+    progress: Mutex<Option<Progress>>,
     /// The last finished generations.
     history: History,
 }
@@ -138,6 +188,16 @@ impl Metrics {
     /// Whether the generation thread is running a job.
     pub(crate) fn set_generating(&self, generating: bool) {
         self.generating.store(u64::from(generating), Ordering::Relaxed);
+    }
+
+    /// Publishes the running generation's progress (`None`: none runs).
+    pub(crate) fn set_progress(&self, progress: Option<Progress>) {
+        *lock(&self.progress) = progress;
+    }
+
+    /// The running generation's progress, if one runs.
+    pub(crate) fn progress(&self) -> Option<Progress> {
+        *lock(&self.progress)
     }
 
     /// Replaces the snapshot.
@@ -252,6 +312,21 @@ fn escape(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_reports_the_speed_since_the_first_token() {
+        let t0 = std::time::Instant::now();
+        let second = std::time::Duration::from_secs(1);
+        let mut progress = Progress { started: t0, first_token: None, tokens: 0 };
+        assert_eq!(progress.report(t0 + second)["decode_tokens_per_second"], 0.0);
+        progress.first_token = Some(t0 + second);
+        progress.tokens = 5;
+        let report = progress.report(t0 + 3 * second);
+        // Four tokens after the first, in the two seconds since it.
+        assert_eq!(report, serde_json::json!({"tokens": 5, "seconds": 3.0, "decode_tokens_per_second": 2.0}));
+        progress.tokens = 1;
+        assert_eq!(progress.report(t0 + 3 * second)["decode_tokens_per_second"], 0.0);
+    }
 
     #[test]
     fn the_exposition_has_one_sample_per_series_and_escapes_labels() {

@@ -77,7 +77,8 @@ pub fn check_request_body(endpoint: RequestEndpoint, body: &[u8]) -> Result<(), 
 ///   GET  /redline/status        route proof (controller state, fallback reason, reconfiguration, tape,
 ///                               submission, replay positions), device, the loaded model's path and
 ///                               sha256 and admission, every served model, the model switches, the
-///                               last 120 finished generations (decode tok/s, tokens, route)
+///                               last 120 finished generations (decode tok/s, tokens, route), the
+///                               one running now (tokens so far, decode tok/s)
 ///   GET  /                      a web page: chat with the served models, and the live route panel
 ///                               (its files under /assets/, embedded in the binary)
 ///

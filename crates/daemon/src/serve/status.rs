@@ -56,6 +56,9 @@ pub(crate) fn report(catalog: &Catalog, device: &DeviceInfo, metrics: &Metrics, 
         "admission": loaded.map(|(_, admission)| admission),
         "queue": {"depth": queue.depth, "capacity": queue.capacity},
         "generations": metrics.generations(),
+        // The generation running now (tokens so far, seconds, decode speed since its first
+        // token), or null; the route counts above change when it ends.
+        "generating": metrics.progress().map(|p| p.report(std::time::Instant::now())),
         "history": metrics.history(),
     })
 }

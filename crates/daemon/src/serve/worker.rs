@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 
 use super::history::Forwards;
 use super::logprobs::Entry;
-use super::metrics::{Metrics, Snapshot};
+use super::metrics::{Metrics, Progress, Snapshot};
 use super::model_file::ModelSource;
 
 /// One generation to run.
@@ -269,6 +269,7 @@ fn serve_jobs(mut worker: Worker, mut jobs: mpsc::Receiver<Job>, metrics: &Metri
         };
         // The snapshot is current before the client hears the generation ended.
         metrics.set_snapshot(worker.snapshot());
+        metrics.set_progress(None);
         metrics.set_generating(false);
         if let Some(done) = done {
             let _ = job.events.send(Event::Done(done));
@@ -281,9 +282,19 @@ fn run_job(session: &mut Session<AnyDevice>, job: &Job, metrics: &Metrics) -> Op
     let before = Forwards::observed(session.controller().observations());
     // Entries of tokens whose text is still held back; empty (never allocated) without logprobs.
     let mut pending = Vec::new();
+    let mut progress = Progress::start();
+    let mut published = progress.started;
+    metrics.set_progress(Some(progress));
     let generation = session.generate_with(&job.prompt, &job.options, |output| {
         if let Some(record) = output.logprobs {
             pending.push(Entry::new(output.tokenizer, record));
+        }
+        if output.token.is_some() {
+            progress.token();
+            if published.elapsed() >= Progress::PUBLISH_EVERY {
+                metrics.set_progress(Some(progress));
+                published = std::time::Instant::now();
+            }
         }
         if output.text.is_empty() {
             // Nothing to show yet; still notice a client that has gone.

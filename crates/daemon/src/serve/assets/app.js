@@ -366,6 +366,11 @@ function renderStatus(status) {
   setText("model-sha", model && model.sha256);
   setText("model-path", model && model.path);
   setText("switches", status.switches);
+  const running = status.generating;
+  setText(
+    "generating",
+    running ? `${running.tokens} tokens, ${running.decode_tokens_per_second.toFixed(1)} tok/s` : "nothing",
+  );
   const queue = status.queue || {};
   setText("queue-depth", `${queue.depth} of ${queue.capacity}`);
   const g = status.generations || {};
