@@ -289,17 +289,7 @@ fn cancelled_when_closed(server: &Server, trailing: &[u8], nth: f64) {
 
 #[test]
 fn a_whole_request_on_a_closing_connection_is_cancelled_when_its_client_goes() {
-    let model = tiny_model("hardening-cancel", 4096);
-    let server = Server::start(&[
-        "--model",
-        model.to_str().unwrap(),
-        "--device",
-        "sim",
-        "--context",
-        "4096",
-        "--max-tokens-limit",
-        "4000",
-    ]);
+    let server = serve_common::long_server("hardening-cancel", &[]);
     cancelled_when_closed(&server, b"", 1.0);
     // Bytes after the request (which HTTP/1.1 would read as the next request, and which the
     // server never reads on a closing connection) leave the close to be seen on the socket.

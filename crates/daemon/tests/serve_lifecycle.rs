@@ -11,17 +11,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use serve_common::{Server, eventually, read_until, send, send_with, stream_text, tiny_model};
 
-/// A tiny model with room for long generations (each token takes a few ms on the soft device).
-fn long_server(name: &str, extra: &[&str]) -> Server {
-    let model = tiny_model(name, 4096);
-    let args = [
-        &["--model", model.to_str().unwrap(), "--device", "sim", "--context", "4096", "--max-tokens-limit", "4000"][..],
-        extra,
-    ]
-    .concat();
-    Server::start(&args)
-}
-
 fn long_stream(max_tokens: u32) -> Vec<u8> {
     json!({"prompt": "x", "max_tokens": max_tokens, "temperature": 0, "stream": true}).to_string().into_bytes()
 }
@@ -89,7 +78,7 @@ fn thirty_two_concurrent_clients_each_get_their_own_complete_answer() {
 
 #[test]
 fn a_full_queue_answers_503_with_retry_after_and_a_disconnect_frees_the_worker() {
-    let server = long_server("queue", &["--queue", "1"]);
+    let server = serve_common::long_server("queue", &["--queue", "1"]);
     // A: generating (its first token has arrived).
     let mut a = send(server.addr, "POST", "/v1/completions", &long_stream(3000));
     read_until(&mut a, "\"text\"");
@@ -117,7 +106,7 @@ fn a_full_queue_answers_503_with_retry_after_and_a_disconnect_frees_the_worker()
 
 #[test]
 fn a_disconnected_stream_stops_its_generation() {
-    let server = long_server("cancel", &[]);
+    let server = serve_common::long_server("cancel", &[]);
     let mut stream = send(server.addr, "POST", "/v1/completions", &long_stream(3000));
     read_until(&mut stream, "\"text\"");
     drop(stream);
@@ -148,7 +137,7 @@ fn a_disconnected_stream_stops_its_generation() {
 
 #[test]
 fn sigterm_finishes_the_requests_in_flight_and_queued_then_exits_0() {
-    let mut server = long_server("shutdown", &[]);
+    let mut server = serve_common::long_server("shutdown", &[]);
     let mut in_flight = send(server.addr, "POST", "/v1/completions", &long_stream(600));
     let mut seen = read_until(&mut in_flight, "\"text\"");
     let addr = server.addr;

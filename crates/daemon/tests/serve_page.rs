@@ -161,17 +161,7 @@ fn the_history_has_one_entry_per_finished_generation_and_is_bounded() {
 
 #[test]
 fn the_status_shows_the_generation_running_now() {
-    let model = tiny_model("page-progress", 4096);
-    let server = Server::start(&[
-        "--model",
-        model.to_str().unwrap(),
-        "--device",
-        "sim",
-        "--context",
-        "4096",
-        "--max-tokens-limit",
-        "4000",
-    ]);
+    let server = serve_common::long_server("page-progress", &[]);
     assert_eq!(server.get("/redline/status").json()["generating"], Value::Null);
     let body = json!({"prompt": "x", "max_tokens": 4000, "temperature": 0, "stream": true}).to_string();
     let mut stream = serve_common::send(server.addr, "POST", "/v1/completions", body.as_bytes());

@@ -36,6 +36,18 @@ pub fn tiny_model_seeded(name: &str, context_length: u32, seed: u64) -> PathBuf 
     path
 }
 
+/// `redline serve` of a tiny model with room for long generations (4096 positions, up to 4000
+/// new tokens; each takes a few ms on the soft device), with `extra` arguments.
+pub fn long_server(name: &str, extra: &[&str]) -> Server {
+    let model = tiny_model(name, 4096);
+    let args = [
+        &["--model", model.to_str().unwrap(), "--device", "sim", "--context", "4096", "--max-tokens-limit", "4000"][..],
+        extra,
+    ]
+    .concat();
+    Server::start(&args)
+}
+
 /// A running `redline serve`.
 pub struct Server {
     pub child: Child,
