@@ -19,6 +19,7 @@
 //! The bundle is then run once on a fresh soft device ([`Bundle::run`]) before this returns, so a
 //! bundle that is written has run clean at least once.
 
+use crate::pull::hex;
 use std::path::Path;
 
 use pm4_encoding::Target;
@@ -401,10 +402,6 @@ fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Writes an exported bundle into `dir` (which must not exist or be empty).

@@ -224,7 +224,8 @@ pub fn sha256_reader(mut reader: impl io::Read) -> io::Result<(String, u64)> {
     Ok((hex(&hasher.finalize()), total))
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Bytes as lowercase hex (digests).
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -16,7 +16,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower_service::Service as _;
 
+use axum::http::StatusCode;
+
 use super::conn::Shared;
+use super::error::{ApiError, RETRY_AFTER_SECONDS};
 
 /// Descriptors kept for everything but connections (the listener, model files, the runtime,
 /// standard streams, a refusal in progress).
@@ -67,16 +70,17 @@ pub(crate) struct Settings {
 }
 
 /// The answer to a connection over the limit.
+/// The answer to a connection over the limit: written before hyper (or axum) sees the
+/// connection, so the head is written here; the body is the server's usual error object.
 fn refusal(connections_max: usize) -> Vec<u8> {
-    let body = serde_json::json!({"error": {
-        "message": format!("the server has {connections_max} connections open (--max-connections): retry later"),
-        "type": "server_error",
-        "param": null,
-        "code": "too_many_connections",
-    }})
-    .to_string();
+    let error = ApiError::server(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too_many_connections",
+        format!("the server has {connections_max} connections open (--max-connections): retry later"),
+    );
+    let body = error.body().to_string();
     format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: {RETRY_AFTER_SECONDS}\r\n\
          connection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     )

@@ -205,6 +205,12 @@ impl Metrics {
         *lock(&self.snapshot) = Some(snapshot);
     }
 
+    /// The index of the loaded model, read without copying the snapshot (none before the first
+    /// load, and after a switch that failed midway).
+    pub(crate) fn loaded_model(&self) -> Option<usize> {
+        lock(&self.snapshot).as_ref().and_then(|s| s.loaded.as_ref().map(|(index, _)| *index))
+    }
+
     /// The snapshot (none before the first model is loaded).
     pub(crate) fn snapshot(&self) -> Option<Snapshot> {
         lock(&self.snapshot).clone()

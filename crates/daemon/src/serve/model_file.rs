@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
 
+use crate::pull::hex;
+
 /// What tells a changed file without reading it: its size and modification time. (Not its
 /// change time, which moves when the file is unlinked or renamed over, leaving the bytes this
 /// descriptor reads as they were.)
@@ -150,10 +152,6 @@ fn read_all(path: &Path, file: &File, size: u64) -> Result<Vec<u8>, ModelFileErr
         }
     }
     Ok(bytes)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

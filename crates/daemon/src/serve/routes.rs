@@ -242,8 +242,7 @@ async fn generate(
 /// it: refused at once (503 `model_file_changed`) when that file has changed since startup.
 /// The loaded model is on the device and answers whatever happened to its file.
 fn model_loadable(state: &AppState, model: usize, offered: &Offered) -> Result<(), ApiError> {
-    let loaded = state.metrics.snapshot().and_then(|s| s.loaded.map(|(index, _)| index));
-    if loaded == Some(model) {
+    if state.metrics.loaded_model() == Some(model) {
         return Ok(());
     }
     offered.source.check().map_err(|error| {

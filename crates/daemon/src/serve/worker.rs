@@ -159,11 +159,10 @@ struct Worker {
 }
 
 /// Selects the device and loads the first model.
-fn load(spec: LoadSpec) -> Result<(Worker, DeviceInfo), String> {
+fn load(mut spec: LoadSpec) -> Result<(Worker, DeviceInfo), String> {
     let (device, reason) = select_for_model(spec.kind, Some(spec.target)).map_err(|e| e.to_string())?;
     eprintln!("device: {reason}");
     let (kind, target) = (device.kind().name(), device.target());
-    let mut spec = spec;
     let Some(first) = spec.models.first_mut() else {
         return Err("no model to serve".to_owned());
     };
@@ -206,8 +205,8 @@ impl Worker {
         if self.loaded == Some(index) {
             return Ok(());
         }
-        let from = self.loaded.and_then(|i| self.spec.models.get(i)).map_or("none (a switch failed)", |m| &m.id);
-        let from = from.to_owned();
+        let from =
+            self.loaded.and_then(|i| self.spec.models.get(i)).map_or("none (a switch failed)", |m| &m.id).to_owned();
         let served = self.spec.models.len();
         let Some(to) = self.spec.models.get_mut(index) else {
             return Err(format!("no served model {index}: {served} are served"));
