@@ -6,7 +6,6 @@
 
 mod serve_common;
 
-use std::io::Read as _;
 use std::process::Command;
 
 use serde_json::{Value, json};
@@ -16,18 +15,7 @@ const KEY: &str = "sk-redline-test-0123456789";
 
 /// `method path` with extra header lines, the whole response.
 fn request(server: &Server, method: &str, path: &str, headers: &str, body: &[u8]) -> serve_common::Response {
-    use std::io::Write as _;
-    let mut stream = std::net::TcpStream::connect(server.addr).unwrap();
-    stream.set_read_timeout(Some(serve_common::IO_TIMEOUT)).unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    serve_common::parse(&raw)
+    serve_common::request_with(server.addr, method, path, headers, body)
 }
 
 fn assert_unauthorized(response: &serve_common::Response, what: &str) {
@@ -75,10 +63,8 @@ fn every_protected_endpoint_needs_the_key_and_health_does_not() {
     assert_eq!(server.get("/health").json(), json!({"status": "ok"}));
     // A body is not read for a request without the key: a gigabyte announced and none sent is
     // answered 401 at once.
-    let mut stream = serve_common::send_head(server.addr, "POST", "/v1/completions", 1 << 30);
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
-    assert_unauthorized(&serve_common::parse(&raw), "an unsent gigabyte without a key");
+    let refused = serve_common::answer(serve_common::send_head(server.addr, "POST", "/v1/completions", 1 << 30));
+    assert_unauthorized(&refused, "an unsent gigabyte without a key");
     let metrics = request(&server, "GET", "/metrics", &right, b"").text();
     assert!(metrics.contains("redline_requests_total{endpoint=\"/v1/models\",status=\"401\"} 4\n"), "{metrics}");
 

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use serve_common::{Server, eventually, parse, send, tiny_model};
+use serve_common::{Server, answer, eventually, parse, send, tiny_model};
 
 /// Half a request head: the request line and part of a header, never the blank line.
 const HALF_HEAD: &[u8] = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le";
@@ -194,11 +194,8 @@ fn connections_over_the_limit_are_answered_503_at_once() {
     // The listener has accepted the eight before the ninth arrives.
     std::thread::sleep(Duration::from_millis(300));
     let started = Instant::now();
-    let mut stream = send(server.addr, "GET", "/health", b"");
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
+    let response = answer(send(server.addr, "GET", "/health", b""));
     let took = started.elapsed();
-    let response = parse(&raw);
     assert_eq!(response.status, 503, "{}", response.text());
     assert_eq!(response.json()["error"]["code"], "too_many_connections");
     assert!(response.json()["error"]["message"].as_str().unwrap().contains("--max-connections"));
@@ -225,40 +222,27 @@ fn an_oversized_content_length_is_refused_from_the_header_and_a_slow_body_times_
     ]);
     // A gigabyte announced, nothing sent.
     let started = Instant::now();
-    let mut stream = serve_common::send_head(server.addr, "POST", "/v1/completions", 1_073_741_824);
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
+    let response = answer(serve_common::send_head(server.addr, "POST", "/v1/completions", 1_073_741_824));
     let took = started.elapsed();
-    let response = parse(&raw);
     assert_eq!(response.status, 413, "{}", response.text());
     assert_eq!(response.json()["error"]["code"], "request_too_large");
     assert!(response.json()["error"]["message"].as_str().unwrap().contains("1073741824"));
     assert!(took < Duration::from_secs(1), "413 after {took:?}");
 
     // A chunked body with no length announced is cut at the limit.
-    let mut stream = TcpStream::connect(server.addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let chunk = "a".repeat(3000);
     let request = format!(
         "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n{len:x}\r\n{chunk}\r\n{len:x}\r\n{chunk}\r\n0\r\n\r\n",
         len = chunk.len()
     );
-    let _ = stream.write_all(request.as_bytes());
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
-    assert_eq!(parse(&raw).status, 413, "{}", parse(&raw).text());
+    let response = answer(serve_common::send_raw(server.addr, request.as_bytes()));
+    assert_eq!(response.status, 413, "{}", response.text());
 
     // Half the announced body, then silence: 408 after --body-timeout.
     let started = Instant::now();
-    let mut stream = TcpStream::connect(server.addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    stream
-        .write_all(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{\"prompt\": \"x\",")
-        .unwrap();
-    let mut raw = Vec::new();
-    let _ = stream.read_to_end(&mut raw);
+    let half = b"{\"prompt\": \"x\",";
+    let response = answer(serve_common::send_head_and(server.addr, "POST", "/v1/completions", "", 40, half));
     let took = started.elapsed();
-    let response = parse(&raw);
     assert_eq!(response.status, 408, "{}", response.text());
     assert_eq!(response.json()["error"]["code"], "request_timeout");
     assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(3), "408 after {took:?}");

@@ -9,8 +9,6 @@ mod common;
 mod serve_common;
 mod webdriver;
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -28,13 +26,7 @@ fn tiny_server() -> Server {
 
 /// `GET path` with extra header lines.
 fn get_with(server: &Server, path: &str, headers: &str) -> Response {
-    let mut stream = TcpStream::connect(server.addr).unwrap();
-    stream.set_read_timeout(Some(serve_common::IO_TIMEOUT)).unwrap();
-    let head = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n{headers}Connection: close\r\n\r\n", server.addr);
-    stream.write_all(head.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    serve_common::parse(&raw)
+    serve_common::request_with(server.addr, "GET", path, headers, b"")
 }
 
 /// The `src` and `href` values of the page that are not fragments.
@@ -335,18 +327,8 @@ fn the_page_asks_for_the_key_of_a_server_that_needs_one() {
         "max_tokens": 6,
     })
     .to_string();
-    let direct = {
-        let mut stream = TcpStream::connect(server.addr).unwrap();
-        stream.set_read_timeout(Some(serve_common::IO_TIMEOUT)).unwrap();
-        let head = format!(
-            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{request}",
-            request.len()
-        );
-        stream.write_all(head.as_bytes()).unwrap();
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).unwrap();
-        serve_common::parse(&raw)
-    };
+    let auth = format!("Authorization: Bearer {key}\r\n");
+    let direct = serve_common::request_with(server.addr, "POST", "/v1/chat/completions", &auth, request.as_bytes());
     assert_eq!(direct.status, 200, "{}", direct.text());
     assert_eq!(direct.json()["choices"][0]["message"]["content"], answer["text"], "the page and the API differ");
     // Requests without the key were refused, none with it.

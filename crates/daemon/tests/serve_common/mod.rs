@@ -204,6 +204,34 @@ pub fn sse_data(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Opens a connection and writes `bytes` as they are.
+pub fn send_raw(addr: SocketAddr, bytes: &[u8]) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
+    stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
+    // A server may answer (413, 401) before reading a large body and close: a failed write is
+    // fine.
+    let _ = stream.write_all(bytes);
+    stream
+}
+
+/// Opens a connection and writes one request head with `headers` (whole lines, each ending in
+/// `\r\n`) and a body of `length` bytes announced, then `body` (which may be shorter, or empty
+/// to announce a body that never comes).
+pub fn send_head_and(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &str,
+    length: usize,
+    body: &[u8],
+) -> TcpStream {
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n{headers}Content-Length: {length}\r\n\r\n"
+    );
+    send_raw(addr, &[head.as_bytes(), body].concat())
+}
+
 /// Opens a connection and writes one request (`Connection: close`).
 pub fn send(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> TcpStream {
     send_with(addr, method, path, body, "close")
@@ -211,40 +239,33 @@ pub fn send(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> TcpStrea
 
 /// Opens a connection and writes one request with the `Connection` header `connection`.
 pub fn send_with(addr: SocketAddr, method: &str, path: &str, body: &[u8], connection: &str) -> TcpStream {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    // A server may answer (413) before reading a large body and close: a failed write is fine.
-    let _ = stream.write_all(body);
-    stream
+    send_head_and(addr, method, path, &format!("Connection: {connection}\r\n"), body.len(), body)
 }
 
 /// Opens a connection and writes only a request head announcing a body of `length` bytes
 /// (`Connection: close`); the body is never sent.
-pub fn send_head(addr: SocketAddr, method: &str, path: &str, length: u64) -> TcpStream {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream
+pub fn send_head(addr: SocketAddr, method: &str, path: &str, length: usize) -> TcpStream {
+    send_head_and(addr, method, path, "Connection: close\r\n", length, b"")
+}
+
+/// Reads the server's whole answer on `stream` (until it closes) and parses it.
+pub fn answer(mut stream: TcpStream) -> Response {
+    let mut raw = Vec::new();
+    if let Err(error) = stream.read_to_end(&mut raw) {
+        // A reset after a complete response (the server closed with unread body bytes) is fine.
+        assert!(!raw.is_empty(), "no answer: {error}");
+    }
+    parse(&raw)
 }
 
 /// One request, the whole response.
 pub fn request(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> Response {
-    let mut stream = send(addr, method, path, body);
-    let mut raw = Vec::new();
-    if let Err(error) = stream.read_to_end(&mut raw) {
-        // A reset after a complete response (the server closed with unread body bytes) is fine.
-        assert!(!raw.is_empty(), "{method} {path}: {error}");
-    }
-    parse(&raw)
+    answer(send(addr, method, path, body))
+}
+
+/// One request with `headers` (whole lines, each ending in `\r\n`), the whole response.
+pub fn request_with(addr: SocketAddr, method: &str, path: &str, headers: &str, body: &[u8]) -> Response {
+    answer(send_head_and(addr, method, path, &format!("{headers}Connection: close\r\n"), body.len(), body))
 }
 
 /// Parses a raw HTTP/1.1 response (Content-Length, chunked, or to the end).
