@@ -101,8 +101,7 @@ impl History {
 
 /// Milliseconds since the Unix epoch (0 if the clock is before it).
 pub(crate) fn unix_ms() -> u64 {
-    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+    u64::try_from(super::since_epoch().as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -415,6 +415,12 @@ fn chat_template(id: &str, file: &gguf::Gguf) -> Option<ChatTemplate> {
     }
 }
 
+/// The wall clock since the Unix epoch (zero if the clock is before it): response ids and
+/// `created`, history times, fresh seeds.
+pub(crate) fn since_epoch() -> Duration {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default()
+}
+
 fn unix_seconds() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    since_epoch().as_secs()
 }

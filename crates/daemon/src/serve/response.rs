@@ -30,8 +30,7 @@ pub(crate) struct Envelope {
 impl Envelope {
     /// A new response's envelope; `serial` makes the id unique within the process.
     pub(crate) fn new(endpoint: Endpoint, serial: u64, model: &str) -> Self {
-        let created =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
+        let created = super::since_epoch().as_secs();
         let prefix = match endpoint {
             Endpoint::Completions => "cmpl",
             Endpoint::Chat => "chatcmpl",

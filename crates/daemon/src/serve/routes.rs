@@ -332,7 +332,7 @@ fn options(
 /// A seed for a request that gave none: sampled output then differs between requests, as
 /// OpenAI's does.
 fn fresh_seed() -> u64 {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let nanos = super::since_epoch().as_nanos();
     // The low 64 bits of the clock are the varying ones.
     u64::try_from(nanos & u128::from(u64::MAX)).unwrap_or_default()
 }
