@@ -1,7 +1,9 @@
 //! `redline serve --device hsa` on the HSA backend over the soft HSA runtime: the official OpenAI
 //! Python client gets the reference model's answer ("Paris") on the retained route, and a fault
 //! injected into the runtime's queue during a retained token fails that request, falls back to
-//! ordinary launches for the next ones, and says why in `/redline/status`.
+//! ordinary launches for the next ones, and says why in `/redline/status`; log-probabilities,
+//! penalties and logit bias give the soft device's answers to the number, ordinary and retained,
+//! and the status history and running generation are there too.
 
 mod common;
 
@@ -72,4 +74,38 @@ fn a_queue_fault_in_a_retained_token_fails_that_request_and_falls_back() {
     assert_eq!(status["controller"]["state"], "fallback", "{status}");
     assert_eq!(status["observations"]["retained"].as_u64().unwrap(), retained, "{status}");
     assert!(status["observations"]["ordinary"].as_u64().unwrap() > 0, "{status}");
+}
+
+#[test]
+fn logprobs_penalties_and_the_history_are_the_soft_devices_on_the_hsa_backend() {
+    let model = tiny_model("hsa-logprobs", 256);
+    let model = model.to_str().unwrap();
+    let hsa = server(&["--model", model, "--replay-backend", "auto"]);
+    let sim = Server::start(&["--model", model, "--device", "sim", "--replay-backend", "auto"]);
+    let requests = [
+        ("/v1/completions", json!({"prompt": "the cat", "max_tokens": 12, "temperature": 0, "logprobs": 5})),
+        (
+            "/v1/chat/completions",
+            json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 12, "temperature": 0,
+                   "logprobs": true, "top_logprobs": 4, "frequency_penalty": 1.5, "logit_bias": {"7": 3}}),
+        ),
+    ];
+    // Twice: the second time on the retained route on both.
+    for round in 0..2 {
+        for (path, request) in &requests {
+            let (on_hsa, on_sim) = (hsa.post(path, request), sim.post(path, request));
+            assert_eq!(on_hsa.status, 200, "{}", on_hsa.text());
+            let (on_hsa, on_sim) = (on_hsa.json(), on_sim.json());
+            assert!(on_hsa["choices"][0]["logprobs"].is_object(), "{on_hsa}");
+            // The same logits on both backends: the same tokens and the same log-probabilities.
+            assert_eq!(on_hsa["choices"], on_sim["choices"], "round {round} {path}");
+            assert_eq!(on_hsa["usage"], on_sim["usage"], "round {round} {path}");
+        }
+    }
+    let status = hsa.get("/redline/status").json();
+    assert_eq!(status["device"]["kind"], "hsa", "{status}");
+    let history = status["history"].as_array().unwrap();
+    assert_eq!(history.len(), 4, "{status}");
+    assert_eq!(history[3]["route"], "retained", "{status}");
+    assert_eq!(status["generating"], serde_json::Value::Null, "{status}");
 }
