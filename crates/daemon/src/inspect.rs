@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use kernarg_abi::{CodeObject, Kernel, TargetFeature, UserSgprLayout, read_any, verdict};
 use pm4_encoding::bits::FieldDesc;
-use pm4_encoding::{Family, Target, regs};
+use pm4_encoding::{Family, Target};
 use serde_json::{Map, Value, json};
 
 /// The largest code object or offload bundle `inspect` reads: 256 MiB. The code objects of a
@@ -114,12 +114,13 @@ fn kernel(co: &CodeObject, k: &Kernel, family: Option<Family>) -> Value {
     let mut user_sgprs = Value::Null;
     if let Some(family) = family {
         let obj = descriptor.as_object_mut().expect("object literal");
+        let compute = &family.facts().compute;
         for (key, reg, raw) in [
-            ("compute_pgm_rsrc1_fields", "COMPUTE_PGM_RSRC1", d.compute_pgm_rsrc1()),
-            ("compute_pgm_rsrc2_fields", "COMPUTE_PGM_RSRC2", d.compute_pgm_rsrc2()),
-            ("compute_pgm_rsrc3_fields", "COMPUTE_PGM_RSRC3", d.compute_pgm_rsrc3()),
+            ("compute_pgm_rsrc1_fields", compute.pgm_rsrc1, d.compute_pgm_rsrc1()),
+            ("compute_pgm_rsrc2_fields", compute.pgm_rsrc2, d.compute_pgm_rsrc2()),
+            ("compute_pgm_rsrc3_fields", compute.pgm_rsrc3, d.compute_pgm_rsrc3()),
         ] {
-            obj.insert(key.to_owned(), fields(raw, regs::by_name(family, reg).map_or(&[], |r| r.fields)));
+            obj.insert(key.to_owned(), fields(raw, reg.fields));
         }
         let layout = UserSgprLayout::new(d, family);
         user_sgprs = json!({

@@ -8,12 +8,13 @@ use alloc::vec::Vec;
 use core::mem::offset_of;
 
 use pm4_encoding::Family;
-use pm4_encoding::regs::{gfx10_3, gfx11, gfx12};
+pub use pm4_encoding::regs::{Rsrc1, Rsrc2, Rsrc3};
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 use zerocopy::little_endian::{I64, U16, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use crate::family::{self, RSRC1_ZERO_COMMON, RSRC2_ZERO_COMMON, ZeroBits};
+use crate::family::{RSRC1_ZERO_COMMON, RSRC2_ZERO_COMMON};
+use pm4_encoding::family::ZeroBits;
 
 /// Size of a kernel descriptor in bytes (reference §6).
 pub const KERNEL_DESCRIPTOR_SIZE: usize = 64;
@@ -243,11 +244,11 @@ impl KernelDescriptor {
     /// family's must-be-zero RSRC1/2/3 fields (reference §3 KD view, §6).
     #[must_use]
     pub fn reserved_bits(&self, family: Family) -> Vec<ReservedBits> {
-        let facts = family::facts(family);
+        let own = family.facts().descriptor_zero_bits;
         let words: [(&'static str, u32, &[ZeroBits], &[ZeroBits]); 3] = [
-            ("COMPUTE_PGM_RSRC1", self.compute_pgm_rsrc1(), &RSRC1_ZERO_COMMON, facts.rsrc1_zero),
-            ("COMPUTE_PGM_RSRC2", self.compute_pgm_rsrc2(), &RSRC2_ZERO_COMMON, facts.rsrc2_zero),
-            ("COMPUTE_PGM_RSRC3", self.compute_pgm_rsrc3(), &[], facts.rsrc3_zero),
+            ("COMPUTE_PGM_RSRC1", self.compute_pgm_rsrc1(), &RSRC1_ZERO_COMMON, own.rsrc1),
+            ("COMPUTE_PGM_RSRC2", self.compute_pgm_rsrc2(), &RSRC2_ZERO_COMMON, own.rsrc2),
+            ("COMPUTE_PGM_RSRC3", self.compute_pgm_rsrc3(), &[], own.rsrc3),
         ];
         let mut out = Vec::new();
         let kcp = self.kernel_code_properties().unknown_bits();
@@ -262,108 +263,6 @@ impl KernelDescriptor {
             }
         }
         out
-    }
-}
-
-/// Declares an enum over the per-family register words of one register.
-macro_rules! family_word {
-    ($(#[$meta:meta])* $name:ident, $word:ident) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum $name {
-            /// gfx10.3 field layout.
-            Gfx10_3(gfx10_3::$word),
-            /// gfx11 field layout.
-            Gfx11(gfx11::$word),
-            /// gfx12 field layout.
-            Gfx12(gfx12::$word),
-        }
-
-        impl $name {
-            /// Types `raw` with `family`'s field layout.
-            #[must_use]
-            pub const fn new(raw: u32, family: Family) -> Self {
-                match family {
-                    Family::Gfx10_3 => Self::Gfx10_3(gfx10_3::$word::from_raw(raw)),
-                    Family::Gfx11 => Self::Gfx11(gfx11::$word::from_raw(raw)),
-                    Family::Gfx12 => Self::Gfx12(gfx12::$word::from_raw(raw)),
-                }
-            }
-
-            /// The raw word.
-            #[must_use]
-            pub const fn raw(self) -> u32 {
-                match self {
-                    Self::Gfx10_3(w) => w.raw(),
-                    Self::Gfx11(w) => w.raw(),
-                    Self::Gfx12(w) => w.raw(),
-                }
-            }
-
-            /// The family whose layout types the word.
-            #[must_use]
-            pub const fn family(self) -> Family {
-                match self {
-                    Self::Gfx10_3(_) => Family::Gfx10_3,
-                    Self::Gfx11(_) => Family::Gfx11,
-                    Self::Gfx12(_) => Family::Gfx12,
-                }
-            }
-        }
-    };
-}
-
-family_word!(
-    /// `COMPUTE_PGM_RSRC1` of a descriptor, typed per family.
-    Rsrc1,
-    ComputePgmRsrc1
-);
-family_word!(
-    /// `COMPUTE_PGM_RSRC2` of a descriptor, typed per family.
-    Rsrc2,
-    ComputePgmRsrc2
-);
-family_word!(
-    /// `COMPUTE_PGM_RSRC3` of a descriptor, typed per family.
-    Rsrc3,
-    ComputePgmRsrc3
-);
-
-impl Rsrc1 {
-    /// `WGP_MODE`: 1 = work-group processor mode, 0 = CU mode.
-    #[must_use]
-    pub const fn wgp_mode(self) -> bool {
-        match self {
-            Self::Gfx10_3(w) => w.wgp_mode() != 0,
-            Self::Gfx11(w) => w.wgp_mode() != 0,
-            Self::Gfx12(w) => w.wgp_mode() != 0,
-        }
-    }
-}
-
-impl Rsrc2 {
-    /// `USER_SGPR` (`USER_SGPR_COUNT` in the descriptor).
-    #[must_use]
-    pub const fn user_sgpr(self) -> u8 {
-        let n = match self {
-            Self::Gfx10_3(w) => w.user_sgpr(),
-            Self::Gfx11(w) => w.user_sgpr(),
-            Self::Gfx12(w) => w.user_sgpr(),
-        };
-        // CAST: a 5-bit field.
-        #[allow(clippy::cast_possible_truncation)]
-        let n = n as u8;
-        n
-    }
-
-    /// `SCRATCH_EN` (`ENABLE_PRIVATE_SEGMENT` in the descriptor).
-    #[must_use]
-    pub const fn scratch_en(self) -> bool {
-        match self {
-            Self::Gfx10_3(w) => w.scratch_en() != 0,
-            Self::Gfx11(w) => w.scratch_en() != 0,
-            Self::Gfx12(w) => w.scratch_en() != 0,
-        }
     }
 }
 

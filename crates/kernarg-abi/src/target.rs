@@ -233,29 +233,16 @@ pub(crate) fn strip_triple(s: &str) -> &str {
     }
 }
 
-/// The supported target for an `EF_AMDGPU_MACH` value (reference §7).
+/// The supported target for an `EF_AMDGPU_MACH` value (the target table's `mach` column).
 #[must_use]
 pub const fn supported_target(mach: u32) -> Option<Target> {
-    match mach {
-        0x036 => Some(Target::Gfx1030),
-        0x041 => Some(Target::Gfx1100),
-        0x04a => Some(Target::Gfx1151),
-        0x048 => Some(Target::Gfx1200),
-        0x04e => Some(Target::Gfx1201),
-        _ => None,
-    }
+    Target::from_mach(mach)
 }
 
-/// The `EF_AMDGPU_MACH` value of a supported target (reference §7).
+/// The `EF_AMDGPU_MACH` value of a supported target (the target table's `mach` column).
 #[must_use]
 pub const fn target_mach(target: Target) -> u32 {
-    match target {
-        Target::Gfx1030 => 0x036,
-        Target::Gfx1100 => 0x041,
-        Target::Gfx1151 => 0x04a,
-        Target::Gfx1200 => 0x048,
-        Target::Gfx1201 => 0x04e,
-    }
+    target.facts().mach
 }
 
 /// LLVM's name of an `EF_AMDGPU_MACH_AMDGCN_*` value (LLVM 19 `ELF.h`), `"unknown"` otherwise.

@@ -14,7 +14,6 @@ use pm4_encoding::Family;
 
 use crate::code_object::Kernel;
 use crate::descriptor::{ReservedBits, ReservedBytes};
-use crate::family;
 use crate::layout::{KernargLayout, LayoutError};
 use crate::metadata::ValueKind;
 use crate::sgpr::{USER_SGPR_MAX, UserSgpr, UserSgprCount, UserSgprLayout};
@@ -298,7 +297,9 @@ fn user_sgprs(kernel: &Kernel, family: Option<Family>, reasons: &mut Vec<Reason>
     // With an unknown family the layout is still the ABI order; RSRC2 is typed as gfx12's, whose
     // USER_SGPR field sits where every family's does, and the count check is skipped.
     let layout = UserSgprLayout::new(d, family.unwrap_or(Family::Gfx12));
-    let replays_buffer = family.is_some_and(|f| family::facts(f).replays_private_segment_buffer);
+    // Reference §6: the 4-SGPR private-segment buffer exists only with absolute flat scratch; the
+    // lowering writes it exactly where this column says so.
+    let replays_buffer = family.is_some_and(|f| f.facts().private_segment_buffer());
     for block in layout.blocks() {
         match block.kind {
             UserSgpr::KernargSegmentPtr | UserSgpr::PreloadedKernargs => {}

@@ -36,6 +36,36 @@ impl FieldDesc {
     }
 }
 
+/// The field called `name` in `fields`, for tables built at compile time.
+///
+/// PANIC: a missing name is a compile-time error where the result initialises a constant.
+#[must_use]
+pub const fn field(fields: &[FieldDesc], name: &str) -> FieldDesc {
+    let mut i = 0;
+    while i < fields.len() {
+        if str_eq(fields[i].name, name) {
+            return fields[i];
+        }
+        i += 1;
+    }
+    panic!("no field of that name")
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// Mask of bits `hi..=lo`.
 #[must_use]
 #[inline(always)]

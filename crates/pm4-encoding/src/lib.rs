@@ -3,6 +3,8 @@
 //! - [`header`]: type-3 header encode/decode; type 0/1/2 recognition.
 //! - [`opcode`]: `IT_OPCODE` values, with [`Opcode::Unknown`] for codes not named here.
 //! - [`packet`]: one module per packet, each a validated `Repr` with `parse`, `buffer_len`, `emit`.
+//! - [`family`]: the family table ([`FamilyFacts`], one row per family) and the target table
+//!   ([`family::TARGETS`]): the only `match` on a family or target in the workspace.
 //! - [`regs`]: per-family register maps and typed register words.
 //!   Control words such as `DISPATCH_INITIATOR` and `GCR_CNTL` are typed bit-field words (one
 //!   getter and `with_` builder per field, a named field table the disassembler and the family
@@ -58,7 +60,7 @@ pub mod regs;
 pub mod writer;
 
 pub use decoder::{DecodeError, Decoded, Decoder};
-pub use family::{Family, Target, UnknownTarget};
+pub use family::{Family, FamilyFacts, Target, TargetFacts, UnknownTarget};
 pub use header::{Header, HeaderError, HeaderFlags, ShaderType, Type3Header};
 pub use opcode::Opcode;
 pub use packet::{Emit, Packet, PacketError};

@@ -1,7 +1,6 @@
 //! Per-family command policy: which cache bits an acquire sets and how `DISPATCH_DIRECT` counts
-//! its dimensions. The values live in the family modules ([`crate::regs::gfx10_3`],
-//! [`crate::regs::gfx11`], [`crate::regs::gfx12`]); shared code asks here, by family, and never
-//! compares target names.
+//! its dimensions. The values are columns of the family table ([`crate::family::FamilyFacts`],
+//! one row in each family module of [`crate::regs`]); these functions read them.
 //!
 //! Dimension semantics: on gfx10.3 and gfx11 `DIM_X/Y/Z` count work-groups and
 //! `USE_THREAD_DIMENSIONS` is 0; on gfx12 they count work-items and `USE_THREAD_DIMENSIONS` is 1.
@@ -11,44 +10,30 @@
 
 use crate::Family;
 use crate::packet::GcrCntl;
-use crate::regs::{gfx10_3, gfx11, gfx12};
 
 /// The `GCR_CNTL` bits an `ACQUIRE_MEM` must set, on `family`, before a dispatch that reads what
 /// an earlier dispatch wrote.
 #[must_use]
 pub const fn consumer_acquire_gcr(family: Family) -> GcrCntl {
-    match family {
-        Family::Gfx10_3 => gfx10_3::CONSUMER_ACQUIRE_GCR,
-        Family::Gfx11 => gfx11::CONSUMER_ACQUIRE_GCR,
-        Family::Gfx12 => gfx12::CONSUMER_ACQUIRE_GCR,
-    }
+    family.facts().consumer_acquire_gcr
 }
 
 /// Whether `gcr` sets every bit [`consumer_acquire_gcr`] requires on `family`.
 #[must_use]
 pub const fn invalidates_consumer_caches(family: Family, gcr: GcrCntl) -> bool {
-    let required = consumer_acquire_gcr(family).raw();
-    gcr.raw() & required == required
+    family.facts().invalidates_consumer_caches(gcr)
 }
 
 /// The `GCR_CNTL` of a system-scope acquire (entry and terminal of an IB) on `family`.
 #[must_use]
 pub const fn system_acquire_gcr(family: Family) -> GcrCntl {
-    match family {
-        Family::Gfx10_3 => gfx10_3::SYSTEM_ACQUIRE_GCR,
-        Family::Gfx11 => gfx11::SYSTEM_ACQUIRE_GCR,
-        Family::Gfx12 => gfx12::SYSTEM_ACQUIRE_GCR,
-    }
+    family.facts().system_acquire_gcr
 }
 
 /// Whether `family` gives `DIM_*` in work-items (`USE_THREAD_DIMENSIONS` = 1).
 #[must_use]
 pub const fn dims_in_work_items(family: Family) -> bool {
-    match family {
-        Family::Gfx10_3 => gfx10_3::DISPATCH_DIMS_IN_WORK_ITEMS,
-        Family::Gfx11 => gfx11::DISPATCH_DIMS_IN_WORK_ITEMS,
-        Family::Gfx12 => gfx12::DISPATCH_DIMS_IN_WORK_ITEMS,
-    }
+    family.facts().dims_in_work_items
 }
 
 #[cfg(test)]

@@ -98,16 +98,10 @@ pub(crate) fn isa_name(target: Target) -> String {
     format!("{ISA_PREFIX}{}", target.name())
 }
 
-/// A PCI device id of a product of each target (`HSA_AMD_AGENT_INFO_CHIP_ID`): representative
-/// values, so a program that prints or switches on it sees a real one.
+/// A PCI device id of a product of each target (`HSA_AMD_AGENT_INFO_CHIP_ID`), from the target
+/// table, so a program that prints or switches on it sees a real one.
 fn chip_id(target: Target) -> u32 {
-    match target {
-        Target::Gfx1030 => 0x73bf,
-        Target::Gfx1100 => 0x744c,
-        Target::Gfx1151 => 0x1586,
-        Target::Gfx1200 => 0x7590,
-        Target::Gfx1201 => 0x7550,
-    }
+    u32::from(target.facts().pci_device_id)
 }
 
 /// An attribute's bytes.

@@ -153,10 +153,12 @@ fn user_sgprs_are_named() {
         v.reasons[0].to_string(),
         "the kernel enables the dispatch ptr user SGPR, which a retained replay does not provide"
     );
-    // The private-segment buffer is replayed on gfx10.3 and gfx11, not on gfx12.
+    // The private-segment buffer is replayed on gfx10.3 (absolute flat scratch) only: gfx11 and
+    // gfx12 have architected flat scratch, where the block must not be enabled (reference §6).
     let buffer = with_kcp(0x0409);
     assert!(codes(&buffer, Target::Gfx1030).is_empty());
-    assert!(codes(&buffer, Target::Gfx1100).is_empty());
+    assert_eq!(codes(&buffer, Target::Gfx1100), ["private_segment_buffer"]);
+    assert_eq!(codes(&buffer, Target::Gfx1151), ["private_segment_buffer"]);
     let mut buffer = add_kernel_for(Target::Gfx1200);
     buffer.descriptor.kernel_code_properties = U16::new(0x0409);
     buffer.descriptor.compute_pgm_rsrc2 = U32::new(0x8c);
@@ -165,10 +167,11 @@ fn user_sgprs_are_named() {
 
 #[test]
 fn user_sgpr_counts() {
-    // Buffer + kernarg pointer = 6, but RSRC2.USER_SGPR = 2 (0x84 as on gfx1151).
+    // Buffer + kernarg pointer = 6, but RSRC2.USER_SGPR = 2 (0x84 as on gfx1151), on gfx1030
+    // where the buffer itself is allowed.
     let mut k = with_kcp(0x0409);
     k.descriptor.compute_pgm_rsrc2 = U32::new(0x84);
-    assert_eq!(verdict(&k, &gfx(Target::Gfx1151)).reasons, [Reason::UserSgprCount { rsrc2: 2, layout: 6 }]);
+    assert_eq!(verdict(&k, &gfx(Target::Gfx1030)).reasons, [Reason::UserSgprCount { rsrc2: 2, layout: 6 }]);
     // Larger is fine (gfx1100's 15).
     assert!(codes(&add_kernel(), Target::Gfx1100).is_empty());
     // Everything enabled: 4 + 5 * 2 + 1 = 15 plus 3 preloaded dwords = 18 > 16.
@@ -178,6 +181,7 @@ fn user_sgpr_counts() {
     assert_eq!(
         codes(&k, Target::Gfx1100),
         [
+            "private_segment_buffer",
             "dispatch_ptr",
             "queue_ptr",
             "dispatch_id",

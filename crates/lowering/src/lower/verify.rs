@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use kernarg_abi::UserSgprLayout;
 use kernarg_abi::sgpr::UserSgpr;
 use pm4_encoding::packet::{DispatchDirect, EventType, GcrCntl, Packet};
-use pm4_encoding::regs;
+use pm4_encoding::regs::{self, RegisterInfo};
 use pm4_encoding::{DecodeError, Decoder, Family};
 use tape_core::binding::BindingKind;
 use tape_core::deps::{self, DepsError};
@@ -305,28 +305,18 @@ impl Walk {
     }
 }
 
-fn dword(family: Family, name: &'static str) -> u32 {
-    // PANIC: only compute registers every family has.
-    regs::by_name(family, name).unwrap_or_else(|| panic!("{name} exists on {family}")).dword
-}
-
-fn get(
-    family: Family,
-    registers: &BTreeMap<u32, u32>,
-    dispatch: usize,
-    name: &'static str,
-) -> Result<u32, VerifyError> {
-    registers.get(&dword(family, name)).copied().ok_or(VerifyError::RegisterNotSet { dispatch, name })
+fn get(registers: &BTreeMap<u32, u32>, dispatch: usize, register: RegisterInfo) -> Result<u32, VerifyError> {
+    registers.get(&register.dword).copied().ok_or(VerifyError::RegisterNotSet { dispatch, name: register.name })
 }
 
 fn check_register(
-    family: Family,
     registers: &BTreeMap<u32, u32>,
     dispatch: usize,
-    name: &'static str,
+    register: RegisterInfo,
     expected: u32,
 ) -> Result<(), VerifyError> {
-    let found = get(family, registers, dispatch, name)?;
+    let found = get(registers, dispatch, register)?;
+    let name = register.name;
     if found == expected { Ok(()) } else { Err(VerifyError::Register { dispatch, name, expected, found }) }
 }
 
@@ -338,30 +328,30 @@ fn check_dispatch(
 ) -> Result<(), VerifyError> {
     let dispatch = e.index;
     let descriptor = &e.slot.kernel.descriptor;
-    let lo = get(family, registers, dispatch, "COMPUTE_PGM_LO")?;
-    let hi = get(family, registers, dispatch, "COMPUTE_PGM_HI")?;
+    let compute = &family.facts().compute;
+    let lo = get(registers, dispatch, compute.pgm_lo)?;
+    let hi = get(registers, dispatch, compute.pgm_hi)?;
     let found = (u64::from(hi) << 40) | (u64::from(lo) << 8);
     let expected = e.slot.loaded.entry_va;
     if found != expected {
         return Err(VerifyError::ProgramAddress { dispatch, expected, found });
     }
-    check_register(family, registers, dispatch, "COMPUTE_PGM_RSRC1", descriptor.compute_pgm_rsrc1())?;
+    check_register(registers, dispatch, compute.pgm_rsrc1, descriptor.compute_pgm_rsrc1())?;
     let lds_bytes = e.record.lds.static_bytes.saturating_add(e.record.lds.dynamic_bytes);
     // An LDS size the field cannot hold has no correct encoding: expect the impossible u32::MAX.
     let rsrc2 = regs::lds_size_field(family, lds_bytes)
         .ok()
         .and_then(|granules| regs::rsrc2_with_lds_size(family, descriptor.compute_pgm_rsrc2(), granules))
         .unwrap_or(u32::MAX);
-    check_register(family, registers, dispatch, "COMPUTE_PGM_RSRC2", rsrc2)?;
-    check_register(family, registers, dispatch, "COMPUTE_PGM_RSRC3", descriptor.compute_pgm_rsrc3())?;
+    check_register(registers, dispatch, compute.pgm_rsrc2, rsrc2)?;
+    check_register(registers, dispatch, compute.pgm_rsrc3, descriptor.compute_pgm_rsrc3())?;
     let g = e.record.geometry;
-    for (axis, name) in ["COMPUTE_NUM_THREAD_X", "COMPUTE_NUM_THREAD_Y", "COMPUTE_NUM_THREAD_Z"].into_iter().enumerate()
-    {
+    for (axis, register) in compute.num_thread.into_iter().enumerate() {
         let full = u32::from(g.workgroup_work_items[axis]);
         // `u32::MAX` is never a valid word here: a value that does not fit can match nothing.
         let expected =
             regs::num_thread_word(family, axis, full, g.grid_work_items[axis] % full.max(1)).unwrap_or(u32::MAX);
-        check_register(family, registers, dispatch, name, expected)?;
+        check_register(registers, dispatch, register, expected)?;
     }
     check_user_data(family, registers, e)?;
     check_dispatch_packet(family, d, e)
@@ -381,12 +371,13 @@ fn check_user_data(family: Family, registers: &BTreeMap<u32, u32>, e: &Expected<
                 expected[first] = lo;
                 expected[first + 1] = hi;
             }
-            // A scratch-less kernel's private-segment buffer V# on gfx10.3: zeros.
-            UserSgpr::PrivateSegmentBuffer if family == Family::Gfx10_3 => {}
+            // A scratch-less kernel's private-segment buffer V#, where the family has absolute
+            // flat scratch: zeros.
+            UserSgpr::PrivateSegmentBuffer if family.facts().private_segment_buffer() => {}
             block => return Err(VerifyError::UnsupportedUserSgpr { dispatch, block }),
         }
     }
-    let user_data_0 = dword(family, "COMPUTE_USER_DATA_0");
+    let user_data_0 = family.facts().compute.user_data[0].dword;
     // Reference §6: RSRC2.USER_SGPR registers are loaded, at most 16.
     let count = layout.rsrc2_user_sgpr().min(16);
     for register in 0..count {
@@ -402,7 +393,7 @@ fn check_user_data(family: Family, registers: &BTreeMap<u32, u32>, e: &Expected<
 fn check_dispatch_packet(family: Family, d: &DispatchDirect, e: &Expected<'_>) -> Result<(), VerifyError> {
     let dispatch = e.index;
     let g = e.record.geometry;
-    let work_items = family == Family::Gfx12;
+    let work_items = family.facts().dims_in_work_items;
     let expected: [u32; 3] = core::array::from_fn(|a| {
         if work_items {
             g.grid_work_items[a]
@@ -444,7 +435,7 @@ fn check_patch_sites(lowered: &LoweredIb, tape: &Tape, family: Family, kernarg_v
             }
             BindingKind::GridAxis { axis, .. } => {
                 let axis = usize::from(axis);
-                let unit = if family == Family::Gfx12 {
+                let unit = if family.facts().dims_in_work_items {
                     DimUnit::WorkItems {
                         workgroup_work_items: tape.launches()[launch].geometry.workgroup_work_items[axis],
                     }

@@ -67,8 +67,8 @@ impl DispatchInitiator {
     /// `COMPUTE_DISPATCH_INITIATOR` fields when it has them, else the shared [`Self::FIELDS`].
     #[must_use]
     pub fn fields(family: Family) -> &'static [FieldDesc] {
-        crate::regs::by_name(family, "COMPUTE_DISPATCH_INITIATOR")
-            .map_or(Self::FIELDS, |r| if r.fields.is_empty() { Self::FIELDS } else { r.fields })
+        let fields = family.facts().compute.dispatch_initiator.fields;
+        if fields.is_empty() { Self::FIELDS } else { fields }
     }
 }
 

@@ -263,6 +263,34 @@ register_map! {
     COMPUTE_NOWHERE = 0x2E7F;
 }
 
+use crate::bits::mask;
+use crate::family::{DescriptorZeroBits, Family, FlatScratch, ZeroBits};
+
+// Absolute flat scratch: a descriptor may ask for the private-segment buffer (reference §6).
+family_facts! {
+    family: Family::Gfx10_3,
+    name: "gfx10_3",
+    flat_scratch: FlatScratch::Absolute,
+    queue_owned: [
+        COMPUTE_TMPRING_SIZE, COMPUTE_STATIC_THREAD_MGMT_SE0, COMPUTE_STATIC_THREAD_MGMT_SE1, COMPUTE_STATIC_THREAD_MGMT_SE2,
+        COMPUTE_STATIC_THREAD_MGMT_SE3,
+    ],
+    // Reference §3 KD view, gfx10_3 rows.
+    descriptor_zero_bits: DescriptorZeroBits {
+        rsrc1: &[],
+        rsrc2: &[
+            ZeroBits { names: "ENABLE_TRAP_HANDLER", mask: mask(6, 6) },
+            ZeroBits { names: "RESERVED0", mask: mask(31, 31) },
+        ],
+        rsrc3: &[
+            // Only SHARED_VGPR_COUNT [3:0] is defined.
+            ZeroBits { names: "RESERVED1", mask: mask(11, 4) },
+            ZeroBits { names: "RESERVED", mask: mask(12, 12) },
+            ZeroBits { names: "undefined", mask: mask(31, 13) },
+        ],
+    },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -291,6 +291,38 @@ register_map! {
     COMPUTE_NOWHERE = 0x2E7F;
 }
 
+use crate::bits::mask;
+use crate::family::{DescriptorZeroBits, Family, FlatScratch, ZeroBits};
+
+// Architected flat scratch and packed work-item ids (reference §6): `ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER`
+// must be 0, so a descriptor asking for it is refused by the verdict and never lowered.
+family_facts! {
+    family: Family::Gfx11,
+    name: "gfx11",
+    flat_scratch: FlatScratch::Architected,
+    queue_owned: [
+        COMPUTE_TMPRING_SIZE, COMPUTE_STATIC_THREAD_MGMT_SE0, COMPUTE_STATIC_THREAD_MGMT_SE1, COMPUTE_STATIC_THREAD_MGMT_SE2,
+        COMPUTE_STATIC_THREAD_MGMT_SE3, COMPUTE_STATIC_THREAD_MGMT_SE4, COMPUTE_STATIC_THREAD_MGMT_SE5,
+        COMPUTE_STATIC_THREAD_MGMT_SE6, COMPUTE_STATIC_THREAD_MGMT_SE7,
+    ],
+    // Reference §3 KD view, gfx11 rows.
+    descriptor_zero_bits: DescriptorZeroBits {
+        rsrc1: &[],
+        rsrc2: &[
+            ZeroBits { names: "ENABLE_TRAP_HANDLER", mask: mask(6, 6) },
+            ZeroBits { names: "RESERVED0", mask: mask(31, 31) },
+        ],
+        rsrc3: &[
+            // SHARED_VGPR_COUNT [3:0] and INST_PREF_SIZE [9:4] are the descriptor's to set.
+            ZeroBits { names: "TRAP_ON_START", mask: mask(10, 10) },
+            ZeroBits { names: "TRAP_ON_END", mask: mask(11, 11) },
+            ZeroBits { names: "RESERVED", mask: mask(12, 12) },
+            ZeroBits { names: "undefined", mask: mask(30, 13) },
+            ZeroBits { names: "IMAGE_OP", mask: mask(31, 31) },
+        ],
+    },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

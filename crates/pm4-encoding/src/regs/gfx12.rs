@@ -313,6 +313,41 @@ register_map! {
     COMPUTE_NOWHERE = 0x2E7F;
 }
 
+use crate::bits::mask;
+use crate::family::{DescriptorZeroBits, Family, FlatScratch, ZeroBits};
+
+// Architected flat scratch and architected SGPRs (reference §6): `ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER`
+// must be 0.
+family_facts! {
+    family: Family::Gfx12,
+    name: "gfx12",
+    flat_scratch: FlatScratch::Architected,
+    queue_owned: [
+        COMPUTE_TMPRING_SIZE, COMPUTE_STATIC_THREAD_MGMT_SE0, COMPUTE_STATIC_THREAD_MGMT_SE1, COMPUTE_STATIC_THREAD_MGMT_SE2,
+        COMPUTE_STATIC_THREAD_MGMT_SE3, COMPUTE_STATIC_THREAD_MGMT_SE8, COMPUTE_STATIC_THREAD_MGMT_SE4,
+        COMPUTE_STATIC_THREAD_MGMT_SE5, COMPUTE_STATIC_THREAD_MGMT_SE6, COMPUTE_STATIC_THREAD_MGMT_SE7,
+    ],
+    // Reference §3 KD view, gfx12 rows; §9 for RSRC2 bits 6 and 31 (reserved in LLVM 19). RSRC1
+    // bits 21 and 23 and RSRC2 bits 6 and 31 mean something else than on gfx10.3/gfx11.
+    descriptor_zero_bits: DescriptorZeroBits {
+        rsrc1: &[
+            ZeroBits { names: "WG_RR_EN", mask: mask(21, 21) },
+            ZeroBits { names: "DISABLE_PERF", mask: mask(23, 23) },
+        ],
+        rsrc2: &[
+            ZeroBits { names: "ENABLE_DYNAMIC_VGPR", mask: mask(6, 6) },
+            ZeroBits { names: "WGP_TAKEOVER", mask: mask(31, 31) },
+        ],
+        rsrc3: &[
+            // INST_PREF_SIZE [11:4] and GLG_EN [13] are the descriptor's to set.
+            ZeroBits { names: "RESERVED0", mask: mask(3, 0) },
+            ZeroBits { names: "RESERVED", mask: mask(12, 12) },
+            ZeroBits { names: "undefined", mask: mask(30, 14) },
+            ZeroBits { names: "IMAGE_OP", mask: mask(31, 31) },
+        ],
+    },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

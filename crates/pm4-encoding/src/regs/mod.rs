@@ -6,9 +6,9 @@
 //!
 //! Each family module also holds the typed words (`ComputePgmRsrc2`, ...) of its registers: words
 //! whose fields differ between families are declared per family, words that are the same everywhere
-//! come from one private module and are re-exported by each family that has the register. The unit
-//! facts the lowering needs (LDS granule, scratch wave-size unit) are per-family constants, reached
-//! from shared code through the `match` on [`Family`] in the functions below.
+//! come from one private module and are re-exported by each family that has the register. Each
+//! family module ends with its row of the family table (`FACTS`, a [`crate::family::FamilyFacts`]); the functions
+//! below read fields of that row.
 
 use crate::bits::FieldDesc;
 use crate::family::Family;
@@ -41,13 +41,72 @@ macro_rules! register_map {
     (@fields $word:ty) => { <$word>::FIELDS };
 }
 
+/// Declares a family module's row of the family table, `FACTS`, from the module's register
+/// constants, typed words and unit constants; only what cannot be read from those is given.
+macro_rules! family_facts {
+    (
+        family: $family:expr,
+        name: $name:literal,
+        flat_scratch: $flat_scratch:expr,
+        queue_owned: [$($queue_owned:ident),* $(,)?],
+        descriptor_zero_bits: $zero:expr $(,)?
+    ) => {
+        /// This family's row of the family table ([`crate::family::FamilyFacts`]).
+        pub const FACTS: $crate::family::FamilyFacts = $crate::family::FamilyFacts {
+            family: $family,
+            name: $name,
+            registers: TABLE,
+            compute: $crate::family::ComputeRegisters {
+                dispatch_initiator: COMPUTE_DISPATCH_INITIATOR,
+                pgm_lo: COMPUTE_PGM_LO,
+                pgm_hi: COMPUTE_PGM_HI,
+                pgm_rsrc1: COMPUTE_PGM_RSRC1,
+                pgm_rsrc2: COMPUTE_PGM_RSRC2,
+                pgm_rsrc3: COMPUTE_PGM_RSRC3,
+                num_thread: [COMPUTE_NUM_THREAD_X, COMPUTE_NUM_THREAD_Y, COMPUTE_NUM_THREAD_Z],
+                user_data: [
+                    COMPUTE_USER_DATA_0, COMPUTE_USER_DATA_1, COMPUTE_USER_DATA_2, COMPUTE_USER_DATA_3,
+                    COMPUTE_USER_DATA_4, COMPUTE_USER_DATA_5, COMPUTE_USER_DATA_6, COMPUTE_USER_DATA_7,
+                    COMPUTE_USER_DATA_8, COMPUTE_USER_DATA_9, COMPUTE_USER_DATA_10, COMPUTE_USER_DATA_11,
+                    COMPUTE_USER_DATA_12, COMPUTE_USER_DATA_13, COMPUTE_USER_DATA_14, COMPUTE_USER_DATA_15,
+                ],
+                queue_owned: &[$($queue_owned),*],
+                rsrc2_user_sgpr: $crate::bits::field(ComputePgmRsrc2::FIELDS, "USER_SGPR"),
+                rsrc2_lds_size: $crate::bits::field(ComputePgmRsrc2::FIELDS, "LDS_SIZE"),
+                num_thread_full: [
+                    $crate::bits::field(ComputeNumThreadX::FIELDS, "NUM_THREAD_FULL"),
+                    $crate::bits::field(ComputeNumThreadY::FIELDS, "NUM_THREAD_FULL"),
+                    $crate::bits::field(ComputeNumThreadZ::FIELDS, "NUM_THREAD_FULL"),
+                ],
+                num_thread_partial: [
+                    $crate::bits::field(ComputeNumThreadX::FIELDS, "NUM_THREAD_PARTIAL"),
+                    $crate::bits::field(ComputeNumThreadY::FIELDS, "NUM_THREAD_PARTIAL"),
+                    $crate::bits::field(ComputeNumThreadZ::FIELDS, "NUM_THREAD_PARTIAL"),
+                ],
+            },
+            consumer_acquire_gcr: CONSUMER_ACQUIRE_GCR,
+            system_acquire_gcr: SYSTEM_ACQUIRE_GCR,
+            dims_in_work_items: DISPATCH_DIMS_IN_WORK_ITEMS,
+            lds_encode_granule_bytes: LDS_ENCODE_GRANULE_BYTES,
+            lds_alloc_granule_bytes: LDS_ALLOC_GRANULE_BYTES,
+            lds_size_max_bytes: LDS_SIZE_MAX_BYTES,
+            tmpring_wavesize_unit_bytes: TMPRING_WAVESIZE_UNIT_BYTES,
+            tmpring_wavesize_max_bytes: TMPRING_WAVESIZE_MAX_BYTES,
+            flat_scratch: $flat_scratch,
+            descriptor_zero_bits: $zero,
+        };
+    };
+}
+
 mod common;
 pub mod gfx10_3;
 pub mod gfx11;
 pub mod gfx12;
+mod typed;
 mod words;
 
-pub use words::{NumThread, num_thread_split, num_thread_word, rsrc2_with_lds_size};
+pub use typed::{Rsrc1, Rsrc2, Rsrc3};
+pub use words::{NumThread, num_thread_split, num_thread_word, rsrc2_split, rsrc2_with_lds_size};
 
 /// First dword of the SH (persistent state) window; SET_SH_REG offsets are relative to it.
 /// Source: reference §1 (`PACKET3_SET_SH_REG_START`).
@@ -88,11 +147,7 @@ impl RegisterInfo {
 /// Every register this crate knows on `family`, ordered by dword offset.
 #[must_use]
 pub fn registers(family: Family) -> &'static [RegisterInfo] {
-    match family {
-        Family::Gfx10_3 => gfx10_3::REGISTERS,
-        Family::Gfx11 => gfx11::REGISTERS,
-        Family::Gfx12 => gfx12::REGISTERS,
-    }
+    family.facts().registers
 }
 
 /// The register at absolute dword `dword` on `family`.
@@ -126,33 +181,21 @@ pub(crate) const fn is_sh_table(table: &[RegisterInfo]) -> bool {
 /// (Mesa `lds_encode_granularity`).
 #[must_use]
 pub const fn lds_encode_granule_bytes(family: Family) -> u32 {
-    match family {
-        Family::Gfx10_3 => gfx10_3::LDS_ENCODE_GRANULE_BYTES,
-        Family::Gfx11 => gfx11::LDS_ENCODE_GRANULE_BYTES,
-        Family::Gfx12 => gfx12::LDS_ENCODE_GRANULE_BYTES,
-    }
+    family.facts().lds_encode_granule_bytes
 }
 
 /// Bytes the hardware actually allocates LDS in on `family` (1024 on GFX10.3 and later).
 /// Source: reference §3 "Other register semantics", §9 (Mesa `lds_alloc_granularity`).
 #[must_use]
 pub const fn lds_alloc_granule_bytes(family: Family) -> u32 {
-    match family {
-        Family::Gfx10_3 => gfx10_3::LDS_ALLOC_GRANULE_BYTES,
-        Family::Gfx11 => gfx11::LDS_ALLOC_GRANULE_BYTES,
-        Family::Gfx12 => gfx12::LDS_ALLOC_GRANULE_BYTES,
-    }
+    family.facts().lds_alloc_granule_bytes
 }
 
 /// Largest LDS size in bytes that `COMPUTE_PGM_RSRC2.LDS_SIZE` can encode on `family`
 /// (the field's all-ones value times [`lds_encode_granule_bytes`]; reference §3).
 #[must_use]
 pub const fn lds_size_max_bytes(family: Family) -> u32 {
-    match family {
-        Family::Gfx10_3 => gfx10_3::LDS_SIZE_MAX_BYTES,
-        Family::Gfx11 => gfx11::LDS_SIZE_MAX_BYTES,
-        Family::Gfx12 => gfx12::LDS_SIZE_MAX_BYTES,
-    }
+    family.facts().lds_size_max_bytes
 }
 
 /// Bytes per unit of `COMPUTE_TMPRING_SIZE.WAVESIZE` on `family`: 1024 on gfx10.3, 256 on gfx11
@@ -160,22 +203,14 @@ pub const fn lds_size_max_bytes(family: Family) -> u32 {
 /// LLVM `S_00B860_WAVESIZE_*`).
 #[must_use]
 pub const fn tmpring_wavesize_unit_bytes(family: Family) -> u32 {
-    match family {
-        Family::Gfx10_3 => gfx10_3::TMPRING_WAVESIZE_UNIT_BYTES,
-        Family::Gfx11 => gfx11::TMPRING_WAVESIZE_UNIT_BYTES,
-        Family::Gfx12 => gfx12::TMPRING_WAVESIZE_UNIT_BYTES,
-    }
+    family.facts().tmpring_wavesize_unit_bytes
 }
 
 /// Largest scratch size per wave in bytes that `COMPUTE_TMPRING_SIZE.WAVESIZE` can encode on
 /// `family` (the field is 13, 15 or 18 bits wide on gfx10.3, gfx11, gfx12; reference §3).
 #[must_use]
 pub const fn tmpring_wavesize_max_bytes(family: Family) -> u32 {
-    match family {
-        Family::Gfx10_3 => gfx10_3::TMPRING_WAVESIZE_MAX_BYTES,
-        Family::Gfx11 => gfx11::TMPRING_WAVESIZE_MAX_BYTES,
-        Family::Gfx12 => gfx12::TMPRING_WAVESIZE_MAX_BYTES,
-    }
+    family.facts().tmpring_wavesize_max_bytes
 }
 
 /// An LDS size that `COMPUTE_PGM_RSRC2.LDS_SIZE` cannot encode.

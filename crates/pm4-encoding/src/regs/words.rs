@@ -1,7 +1,8 @@
-//! Family-dispatched access to the typed words a dispatch needs, for code that works on any
-//! family (encoders, decoders, verifiers): the one `match` on [`Family`] lives here.
+//! Access to the fields of the words a dispatch needs, for code that works on any family
+//! (encoders, decoders, verifiers): each reads the field positions of the family's row of the
+//! family table ([`crate::family::ComputeRegisters`]).
 
-use super::{gfx10_3, gfx11, gfx12};
+use crate::bits::{self, FieldDesc};
 use crate::family::Family;
 
 /// The fields of one `COMPUTE_NUM_THREAD_{X,Y,Z}` word.
@@ -15,35 +16,24 @@ pub struct NumThread {
     pub other_bits: u32,
 }
 
-macro_rules! per_axis {
-    ($family:expr, $axis:expr, $body:ident) => {
-        match ($family, $axis) {
-            (Family::Gfx10_3, 0) => Some($body!(gfx10_3::ComputeNumThreadX)),
-            (Family::Gfx10_3, 1) => Some($body!(gfx10_3::ComputeNumThreadY)),
-            (Family::Gfx10_3, 2) => Some($body!(gfx10_3::ComputeNumThreadZ)),
-            (Family::Gfx11, 0) => Some($body!(gfx11::ComputeNumThreadX)),
-            (Family::Gfx11, 1) => Some($body!(gfx11::ComputeNumThreadY)),
-            (Family::Gfx11, 2) => Some($body!(gfx11::ComputeNumThreadZ)),
-            (Family::Gfx12, 0) => Some($body!(gfx12::ComputeNumThreadX)),
-            (Family::Gfx12, 1) => Some($body!(gfx12::ComputeNumThreadY)),
-            (Family::Gfx12, 2) => Some($body!(gfx12::ComputeNumThreadZ)),
-            _ => None,
-        }
-    };
+/// `(NUM_THREAD_FULL, NUM_THREAD_PARTIAL)` of axis `axis` on `family`; `None` above 2.
+fn num_thread_fields(family: Family, axis: usize) -> Option<(FieldDesc, FieldDesc)> {
+    let compute = &family.facts().compute;
+    Some((*compute.num_thread_full.get(axis)?, *compute.num_thread_partial.get(axis)?))
+}
+
+/// `value` placed in `field`; `None` when it does not fit.
+fn placed(field: FieldDesc, value: u32) -> Option<u32> {
+    bits::fits(value, field.hi, field.lo).then(|| value << field.lo)
 }
 
 /// Splits `COMPUTE_NUM_THREAD_{axis}` (axis 0, 1, 2 = X, Y, Z) with `family`'s field layout;
 /// `None` for an axis above 2.
 #[must_use]
 pub fn num_thread_split(family: Family, axis: usize, word: u32) -> Option<NumThread> {
-    macro_rules! split {
-        ($ty:ty) => {{
-            let w = <$ty>::from_raw(word);
-            let other_bits = w.with_num_thread_full(0).with_num_thread_partial(0).raw();
-            NumThread { full: w.num_thread_full(), partial: w.num_thread_partial(), other_bits }
-        }};
-    }
-    per_axis!(family, axis, split)
+    let (full, partial) = num_thread_fields(family, axis)?;
+    let other_bits = word & !(full.mask() | partial.mask());
+    Some(NumThread { full: full.get(word), partial: partial.get(word), other_bits })
 }
 
 /// `COMPUTE_NUM_THREAD_{axis}` with `NUM_THREAD_FULL = full` and `NUM_THREAD_PARTIAL = partial`;
@@ -51,30 +41,24 @@ pub fn num_thread_split(family: Family, axis: usize, word: u32) -> Option<NumThr
 /// axis is above 2.
 #[must_use]
 pub fn num_thread_word(family: Family, axis: usize, full: u32, partial: u32) -> Option<u32> {
-    macro_rules! word {
-        ($ty:ty) => {{
-            let max = <$ty>::from_raw(u32::MAX);
-            (full <= max.num_thread_full() && partial <= max.num_thread_partial())
-                .then(|| <$ty>::from_raw(0).with_num_thread_full(full).with_num_thread_partial(partial).raw())
-        }};
-    }
-    per_axis!(family, axis, word).flatten()
+    let (full_field, partial_field) = num_thread_fields(family, axis)?;
+    Some(placed(full_field, full)? | placed(partial_field, partial)?)
 }
 
 /// `rsrc2` with `COMPUTE_PGM_RSRC2.LDS_SIZE = granules`; `None` when it does not fit the field.
 #[must_use]
 pub fn rsrc2_with_lds_size(family: Family, rsrc2: u32, granules: u32) -> Option<u32> {
-    macro_rules! with {
-        ($ty:ty) => {{
-            let fits = granules <= <$ty>::from_raw(u32::MAX).lds_size();
-            fits.then(|| <$ty>::from_raw(rsrc2).with_lds_size(granules).raw())
-        }};
-    }
-    match family {
-        Family::Gfx10_3 => with!(gfx10_3::ComputePgmRsrc2),
-        Family::Gfx11 => with!(gfx11::ComputePgmRsrc2),
-        Family::Gfx12 => with!(gfx12::ComputePgmRsrc2),
-    }
+    let field = family.facts().compute.rsrc2_lds_size;
+    Some((rsrc2 & !field.mask()) | placed(field, granules)?)
+}
+
+/// `(USER_SGPR, LDS_SIZE, the word with both fields cleared)` of a `COMPUTE_PGM_RSRC2` word on
+/// `family`.
+#[must_use]
+pub fn rsrc2_split(family: Family, rsrc2: u32) -> (u32, u32, u32) {
+    let compute = &family.facts().compute;
+    let (user_sgpr, lds_size) = (compute.rsrc2_user_sgpr, compute.rsrc2_lds_size);
+    (user_sgpr.get(rsrc2), lds_size.get(rsrc2), rsrc2 & !(user_sgpr.mask() | lds_size.mask()))
 }
 
 #[cfg(test)]
@@ -101,5 +85,13 @@ mod tests {
         assert_eq!(rsrc2_with_lds_size(Family::Gfx10_3, 0x0000_0084, 3), Some(0x0001_8084));
         assert_eq!(rsrc2_with_lds_size(Family::Gfx12, 0x00FF_8084, 0), Some(0x0000_0084));
         assert_eq!(rsrc2_with_lds_size(Family::Gfx11, 0, 0x200), None);
+    }
+
+    // RSRC2.USER_SGPR [5:1] and LDS_SIZE [23:15] on every family (reference §3).
+    #[test]
+    fn rsrc2_split_literal_words() {
+        for family in Family::ALL {
+            assert_eq!(rsrc2_split(family, 0x8001_809E), (15, 3, 0x8000_0080), "{family}");
+        }
     }
 }

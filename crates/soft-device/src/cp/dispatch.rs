@@ -14,33 +14,12 @@
 use kernarg_abi::UserSgprLayout;
 use pm4_encoding::Family;
 use pm4_encoding::packet::DispatchDirect;
-use pm4_encoding::regs::{self, SH_REG_BASE, SH_REG_END, gfx10_3, gfx11, gfx12};
+use pm4_encoding::regs::{self, RegisterInfo, SH_REG_BASE, SH_REG_END};
 
 use super::fault::CpFaultKind;
 use crate::exec::Dispatch;
 use crate::memory::SimMemory;
 use hal::{KernelSlot, KernelTable};
-
-/// Registers a dispatch reads, and the user-data window; everything else in the SH window is
-/// refused when written.
-const MODELLED: [&str; 8] = [
-    "COMPUTE_PGM_LO",
-    "COMPUTE_PGM_HI",
-    "COMPUTE_PGM_RSRC1",
-    "COMPUTE_PGM_RSRC2",
-    "COMPUTE_PGM_RSRC3",
-    "COMPUTE_NUM_THREAD_X",
-    "COMPUTE_NUM_THREAD_Y",
-    "COMPUTE_NUM_THREAD_Z",
-];
-
-/// Indices into [`MODELLED`], for [`ShRegisters::get`].
-const PGM_LO: usize = 0;
-const PGM_HI: usize = 1;
-const PGM_RSRC1: usize = 2;
-const PGM_RSRC2: usize = 3;
-const PGM_RSRC3: usize = 4;
-const NUM_THREAD: [usize; 3] = [5, 6, 7];
 
 /// What writing one SH-window dword means, decided once per register file.
 #[derive(Clone, Copy, Debug)]
@@ -55,9 +34,6 @@ enum Class {
     Accepted,
 }
 
-/// Number of `COMPUTE_USER_DATA_n` registers (reference §6: at most 16 user SGPRs).
-const USER_DATA_COUNT: u32 = 16;
-
 /// The persistent SH register state of one command processor.
 #[derive(Clone, Debug)]
 pub(super) struct ShRegisters {
@@ -66,37 +42,26 @@ pub(super) struct ShRegisters {
     values: Vec<Option<u32>>,
     /// Indexed like `values`: what a write of the dword means on this family.
     classes: Vec<Class>,
-    /// The dword of each [`MODELLED`] register on this family.
-    modelled: [u32; MODELLED.len()],
-    user_data_0: u32,
 }
 
 impl ShRegisters {
+    /// Registers a dispatch reads and the user-data window are accepted, the queue-owned ones and
+    /// every other register of the family refused (the family table's `ComputeRegisters`).
     pub(super) fn new(family: Family) -> Self {
-        let user_data_0 = dword(family, "COMPUTE_USER_DATA_0");
+        let compute = &family.facts().compute;
+        let modelled = [compute.pgm_lo, compute.pgm_hi, compute.pgm_rsrc1, compute.pgm_rsrc2, compute.pgm_rsrc3];
+        let accepted = |dword: u32| {
+            modelled.iter().chain(&compute.num_thread).chain(&compute.user_data).any(|r| r.dword == dword)
+        };
         let classes = (SH_REG_BASE..SH_REG_END)
             .map(|dword| match regs::lookup(family, dword) {
                 None => Class::Unknown,
-                Some(info) => {
-                    let name = info.name;
-                    if name == "COMPUTE_TMPRING_SIZE" || name.starts_with("COMPUTE_STATIC_THREAD_MGMT_SE") {
-                        Class::QueueOwned(name)
-                    } else if (user_data_0..user_data_0 + USER_DATA_COUNT).contains(&dword) || MODELLED.contains(&name)
-                    {
-                        Class::Accepted
-                    } else {
-                        Class::Unmodelled(name)
-                    }
-                }
+                Some(info) if compute.queue_owned.iter().any(|r| r.dword == dword) => Class::QueueOwned(info.name),
+                Some(_) if accepted(dword) => Class::Accepted,
+                Some(info) => Class::Unmodelled(info.name),
             })
             .collect::<Vec<_>>();
-        Self {
-            family,
-            values: vec![None; classes.len()],
-            classes,
-            modelled: MODELLED.map(|name| dword(family, name)),
-            user_data_0,
-        }
+        Self { family, values: vec![None; classes.len()], classes }
     }
 
     /// One `SET_SH_REG` value.
@@ -115,40 +80,15 @@ impl ShRegisters {
         }
     }
 
-    /// The value of [`MODELLED`]`[register]`.
-    fn get(&self, register: usize) -> Result<u32, CpFaultKind> {
-        self.values[index(self.modelled[register])].ok_or(CpFaultKind::RegisterNotSet { name: MODELLED[register] })
+    /// The value of `register`, one of the family's compute registers.
+    fn get(&self, register: RegisterInfo) -> Result<u32, CpFaultKind> {
+        self.values[index(register.dword)].ok_or(CpFaultKind::RegisterNotSet { name: register.name })
     }
 
     fn user_data(&self, n: u8) -> Result<u32, CpFaultKind> {
-        const NAMES: [&str; 16] = [
-            "COMPUTE_USER_DATA_0",
-            "COMPUTE_USER_DATA_1",
-            "COMPUTE_USER_DATA_2",
-            "COMPUTE_USER_DATA_3",
-            "COMPUTE_USER_DATA_4",
-            "COMPUTE_USER_DATA_5",
-            "COMPUTE_USER_DATA_6",
-            "COMPUTE_USER_DATA_7",
-            "COMPUTE_USER_DATA_8",
-            "COMPUTE_USER_DATA_9",
-            "COMPUTE_USER_DATA_10",
-            "COMPUTE_USER_DATA_11",
-            "COMPUTE_USER_DATA_12",
-            "COMPUTE_USER_DATA_13",
-            "COMPUTE_USER_DATA_14",
-            "COMPUTE_USER_DATA_15",
-        ];
-        let name = NAMES[usize::from(n)];
-        self.values[index(self.user_data_0 + u32::from(n))].ok_or(CpFaultKind::RegisterNotSet { name })
+        let register = self.family.facts().compute.user_data[usize::from(n)];
+        self.get(register)
     }
-}
-
-/// Absolute dword of `name` on `family`.
-///
-/// PANIC: only called with the compute registers every supported family has.
-fn dword(family: Family, name: &str) -> u32 {
-    regs::by_name(family, name).unwrap_or_else(|| panic!("{name} exists on {family}")).dword
 }
 
 fn index(dword: u32) -> usize {
@@ -164,21 +104,6 @@ pub(super) struct DecodedDispatch {
     pub(super) lds_size: u32,
 }
 
-/// `(USER_SGPR, LDS_SIZE, the word with both fields cleared)` of `COMPUTE_PGM_RSRC2`.
-fn rsrc2_fields(family: Family, word: u32) -> (u32, u32, u32) {
-    macro_rules! split {
-        ($ty:ty) => {{
-            let w = <$ty>::from_raw(word);
-            (w.user_sgpr(), w.lds_size(), w.with_user_sgpr(0).with_lds_size(0).raw())
-        }};
-    }
-    match family {
-        Family::Gfx10_3 => split!(gfx10_3::ComputePgmRsrc2),
-        Family::Gfx11 => split!(gfx11::ComputePgmRsrc2),
-        Family::Gfx12 => split!(gfx12::ComputePgmRsrc2),
-    }
-}
-
 pub use pm4_encoding::policy::dims_in_work_items;
 
 /// Checks the registers and `packet` against the kernel `PGM_LO/HI` name and builds the dispatch.
@@ -189,17 +114,18 @@ pub(super) fn decode(
     packet: &DispatchDirect,
 ) -> Result<DecodedDispatch, CpFaultKind> {
     let family = regs.family;
-    let (pgm_lo, pgm_hi) = (regs.get(PGM_LO)?, regs.get(PGM_HI)?);
+    let compute = &family.facts().compute;
+    let (pgm_lo, pgm_hi) = (regs.get(compute.pgm_lo)?, regs.get(compute.pgm_hi)?);
     // Reference §2 usage notes: PGM_LO = entry >> 8, PGM_HI = entry >> 40.
     let entry_va = (u64::from(pgm_hi) << 40) | (u64::from(pgm_lo) << 8);
     let slot = objects.by_entry(entry_va).ok_or(CpFaultKind::UnknownEntry { pgm_lo, pgm_hi, entry_va })?;
     let kernel = || slot.loaded.name.clone();
     let descriptor = &slot.kernel.descriptor;
     let layout = UserSgprLayout::new(descriptor, family);
-    check_equal(slot, "COMPUTE_PGM_RSRC1", regs.get(PGM_RSRC1)?, descriptor.compute_pgm_rsrc1())?;
-    check_equal(slot, "COMPUTE_PGM_RSRC3", regs.get(PGM_RSRC3)?, descriptor.compute_pgm_rsrc3())?;
-    let (user_sgpr, lds_size, rest) = rsrc2_fields(family, regs.get(PGM_RSRC2)?);
-    let (_, _, descriptor_rest) = rsrc2_fields(family, descriptor.compute_pgm_rsrc2());
+    check_equal(slot, "COMPUTE_PGM_RSRC1", regs.get(compute.pgm_rsrc1)?, descriptor.compute_pgm_rsrc1())?;
+    check_equal(slot, "COMPUTE_PGM_RSRC3", regs.get(compute.pgm_rsrc3)?, descriptor.compute_pgm_rsrc3())?;
+    let (user_sgpr, lds_size, rest) = regs::rsrc2_split(family, regs.get(compute.pgm_rsrc2)?);
+    let (_, _, descriptor_rest) = regs::rsrc2_split(family, descriptor.compute_pgm_rsrc2());
     if user_sgpr < u32::from(layout.total()) || user_sgpr != u32::from(layout.rsrc2_user_sgpr()) {
         let (descriptor, layout_total) = (layout.rsrc2_user_sgpr(), layout.total());
         return Err(CpFaultKind::UserSgprCount { kernel: kernel(), found: user_sgpr, descriptor, layout_total });
@@ -300,7 +226,7 @@ fn geometry(
     let mut grid = [0u32; 3];
     let mut workgroup = [0u16; 3];
     let mut fulls = [0u32; 3];
-    for (axis, register) in NUM_THREAD.into_iter().enumerate() {
+    for (axis, register) in family.facts().compute.num_thread.into_iter().enumerate() {
         let word = regs.get(register)?;
         // PANIC: `axis` ranges over 0..3.
         let regs::NumThread { full, partial, other_bits: rest } =
