@@ -56,12 +56,29 @@ pub(crate) fn bytes_of(n: u32) -> u64 {
     4 * u64::from(n.min(GRID))
 }
 
-/// One launch record of `m` over `grid` work-items; `pointers` are (kernarg offset, VA), effects
-/// (pointer index, access, bytes).
+/// One launch record of `m` over `grid` work-items in work-groups of up to `WG`; `pointers` are
+/// (kernarg offset, VA), effects (pointer index, access, bytes).
 pub(crate) fn record(
     device: &SimDevice,
     m: &Module,
     grid: u32,
+    args: &[ArgValue],
+    pointers: &[(u32, u64)],
+    effects: &[(usize, Access, u64)],
+) -> LaunchRecord {
+    let wg = u16::try_from(grid.min(u32::from(WG))).unwrap();
+    record_with(device, m, grid, wg, 0, args, pointers, effects)
+}
+
+/// [`record`] with its own work-group size and dynamic LDS bytes (kernels with a required
+/// work-group size, kernels that take their LDS at launch).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn record_with(
+    device: &SimDevice,
+    m: &Module,
+    grid: u32,
+    wg: u16,
+    dynamic_lds_bytes: u32,
     args: &[ArgValue],
     pointers: &[(u32, u64)],
     effects: &[(usize, Access, u64)],
@@ -82,12 +99,12 @@ pub(crate) fn record(
             access,
         })
         .collect();
-    let wg = u16::try_from(grid.min(u32::from(WG))).unwrap();
+    let geometry = DispatchGeometry { dynamic_lds_bytes, ..DispatchGeometry::linear(grid, wg) };
     LaunchRecord {
         artifact: ArtifactId { code_object_sha256: m.sha256, symbol: m.name.into() },
-        kernarg: m.layout.build(args, &DispatchGeometry::linear(grid, wg)).unwrap(),
+        kernarg: m.layout.build(args, &geometry).unwrap(),
         geometry: Geometry { grid_work_items: [grid, 1, 1], workgroup_work_items: [wg, 1, 1] },
-        lds: Lds { static_bytes: m.static_lds, dynamic_bytes: 0 },
+        lds: Lds { static_bytes: m.static_lds, dynamic_bytes: dynamic_lds_bytes },
         wave_size: m.wave_size,
         pointers: resolved,
         effects: Effects::Known(effects),
