@@ -26,9 +26,8 @@ pub const CODE_OBJECT_MAX_BYTES: u64 = infile::mib(256);
 /// (missing, a directory, a device such as /dev/zero, a FIFO).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Target to pick from an offload bundle, or to require of a code object
-    /// (gfx1030, gfx1100, gfx1151, gfx1200, gfx1201).
-    #[arg(long, value_name = "gfxNNNN", value_parser = crate::parse_target)]
+    /// Target to pick from an offload bundle, or to require of a code object.
+    #[arg(long, value_name = "gfxNNNN", value_parser = crate::target_parser())]
     target: Option<Target>,
     /// Print one JSON document instead of text.
     #[arg(long)]

@@ -20,10 +20,12 @@ pub mod sim;
 pub mod tape;
 pub mod zipread;
 
-/// Parses a `--target`/`--arch` value into a supported target.
-///
-/// # Errors
-/// A message listing the supported targets.
-pub fn parse_target(s: &str) -> Result<pm4_encoding::Target, String> {
-    s.parse::<pm4_encoding::Target>().map_err(|e| format!("{s:?}: {e}"))
+/// The `--target`/`--arch` value parser: the target table's names are clap's possible values, so
+/// `--help` and the refusal of any other value list them.
+#[must_use]
+pub fn target_parser() -> impl clap::builder::TypedValueParser<Value = pm4_encoding::Target> {
+    use clap::builder::TypedValueParser;
+    let names = pm4_encoding::Target::ALL.map(pm4_encoding::Target::name);
+    // PANIC: every possible value is a name of the target table, which parses back (tested there).
+    clap::builder::PossibleValuesParser::new(names).map(|s| s.parse::<pm4_encoding::Target>().expect("a table name"))
 }

@@ -73,7 +73,8 @@ pub struct Args {
     /// List the built-in examples and exit.
     #[arg(long)]
     list_examples: bool,
-    /// Target architecture: gfx1030, gfx1100, gfx1151, gfx1200 or gfx1201.
+    /// Target architecture, a `gfxNNNN` of the target table (`redline doctor` lists them; any
+    /// other is refused with the list).
     #[arg(long, value_name = "gfxNNNN", required_unless_present = "list_examples")]
     arch: Option<String>,
     /// Output directory for the bundle (created; must not exist or be empty).

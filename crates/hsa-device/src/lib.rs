@@ -91,7 +91,8 @@ pub enum HsaOpenError {
     },
     /// The agent's ISA is not one of the supported targets (fail closed).
     #[error(
-        "GPU agent {index} has ISA {isa}, which the lowering does not support (supported: gfx1030, gfx1100, gfx1151, gfx1200, gfx1201)"
+        "GPU agent {index} has ISA {isa}, which the lowering does not support (supported: {})",
+        pm4_encoding::family::SupportedTargets
     )]
     UnsupportedIsa {
         /// The agent index.

@@ -1,7 +1,7 @@
 //! Redline's GPU kernels.
 //!
 //! - `hip/`: HIP sources on a small self-written device header (`hip/device.h`, clang builtins
-//!   only), compiled for gfx1030, gfx1100, gfx1151, gfx1200 and gfx1201.
+//!   only), compiled for every target of the target table (`pm4_encoding::family::TARGETS`).
 //! - `objects/`: the built code objects, checked in with `objects/MANIFEST` (SHA-256 per file), so
 //!   nothing at build or run time needs clang; [`artifacts`] embeds them.
 //! - [`plan`] and [`compile`]: the build (`cargo run -p kernels --bin build-kernels`).

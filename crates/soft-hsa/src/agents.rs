@@ -14,8 +14,7 @@ use hsa_sys::{
 };
 use pm4_encoding::Target;
 
-/// Environment variable choosing the GPU agent's target (`gfx1030`, `gfx1100`, `gfx1151`,
-/// `gfx1200`, `gfx1201`), read by the `hsa_init` that starts the runtime. A comma-separated list
+/// Environment variable choosing the GPU agent's target (a `gfxNNNN` of the target table), read by the `hsa_init` that starts the runtime. A comma-separated list
 /// (`gfx1030,gfx1100,gfx1201`) presents one GPU agent per entry, in that order, as a machine
 /// with several GPUs does.
 pub const ISA_ENV: &str = "REDLINE_SOFT_HSA_ISA";
@@ -313,8 +312,8 @@ mod tests {
         let three = targets_from_env(Some("gfx1030, gfx1100,gfx1201"));
         assert_eq!(three, Ok(vec![Target::Gfx1030, Target::Gfx1100, Target::Gfx1201]));
         let error = targets_from_env(Some("gfx90a")).unwrap_err();
-        let expected = "REDLINE_SOFT_HSA_ISA=gfx90a is not a list of 1 to 8 of gfx1030, gfx1100, gfx1151, gfx1200, \
-                        gfx1201 (comma-separated)";
+        let names = pm4_encoding::family::SupportedTargets;
+        let expected = format!("REDLINE_SOFT_HSA_ISA=gfx90a is not a list of 1 to 8 of {names} (comma-separated)");
         assert_eq!(error.to_string(), expected);
         assert!(targets_from_env(Some("gfx1100,")).is_err());
         assert!(targets_from_env(Some(&["gfx1100"; 9].join(","))).is_err());

@@ -12,7 +12,8 @@
 //! [`built_library`] (a crate that lists `soft-hsa` as a dependency makes cargo build it).
 //!
 //! - [`ISA_ENV`] (`REDLINE_SOFT_HSA_ISA`) chooses the GPU's target at the `hsa_init` that starts
-//!   the runtime: `gfx1030`, `gfx1100` (the default), `gfx1151`, `gfx1200`, `gfx1201`. A
+//!   the runtime: any target of the target table (`pm4_encoding::family::TARGETS`; `gfx1100` is
+//!   the default). A
 //!   comma-separated list (`gfx1030,gfx1100,gfx1201`) presents one GPU agent per entry, as a
 //!   machine with several GPUs does (up to [`GPUS_MAX`]). Anything else fails `hsa_init` with
 //!   `HSA_STATUS_ERROR_INVALID_ISA_NAME`.

@@ -25,8 +25,8 @@ use model::Naming;
 /// path that is not a regular file with 2.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// GPU target whose register map names the registers (gfx1030, gfx1100, gfx1151, gfx1200, gfx1201).
-    #[arg(long, value_name = "gfxNNNN", value_parser = crate::parse_target)]
+    /// GPU target whose register map names the registers.
+    #[arg(long, value_name = "gfxNNNN", value_parser = crate::target_parser())]
     arch: Option<Target>,
     /// Input encoding; default: by extension (.bin/.ib/.pm4/.aql binary, .hex/.txt hex), else by content.
     #[arg(long, value_enum)]
