@@ -1,9 +1,10 @@
-//! Any text as an IB bundle's patch-site rule: a rule or a typed error, never a panic; a parsed
-//! rule prints in a form that parses back to it, and evaluates without panicking.
+//! Any text as an IB bundle's patch-site rule (tape-core's binding rule, whose text form bundles
+//! carry): a rule or a typed error, never a panic; a parsed rule prints in a form that parses back
+//! to it, and evaluates without panicking.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use soft_device::bundle::rule::Rule;
+use tape_core::binding::Rule;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
@@ -11,5 +12,6 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(rule.to_string().parse::<Rule>(), Ok(rule));
     for position in [0, 1, 4095, u32::MAX] {
         let _ = rule.value_at(position);
+        let _ = rule.value_within(position, 4096);
     }
 });

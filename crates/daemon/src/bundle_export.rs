@@ -24,12 +24,11 @@ use std::path::Path;
 
 use pm4_encoding::Target;
 use tape_core::AllocationId;
-use tape_core::binding::BindingKind;
 use tape_core::record::{Access, Effects};
 use tape_core::tape::Tape;
 
 use hal::Device;
-use lowering::lower::{DimUnit, PatchTarget, apply_patch_sites, lower_pm4, slot_by_artifact, verify};
+use lowering::lower::{PatchTarget, apply_patch_sites, lower_pm4, slot_by_artifact, verify};
 use lowering::plan::{kernarg_image, kernarg_placement};
 use soft_device::SimDevice;
 use soft_device::bundle::{
@@ -184,15 +183,6 @@ fn layout(
 
 fn region_name(r: &TapeRegion) -> String {
     format!("alloc{}", r.allocation.0)
-}
-
-fn rule(kind: &BindingKind) -> String {
-    match *kind {
-        BindingKind::KernargU32 { addend, .. } => format!("position + {addend}"),
-        BindingKind::GridAxis { addend, divisor, .. } | BindingKind::KernargGridWorkgroups { addend, divisor, .. } => {
-            format!("ceil((position + {addend}) / {divisor})")
-        }
-    }
 }
 
 /// Lowers `tape` into a bundle (see the module documentation) and checks it runs clean.
@@ -355,22 +345,18 @@ pub fn export(
         .iter()
         .map(|site| {
             let binding = &tape.bindings()[site.binding];
-            let (kind, va, rule) = match site.target {
-                PatchTarget::KernargU32 { va } => (PatchKind::KernargU32, va, rule(&site.kind)),
-                PatchTarget::DispatchDim { ib_dword, unit } => {
-                    let va = ib_va + 4 * u64::try_from(ib_dword).unwrap_or(0);
-                    let rule = match unit {
-                        DimUnit::Workgroups => rule(&site.kind),
-                        DimUnit::WorkItems { workgroup_work_items } => {
-                            format!("{} * {workgroup_work_items}", rule(&site.kind))
-                        }
-                    };
-                    (PatchKind::DispatchDim, va, rule)
+            // The rule the site was just patched by, in tape-core's text form, which the bundle
+            // reader parses back.
+            let rule = site.rule().map_err(|e| ExportError::Tape(format!("binding {}: {e}", binding.name)))?;
+            let (kind, va) = match site.target {
+                PatchTarget::KernargU32 { va } => (PatchKind::KernargU32, va),
+                PatchTarget::DispatchDim { ib_dword, .. } => {
+                    (PatchKind::DispatchDim, ib_va + 4 * u64::try_from(ib_dword).unwrap_or(0))
                 }
             };
-            PatchSite { binding: binding.name.clone(), kind, va: Va(va), rule }
+            Ok(PatchSite { binding: binding.name.clone(), kind, va: Va(va), rule: rule.to_string() })
         })
-        .collect();
+        .collect::<Result<_, ExportError>>()?;
     let manifest = Manifest {
         format: FORMAT.into(),
         arch: target.name().into(),

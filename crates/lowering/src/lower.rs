@@ -35,7 +35,7 @@ use kernarg_abi::metadata::ValueKind;
 use pm4_encoding::packet::Packet;
 use pm4_encoding::{Decoder, Family};
 use tape_core::ArtifactId;
-use tape_core::binding::BindingKind;
+use tape_core::binding::{BindingError, BindingKind, Rule};
 use tape_core::deps::{self, DepsError};
 use tape_core::tape::Tape;
 
@@ -49,6 +49,7 @@ mod patch;
 mod verify;
 
 pub use aql::lower_aql;
+pub(crate) use patch::binding_value;
 pub use patch::{PatchError, apply_patch_sites, site_address, site_value};
 pub use verify::{VerifyError, verify};
 
@@ -58,17 +59,9 @@ const DISPATCH_DWORDS_MAX: usize = 64;
 /// IB dwords of the entry acquire (8) and the terminal wait and acquire (2 + 8), rounded up.
 const FRAME_DWORDS: usize = 32;
 
-/// The unit `DISPATCH_DIRECT`'s `DIM_*` count in, on one family.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DimUnit {
-    /// gfx10.3 and gfx11: `DIM` = work-groups.
-    Workgroups,
-    /// gfx12 (`USE_THREAD_DIMENSIONS`): `DIM` = work-items = work-groups × `workgroup_work_items`.
-    WorkItems {
-        /// The launch's work-group size on the patched axis.
-        workgroup_work_items: u16,
-    },
-}
+/// The unit `DISPATCH_DIRECT`'s `DIM_*` count in on one family (work-groups, or work-items on a
+/// family that sets `USE_THREAD_DIMENSIONS`): tape-core's, which evaluates a binding in it.
+pub use tape_core::binding::DimUnit;
 
 /// Where a binding's value goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -87,6 +80,18 @@ pub enum PatchTarget {
     },
 }
 
+impl PatchTarget {
+    /// The unit a grid value is written in here: the `DIM`'s, or work-groups for a kernarg word
+    /// (tape-core writes a kernarg binding's word as bound whatever unit it is given).
+    #[must_use]
+    pub fn unit(&self) -> DimUnit {
+        match *self {
+            PatchTarget::KernargU32 { .. } => DimUnit::Workgroups,
+            PatchTarget::DispatchDim { unit, .. } => unit,
+        }
+    }
+}
+
 /// One place a binding's value is written at replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PatchSite {
@@ -98,6 +103,17 @@ pub struct PatchSite {
     pub kind: BindingKind,
     /// Where it goes.
     pub target: PatchTarget,
+}
+
+impl PatchSite {
+    /// The rule of the word the site holds: its binding's, in the target's unit (tape-core's
+    /// [`BindingKind::rule`]); its text is the rule an IB bundle gives for the site.
+    ///
+    /// # Errors
+    /// [`BindingError::Malformed`] for a malformed grid binding (a checked tape has none).
+    pub fn rule(&self) -> Result<Rule, BindingError> {
+        self.kind.rule(self.target.unit())
+    }
 }
 
 /// A tape lowered into one PM4 indirect buffer.
@@ -376,8 +392,16 @@ fn refuse_grid_bindings_with_hidden_geometry(tape: &Tape, slots: &[&KernelSlot])
     Ok(())
 }
 
-/// One site per binding: the kernarg word's byte address, or the dispatch's `DIM` dword.
-fn patch_sites(tape: &Tape, family: Family, kernarg_vas: &[u64], dispatch_offsets: &[usize]) -> Vec<PatchSite> {
+/// One site per binding: the kernarg word's byte address, or the dispatch's `DIM` dword in the
+/// family's unit (`pm4_encoding`'s policy decides the unit, tape-core evaluates in it). The
+/// verifier checks a lowered IB's sites against this same function's.
+pub(crate) fn patch_sites(
+    tape: &Tape,
+    family: Family,
+    kernarg_vas: &[u64],
+    dispatch_offsets: &[usize],
+) -> Vec<PatchSite> {
+    let dims_in_work_items = dims_in_work_items(family);
     tape.bindings()
         .iter()
         .enumerate()
@@ -390,13 +414,8 @@ fn patch_sites(tape: &Tape, family: Family, kernarg_vas: &[u64], dispatch_offset
                 }
                 BindingKind::GridAxis { axis, .. } => {
                     let axis = usize::from(axis);
-                    let unit = if dims_in_work_items(family) {
-                        DimUnit::WorkItems {
-                            workgroup_work_items: tape.launches()[launch].geometry.workgroup_work_items[axis],
-                        }
-                    } else {
-                        DimUnit::Workgroups
-                    };
+                    let workgroup_work_items = tape.launches()[launch].geometry.workgroup_work_items[axis];
+                    let unit = DimUnit::of_dispatch(dims_in_work_items, workgroup_work_items);
                     // DISPATCH_DIRECT: header, DIM_X, DIM_Y, DIM_Z, initiator (reference §4).
                     PatchTarget::DispatchDim { ib_dword: dispatch_offsets[launch] + 1 + axis, unit }
                 }

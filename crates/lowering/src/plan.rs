@@ -34,14 +34,16 @@ use std::time::Duration;
 use aql_packets::{AmdPm4IbPacket, FenceScope, PACKET_SIZE, RingSize};
 use serde::{Deserialize, Serialize};
 use tape_core::AllocationId;
-use tape_core::binding::BindingKind;
+use tape_core::binding::{BindingKind, DimUnit};
 use tape_core::tape::{Tape, TapeIdentity};
 
 use hal::{
     Device, DeviceAllocation, FreeError, KernelTable, QueueError, QueueHandle, SignalError, SignalHandle, Submission,
 };
 
-use crate::lower::{PatchError, PatchSite, PatchTarget, lower_aql, lower_pm4, site_address, slot_by_artifact, verify};
+use crate::lower::{
+    PatchSite, PatchTarget, binding_value, lower_aql, lower_pm4, site_address, slot_by_artifact, verify,
+};
 
 mod error;
 mod token;
@@ -90,14 +92,14 @@ pub struct SubmissionIdentity {
 }
 
 /// A grid binding of the AQL transport: the packet's grid on `axis` is the binding's value in
-/// work-groups times the work-group size.
+/// `unit`, work-items (an AQL grid size counts work-items on every family).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct AqlGridSite {
     binding: usize,
     packet: usize,
     axis: u8,
     kind: BindingKind,
-    workgroup: u16,
+    unit: DimUnit,
 }
 
 /// What one replay did.
@@ -396,7 +398,9 @@ fn lower_for_aql<D: Device + ?Sized>(
                 packet: launch,
                 axis,
                 kind: b.kind,
-                workgroup: record.geometry.workgroup_work_items[usize::from(axis.min(2))],
+                unit: DimUnit::WorkItems {
+                    workgroup_work_items: u32::from(record.geometry.workgroup_work_items[usize::from(axis.min(2))]),
+                },
             }),
             BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. } => {
                 patch_sites.push(PatchSite {
@@ -482,12 +486,7 @@ pub fn kernarg_image(tape: &Tape, offsets: &[u64], total: u64) -> Vec<u8> {
 
 /// An AQL grid site's grid in work-items at `position`.
 fn grid_work_items(site: &AqlGridSite, position: u32) -> Result<u32, ReplayError> {
-    let binding = site.binding;
-    let workgroups =
-        site.kind.value_at(position).map_err(|source| ReplayError::from(PatchError::Binding { binding, source }))?;
-    workgroups.checked_mul(u32::from(site.workgroup)).ok_or_else(|| {
-        ReplayError::from(PatchError::DimOverflow { binding, workgroups, workgroup_work_items: site.workgroup })
-    })
+    Ok(binding_value(site.binding, &site.kind, site.unit, position)?)
 }
 
 impl PreparedPlan {

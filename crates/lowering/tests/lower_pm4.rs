@@ -14,7 +14,8 @@ use hal::{Device, DeviceAllocation, LaunchRequest};
 use kernarg_abi::layout::ArgValue;
 use kernarg_abi::metadata::ValueKind;
 use lowering::lower::{
-    LowerError, LoweredIb, PatchTarget, VerifyError, apply_patch_sites, lower_aql, lower_pm4, slot_by_artifact, verify,
+    DimUnit, LowerError, LoweredIb, PatchTarget, VerifyError, apply_patch_sites, lower_aql, lower_pm4, site_value,
+    slot_by_artifact, verify,
 };
 use pm4_encoding::packet::{EventType, Nop, SetShReg};
 use pm4_encoding::{Decoder, Emit, Packet, Target};
@@ -486,6 +487,49 @@ fn grid_binding_with_bound_hidden_block_count_patches_and_replays() {
         stale.device.write_packet(queue, packet.as_array()).unwrap();
         let err = stale.device.run_queue(queue).unwrap_err();
         assert!(format!("{err:?}").contains("hidden_block_count_x"), "{target}: {err:?}");
+    }
+}
+
+/// The grid binding's `DIM` site is in the family's unit (work-items on gfx12, `W` per
+/// work-group), its rule says so in the bundle text form, its value at a position is the work-group
+/// count in that unit, and the verifier refuses the same site in the other unit or with another
+/// addend: the site is built once, by the function the verifier checks against.
+#[test]
+fn the_grid_site_is_in_the_family_unit_and_the_verifier_holds_it_there() {
+    const LATER: u32 = 350;
+    for target in TARGETS {
+        let s = setup_with(target, POSITION, true, fill_grid_bindings(target));
+        let lowered = s.lower();
+        let site = lowered.patch_sites[1];
+        let items = DimUnit::WorkItems { workgroup_work_items: u32::from(WG) };
+        let (unit, other) =
+            if target == Target::Gfx1201 { (items, DimUnit::Workgroups) } else { (DimUnit::Workgroups, items) };
+        assert_eq!(site.target.unit(), unit, "{target}");
+        let suffix = if unit == items { format!(" * {WG}") } else { String::new() };
+        assert_eq!(
+            site.rule().unwrap().to_string(),
+            format!("ceil((position + {N_ADDEND}) / {WG}){suffix}"),
+            "{target}"
+        );
+        // n = 950 at LATER: 15 work-groups of WG (rounding down gives 14, the addend twice 25).
+        let workgroups = u32::try_from(i64::from(LATER) + N_ADDEND).unwrap().div_ceil(u32::from(WG));
+        assert_eq!(workgroups, 15);
+        let expected = if unit == items { workgroups * u32::from(WG) } else { workgroups };
+        assert_eq!(site_value(&site, LATER), Ok(expected), "{target}");
+        // The block count's word is in work-groups on every family.
+        assert_eq!(site_value(&lowered.patch_sites[2], LATER), Ok(workgroups), "{target}");
+
+        let mut wrong_unit = lowered.clone();
+        let PatchTarget::DispatchDim { ib_dword, .. } = site.target else { panic!("{target}: a DIM site") };
+        wrong_unit.patch_sites[1].target = PatchTarget::DispatchDim { ib_dword, unit: other };
+        assert_eq!(s.verify(&wrong_unit), Err(VerifyError::PatchSite { binding: 1 }), "{target}");
+        let mut wrong_addend = lowered.clone();
+        let BindingKind::GridAxis { axis, addend, divisor, max_workgroups } = site.kind else { panic!("a grid site") };
+        wrong_addend.patch_sites[1].kind = BindingKind::GridAxis { axis, addend: addend + 1, divisor, max_workgroups };
+        assert_eq!(s.verify(&wrong_addend), Err(VerifyError::PatchSite { binding: 1 }), "{target}");
+        let mut missing = lowered.clone();
+        missing.patch_sites.pop();
+        assert_eq!(s.verify(&missing), Err(VerifyError::PatchSite { binding: 2 }), "{target}");
     }
 }
 

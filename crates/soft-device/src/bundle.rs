@@ -54,8 +54,12 @@
 
 mod contents;
 mod error;
-pub mod rule;
 mod validate;
+
+/// The rules of patch sites and their text form are tape-core's ([`tape_core::binding::Rule`]):
+/// the text a bundle carries is written and read by the implementation that computes the values
+/// its sites were patched with.
+pub use tape_core::binding::rule;
 
 pub use error::{BundleError, RunError};
 
@@ -100,8 +104,8 @@ pub const DTYPES: [(&str, u64); 13] = [
     ("i64", 8),
     ("f64", 8),
 ];
-/// Offending text longer than this many characters is cut in messages.
-pub const SHOWN_CHARS_MAX: usize = 64;
+/// Offending text longer than this many characters is cut in messages (as in a rule's).
+pub const SHOWN_CHARS_MAX: usize = rule::SHOWN_CHARS_MAX;
 
 /// `text` as a message shows it, quoted: at most [`SHOWN_CHARS_MAX`] characters, then `…` and
 /// its length (`"xxxx"… (100000 bytes)`).
@@ -109,14 +113,6 @@ pub(crate) fn shown(text: &str) -> String {
     match text.char_indices().nth(SHOWN_CHARS_MAX) {
         None => format!("{text:?}"),
         Some((at, _)) => format!("{:?}… ({} bytes)", &text[..at], text.len()),
-    }
-}
-
-/// `text` unquoted, cut as [`shown`] cuts it (for numbers).
-pub(crate) fn cut(text: &str) -> String {
-    match text.char_indices().nth(SHOWN_CHARS_MAX) {
-        None => text.to_owned(),
-        Some((at, _)) => format!("{}… ({} bytes)", &text[..at], text.len()),
     }
 }
 

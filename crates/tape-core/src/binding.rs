@@ -12,10 +12,24 @@
 //!   `hidden_block_count_{x,y,z}` argument. The launch must have a [`BindingKind::GridAxis`]
 //!   binding on the same axis with the same `addend`, `divisor` and `max_workgroups`, so the
 //!   word and the grid always agree.
+//!
+//! Where a bound value is written decides its unit ([`DimUnit`]): a kernarg word holds the value as
+//! bound, a grid binding's `DISPATCH_DIRECT` `DIM` dword counts work-items on a family whose
+//! dimensions count work-items and work-groups otherwise, and an AQL packet's grid size is always in
+//! work-items. [`BindingKind::rule`] turns a binding and that unit into the [`Rule`] of the written
+//! word, and [`Rule::value_within`] is the one evaluation of every bound value: the tape's checks,
+//! lowering's patch sites and the prepared plans all go through it. [`rule`] also owns the rule's
+//! text form, which IB bundles carry for their patch sites.
+
+use core::num::NonZeroU32;
 
 use alloc::string::String;
 
 use serde::{Deserialize, Serialize};
+
+pub mod rule;
+
+pub use rule::Rule;
 
 /// How a bound value follows the position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -98,9 +112,88 @@ pub enum BindingError {
         /// The divisor.
         divisor: u32,
     },
+    /// The work-group count in work-items does not fit in `u32`.
+    #[error(
+        "grid of {workgroups} work-groups of {workgroup_work_items} work-items at position {position} overflows u32"
+    )]
+    WorkItemsOverflow {
+        /// The position.
+        position: u32,
+        /// The computed grid, in work-groups.
+        workgroups: u32,
+        /// The work-group size it was multiplied by.
+        workgroup_work_items: u32,
+    },
+}
+
+/// The unit a grid value is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DimUnit {
+    /// Work-groups: the value as the binding gives it (a kernarg word, or the `DIM` of a family
+    /// whose dimensions count work-groups).
+    Workgroups,
+    /// Work-items: work-groups × `workgroup_work_items` (the `DIM` of a family that sets
+    /// `USE_THREAD_DIMENSIONS`, or an AQL packet's grid size).
+    WorkItems {
+        /// The launch's work-group size on the axis. The text form refuses 0; a tape's work-group
+        /// sizes are at least 1.
+        workgroup_work_items: u32,
+    },
+}
+
+impl DimUnit {
+    /// The unit of a launch's `DISPATCH_DIRECT` `DIM` dword on an axis whose work-group size is
+    /// `workgroup_work_items`. Whether the family counts `DIM` in work-items is the caller's
+    /// family policy (`pm4_encoding::policy::dims_in_work_items`), passed as
+    /// `dims_in_work_items`: this crate knows no families.
+    #[must_use]
+    pub fn of_dispatch(dims_in_work_items: bool, workgroup_work_items: u16) -> Self {
+        if dims_in_work_items {
+            DimUnit::WorkItems { workgroup_work_items: u32::from(workgroup_work_items) }
+        } else {
+            DimUnit::Workgroups
+        }
+    }
 }
 
 impl BindingKind {
+    /// The rule of the word a site of this binding holds: a kernarg word as bound
+    /// ([`KernargGridWorkgroups`](Self::KernargGridWorkgroups) in work-groups, as the kernarg ABI
+    /// counts its hidden block counts), a [`GridAxis`](Self::GridAxis) binding's grid in `grid`,
+    /// the unit of the place the grid is written (see [`DimUnit`]).
+    ///
+    /// # Errors
+    /// [`BindingError::Malformed`] for a grid binding with divisor 0 or an axis above 2.
+    pub fn rule(&self, grid: DimUnit) -> Result<Rule, BindingError> {
+        let divisor = |axis: u8, divisor: u32| {
+            NonZeroU32::new(divisor).filter(|_| axis <= 2).ok_or(BindingError::Malformed { axis, divisor })
+        };
+        Ok(match *self {
+            BindingKind::KernargU32 { addend, .. } => Rule::Offset { addend },
+            BindingKind::GridAxis { axis, addend, divisor: d, .. } => {
+                Rule::Grid { addend, divisor: divisor(axis, d)?, unit: grid }
+            }
+            BindingKind::KernargGridWorkgroups { axis, addend, divisor: d, .. } => {
+                Rule::Grid { addend, divisor: divisor(axis, d)?, unit: DimUnit::Workgroups }
+            }
+        })
+    }
+
+    /// The bound value at `position` written in `grid` (see [`BindingKind::rule`]): the rule's
+    /// value, its work-group count at most the binding's `max_workgroups`.
+    ///
+    /// # Errors
+    /// [`BindingError`] for a malformed binding, a value out of range, a grid above the maximum,
+    /// or a grid in work-items that overflows `u32`.
+    pub fn value_in(&self, position: u32, grid: DimUnit) -> Result<u32, BindingError> {
+        let max_workgroups = match *self {
+            BindingKind::KernargU32 { .. } => u32::MAX,
+            BindingKind::GridAxis { max_workgroups, .. }
+            | BindingKind::KernargGridWorkgroups { max_workgroups, .. } => max_workgroups,
+        };
+        self.rule(grid)?.value_within(position, max_workgroups)
+    }
+
     /// The bound value at `position`: the kernarg word, or the grid in work-groups (for
     /// [`KernargGridWorkgroups`](Self::KernargGridWorkgroups), the kernarg word, which is the
     /// grid in work-groups).
@@ -108,23 +201,7 @@ impl BindingKind {
     /// # Errors
     /// [`BindingError`] when the value is out of range or above the grid maximum.
     pub fn value_at(&self, position: u32) -> Result<u32, BindingError> {
-        let shifted = |addend: i64| {
-            u32::try_from(i64::from(position) + addend).map_err(|_| BindingError::OutOfRange { position, addend })
-        };
-        match *self {
-            BindingKind::KernargU32 { addend, .. } => shifted(addend),
-            BindingKind::GridAxis { axis, addend, divisor, max_workgroups }
-            | BindingKind::KernargGridWorkgroups { axis, addend, divisor, max_workgroups, .. } => {
-                if divisor == 0 || axis > 2 {
-                    return Err(BindingError::Malformed { axis, divisor });
-                }
-                let workgroups = shifted(addend)?.div_ceil(divisor);
-                if workgroups > max_workgroups {
-                    return Err(BindingError::GridAboveMax { position, workgroups, max_workgroups });
-                }
-                Ok(workgroups)
-            }
-        }
+        self.value_in(position, DimUnit::Workgroups)
     }
 
     /// The kernarg word offset of a kernarg binding, `None` for a grid binding.

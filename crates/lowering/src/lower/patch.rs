@@ -1,8 +1,8 @@
 //! Writing the bindings' values for a position into the retained kernargs and the IB.
 
-use tape_core::binding::BindingError;
+use tape_core::binding::{BindingError, BindingKind, DimUnit};
 
-use super::{DimUnit, PatchSite, PatchTarget};
+use super::{PatchSite, PatchTarget};
 use hal::{Device, TransferError};
 
 /// Why the patch sites were not applied.
@@ -24,7 +24,7 @@ pub enum PatchError {
         /// The bound grid.
         workgroups: u32,
         /// The work-group size on the axis.
-        workgroup_work_items: u16,
+        workgroup_work_items: u32,
     },
     /// The IB dword's address overflows.
     #[error("binding {binding}: IB dword {ib_dword} is outside the address space")]
@@ -65,14 +65,25 @@ pub fn site_address(ib_va: u64, site: &PatchSite) -> Result<u64, PatchError> {
 /// # Errors
 /// [`PatchError::Binding`] when the binding has no value there, [`PatchError::DimOverflow`].
 pub fn site_value(site: &PatchSite, position: u32) -> Result<u32, PatchError> {
-    let binding = site.binding;
-    let value = site.kind.value_at(position).map_err(|source| PatchError::Binding { binding, source })?;
-    match site.target {
-        PatchTarget::KernargU32 { .. } | PatchTarget::DispatchDim { unit: DimUnit::Workgroups, .. } => Ok(value),
-        PatchTarget::DispatchDim { unit: DimUnit::WorkItems { workgroup_work_items }, .. } => value
-            .checked_mul(u32::from(workgroup_work_items))
-            .ok_or(PatchError::DimOverflow { binding, workgroups: value, workgroup_work_items }),
-    }
+    binding_value(site.binding, &site.kind, site.target.unit(), position)
+}
+
+/// Binding `binding`'s value at `position` written in `unit`: tape-core's evaluation
+/// ([`BindingKind::value_in`]), its refusals as patch errors. A grid in work-items that overflows
+/// is [`PatchError::DimOverflow`], apart from the other refusals: a prepared plan stays usable
+/// after a binding without a value at the position, and is poisoned by an overflow.
+pub(crate) fn binding_value(
+    binding: usize,
+    kind: &BindingKind,
+    unit: DimUnit,
+    position: u32,
+) -> Result<u32, PatchError> {
+    kind.value_in(position, unit).map_err(|source| match source {
+        BindingError::WorkItemsOverflow { workgroups, workgroup_work_items, .. } => {
+            PatchError::DimOverflow { binding, workgroups, workgroup_work_items }
+        }
+        source => PatchError::Binding { binding, source },
+    })
 }
 
 /// The address and the little-endian word `site` gets at `position`.

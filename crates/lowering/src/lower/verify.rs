@@ -30,12 +30,11 @@ use kernarg_abi::sgpr::UserSgpr;
 use pm4_encoding::packet::{DispatchDirect, EventType, GcrCntl, Packet};
 use pm4_encoding::regs::{self, RegisterInfo};
 use pm4_encoding::{DecodeError, Decoder, Family};
-use tape_core::binding::BindingKind;
 use tape_core::deps::{self, DepsError};
 use tape_core::tape::Tape;
 use tape_core::{ArtifactId, LaunchRecord};
 
-use super::{DimUnit, LoweredIb, PatchSite, PatchTarget};
+use super::{LoweredIb, patch_sites};
 use hal::KernelSlot;
 
 /// Why a lowered IB does not match its tape.
@@ -421,34 +420,16 @@ fn check_dispatch_packet(family: Family, d: &DispatchDirect, e: &Expected<'_>) -
     Ok(())
 }
 
+/// The lowered IB's sites are the ones lowering's own [`patch_sites`] gives for the tape, the
+/// family and the decoded dispatch offsets: one function decides where each binding goes and in
+/// which unit, so the verifier cannot accept a unit the replay would not write.
 fn check_patch_sites(lowered: &LoweredIb, tape: &Tape, family: Family, kernarg_vas: &[u64]) -> Result<(), VerifyError> {
-    let bindings = tape.bindings();
-    if lowered.patch_sites.len() != bindings.len() {
-        return Err(VerifyError::PatchSite { binding: bindings.len().min(lowered.patch_sites.len()) });
+    let expected = patch_sites(tape, family, kernarg_vas, &lowered.dispatch_offsets);
+    if lowered.patch_sites.len() != expected.len() {
+        return Err(VerifyError::PatchSite { binding: expected.len().min(lowered.patch_sites.len()) });
     }
-    for (index, (site, b)) in lowered.patch_sites.iter().zip(bindings).enumerate() {
-        let bad = VerifyError::PatchSite { binding: index };
-        let launch = usize::try_from(b.launch).map_err(|_| bad.clone())?;
-        let expected_target = match b.kind {
-            BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. } => {
-                PatchTarget::KernargU32 { va: kernarg_vas[launch] + u64::from(offset) }
-            }
-            BindingKind::GridAxis { axis, .. } => {
-                let axis = usize::from(axis);
-                let unit = if family.facts().dims_in_work_items {
-                    DimUnit::WorkItems {
-                        workgroup_work_items: tape.launches()[launch].geometry.workgroup_work_items[axis],
-                    }
-                } else {
-                    DimUnit::Workgroups
-                };
-                PatchTarget::DispatchDim { ib_dword: lowered.dispatch_offsets[launch] + 1 + axis, unit }
-            }
-        };
-        let expected = PatchSite { binding: index, launch, kind: b.kind, target: expected_target };
-        if *site != expected {
-            return Err(bad);
-        }
+    match lowered.patch_sites.iter().zip(&expected).position(|(site, expected)| site != expected) {
+        Some(binding) => Err(VerifyError::PatchSite { binding }),
+        None => Ok(()),
     }
-    Ok(())
 }
