@@ -14,8 +14,10 @@ use kernels::signature::ArgKind;
 
 const READELF: &str = "llvm-readelf-19";
 
-/// Module code objects (5 targets x 11 modules) plus the 5 wave64 `axpy` fixtures.
-const REGISTERED_ARTIFACTS: usize = 5 * 11 + 5;
+/// Supported targets: every code object below is built once per target of the target table.
+const TARGETS: usize = pm4_encoding::Target::ALL.len();
+/// Module code objects (11 per target) plus one wave64 `axpy` fixture per target.
+const REGISTERED_ARTIFACTS: usize = TARGETS * 11 + TARGETS;
 
 #[derive(Debug, Default)]
 struct NoteArg {
@@ -198,8 +200,8 @@ fn registry_entries_agree_with_the_code_object_notes() {
 #[test]
 fn builtin_registry_covers_every_module_code_object_and_nothing_else() {
     let registry = Registry::builtin();
-    // 5 targets x 22 kernels, plus the 5 wave64 axpy fixtures.
-    assert_eq!(registry.len(), 5 * 22 + 5);
+    // 22 kernels per target, plus one wave64 axpy fixture per target.
+    assert_eq!(registry.len(), TARGETS * 22 + TARGETS);
     for artifact in kernels::artifacts() {
         let module = registry::module_of(artifact.path);
         let registered: Vec<_> = registry.entries().filter(|e| e.path == artifact.path).map(|e| e.name).collect();
