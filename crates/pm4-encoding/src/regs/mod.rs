@@ -1,44 +1,61 @@
 //! Register windows and the per-family register maps.
 //!
-//! Offsets and fields: `reference/amd-reference.md` §1–§3. Each family module declares the
-//! registers that exist on that family and nothing else: a register absent on a family (the SE4–SE7
-//! masks and DISPATCH_INTERLEAVE on gfx10.3, for example) is simply not in its table, never aliased.
+//! Offsets and fields: `reference/amd-reference.md` §1–§3. The maps of all families are declared
+//! once, in [`columns`]: one row per register, one cell per family, `-` where a family does not
+//! have the register (the SE4–SE7 masks and DISPATCH_INTERLEAVE on gfx10.3, for example), which is
+//! then simply not in its table, never aliased. Each family module re-exports its column.
 //!
 //! Each family module also holds the typed words (`ComputePgmRsrc2`, ...) of its registers: words
 //! whose fields differ between families are declared per family, words that are the same everywhere
 //! come from one private module and are re-exported by each family that has the register. Each
-//! family module ends with its row of the family table (`FACTS`, a [`crate::family::FamilyFacts`]); the functions
-//! below read fields of that row.
+//! family module ends with its row of the family table (`FACTS`, a
+//! [`crate::family::FamilyFacts`]); the functions below read fields of that row.
 
 use crate::bits::FieldDesc;
 use crate::family::Family;
 
-/// Declares a family's register constants and its `REGISTERS` table from `NAME = dword [: Word];`
-/// lines. The constant's identifier is its `name` string, so the two cannot drift apart, and the
-/// table's dword order is checked at compile time because [`lookup`] binary-searches it.
-macro_rules! register_map {
-    ( $( $(#[$meta:meta])* $name:ident = $dword:literal $(: $word:ty)? ; )* ) => {
-        $(
-            #[doc = concat!("`", stringify!($name), "`, absolute dword `", stringify!($dword), "`.")]
-            $(#[$meta])*
-            pub const $name: $crate::regs::RegisterInfo = $crate::regs::RegisterInfo {
-                name: stringify!($name),
-                dword: $dword,
-                fields: register_map!(@fields $($word)?),
-            };
-        )*
-
-        const TABLE: &[$crate::regs::RegisterInfo] = &[$($name),*];
-
-        /// Every register of this family, ordered by dword offset.
-        pub static REGISTERS: &[$crate::regs::RegisterInfo] = TABLE;
-
-        // INVARIANT: `lookup` binary-searches `REGISTERS`; a table out of dword order, with a
-        // duplicate dword or outside the SH window does not compile.
-        const _: () = assert!($crate::regs::is_sh_table(TABLE), "register table not sorted in the SH window");
+/// Declares every family's register constants and table from rows of per-family cells (see
+/// [`columns`]): `NAME = [cell], [cell], [cell];` for gfx10.3, gfx11, gfx12, each cell
+/// `dword`, `dword: Word` (the family module's typed word of the register) or `-` (absent).
+/// For each family it generates a module of `columns` with the constants (the identifier is the
+/// `name` string, so the two cannot drift apart) and `TABLE`, the present cells sorted by dword.
+macro_rules! register_columns {
+    ( $( $(#[$meta:meta])* $name:ident = [$($a:tt)+], [$($b:tt)+], [$($c:tt)+]; )* ) => {
+        register_columns!(@family gfx10_3, $( $(#[$meta])* $name [$($a)+] )*);
+        register_columns!(@family gfx11, $( $(#[$meta])* $name [$($b)+] )*);
+        register_columns!(@family gfx12, $( $(#[$meta])* $name [$($c)+] )*);
     };
-    (@fields) => { &[] };
-    (@fields $word:ty) => { <$word>::FIELDS };
+    (@family $family:ident, $( $(#[$meta:meta])* $name:ident [$($cell:tt)+] )*) => {
+        #[doc = concat!("The `", stringify!($family), "` column of the register map.")]
+        pub mod $family {
+            $( register_columns!(@constant $family, $(#[$meta])* $name [$($cell)+]); )*
+
+            const ROWS: &[Option<$crate::regs::RegisterInfo>] =
+                &[$( register_columns!(@present $name [$($cell)+]) ),*];
+            const LEN: usize = $crate::regs::present_count(ROWS);
+            const SORTED: [$crate::regs::RegisterInfo; LEN] = $crate::regs::sorted_present(ROWS);
+            /// Every register of this family, ordered by dword offset.
+            pub const TABLE: &[$crate::regs::RegisterInfo] = &SORTED;
+
+            // INVARIANT: `lookup` binary-searches the table; a table with a duplicate dword or
+            // outside the SH window does not compile.
+            const _: () = assert!($crate::regs::is_sh_table(TABLE), "register table not strictly ascending in the SH window");
+        }
+    };
+    (@constant $family:ident, $(#[$meta:meta])* $name:ident [-]) => {};
+    (@constant $family:ident, $(#[$meta:meta])* $name:ident [$dword:literal $(: $word:ident)?]) => {
+        #[doc = concat!("`", stringify!($name), "`, absolute dword `", stringify!($dword), "`.")]
+        $(#[$meta])*
+        pub const $name: $crate::regs::RegisterInfo = $crate::regs::RegisterInfo {
+            name: stringify!($name),
+            dword: $dword,
+            fields: register_columns!(@fields $family $($word)?),
+        };
+    };
+    (@fields $family:ident) => { &[] };
+    (@fields $family:ident $word:ident) => { <$crate::regs::$family::$word>::FIELDS };
+    (@present $name:ident [-]) => { None };
+    (@present $name:ident [$($cell:tt)+]) => { Some($name) };
 }
 
 /// Declares a family module's row of the family table, `FACTS`, from the module's register
@@ -98,6 +115,7 @@ macro_rules! family_facts {
     };
 }
 
+pub mod columns;
 mod common;
 pub mod gfx10_3;
 pub mod gfx11;
@@ -161,6 +179,42 @@ pub fn lookup(family: Family, dword: u32) -> Option<&'static RegisterInfo> {
 #[must_use]
 pub fn by_name(family: Family, name: &str) -> Option<&'static RegisterInfo> {
     registers(family).iter().find(|r| r.name == name)
+}
+
+/// The number of present cells of a register column.
+pub(crate) const fn present_count(rows: &[Option<RegisterInfo>]) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < rows.len() {
+        if rows[i].is_some() {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// The present cells of a register column, sorted by dword (insertion sort: tens of rows, once,
+/// at compile time).
+///
+/// PANIC: `N` is [`present_count`] of `rows` (a compile-time error otherwise).
+pub(crate) const fn sorted_present<const N: usize>(rows: &[Option<RegisterInfo>]) -> [RegisterInfo; N] {
+    const NONE: RegisterInfo = RegisterInfo { name: "", dword: 0, fields: &[] };
+    let mut out = [NONE; N];
+    let (mut i, mut n) = (0, 0);
+    while i < rows.len() {
+        if let Some(info) = rows[i] {
+            let mut j = n;
+            while j > 0 && out[j - 1].dword > info.dword {
+                out[j] = out[j - 1];
+                j -= 1;
+            }
+            out[j] = info;
+            n += 1;
+        }
+        i += 1;
+    }
+    assert!(n == N, "column length");
+    out
 }
 
 /// Whether `table` is strictly ascending by dword (sorted, no duplicates) and inside the SH window.
