@@ -93,7 +93,8 @@ fn the_registries_hold_one_sealed_fixture_per_architecture_with_its_admission() 
     let fixtures = registry();
     let admissions: Value =
         serde_json::from_str(&std::fs::read_to_string(repo_file("registry/admissions.json")).unwrap()).unwrap();
-    let archs = ["gfx1030", "gfx1100", "gfx1151", "gfx1200", "gfx1201"];
+    // One per target of the target table.
+    let archs = pm4_encoding::Target::ALL.map(pm4_encoding::Target::name);
     let fixtures = fixtures["fixtures"].as_array().unwrap();
     let admissions = admissions["admissions"].as_array().unwrap();
     // The engine's KV-cache layout scheme (it does not depend on the sizes).
