@@ -23,7 +23,7 @@ use crate::regs::{self, RegisterInfo};
 pub enum Family {
     /// GFX10.3 (RDNA2): gfx1030.
     Gfx10_3,
-    /// GFX11 / GFX11.5 (RDNA3, RDNA3.5): gfx1100, gfx1151.
+    /// GFX11 / GFX11.5 (RDNA3, RDNA3.5): gfx1100, gfx1150, gfx1151.
     Gfx11,
     /// GFX12 / GC 12.0 (RDNA4): gfx1200, gfx1201.
     Gfx12,
@@ -181,6 +181,8 @@ pub enum Target {
     Gfx1030,
     /// Navi31 class, GFX11.
     Gfx1100,
+    /// Strix Point class, GFX11.5.
+    Gfx1150,
     /// Strix Halo class, GFX11.5.
     Gfx1151,
     /// Navi44 class, GFX12.
@@ -222,7 +224,7 @@ pub struct TargetFacts {
 }
 
 /// The target table, in [`Target`] order (checked at compile time).
-pub const TARGETS: [TargetFacts; 5] = [
+pub const TARGETS: [TargetFacts; 6] = [
     TargetFacts {
         target: Target::Gfx1030,
         name: "gfx1030",
@@ -237,6 +239,14 @@ pub const TARGETS: [TargetFacts; 5] = [
         family: Family::Gfx11,
         mach: 0x041,
         pci_device_id: 0x744c,
+        wave_sizes: RDNA_WAVES,
+    },
+    TargetFacts {
+        target: Target::Gfx1150,
+        name: "gfx1150",
+        family: Family::Gfx11,
+        mach: 0x043,
+        pci_device_id: 0x150e,
         wave_sizes: RDNA_WAVES,
     },
     TargetFacts {
