@@ -49,6 +49,7 @@ use pm4_encoding::Target;
 pub use tape_core::AllocationId;
 
 mod kernel_table;
+pub mod memory;
 
 pub use kernel_table::{KernelSlot, KernelTable};
 

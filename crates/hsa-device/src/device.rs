@@ -247,8 +247,7 @@ impl Device for HsaDevice {
         self.memory.check_room()?;
         let placed = self.code.load(&self.hsa, self.agent, self.target, bytes, &self.kernels)?;
         let allocation = self.memory.insert(placed.load_va, placed.span, Kind::Code, core::ptr::null_mut());
-        let loaded =
-            self.kernels.insert(&placed.code_object, allocation, placed.load_va, placed.sha256, &self.registry);
+        let loaded = self.kernels.insert(&placed.code_object, allocation, placed.load_va, placed.sha256);
         Ok(loaded.clone())
     }
 

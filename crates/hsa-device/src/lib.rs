@@ -17,7 +17,7 @@
 //!   `hsa_executable_load_agent_code_object`, `hsa_executable_freeze`; each kernel's `name.kd`
 //!   symbol gives `KERNEL_OBJECT` (the descriptor VA). The load base is the descriptor VA minus
 //!   the descriptor's ELF address; `kernarg-abi`'s reading of the same bytes, at that base, fills
-//!   the [`KernelTable`] with the `kernels` registry's entries.
+//!   the [`KernelTable`].
 //! - **Ordinary launches.** Asynchronous and in order, like a HIP stream (see the `launch`
 //!   module): a kernarg ring, one queue, one completion signal counting the launches in flight.
 //!   [`Device::finish`] waits for them; [`Device::read`] and [`Device::write`] finish first. A
@@ -56,7 +56,6 @@ use std::sync::Arc;
 use hal::Device;
 use hal::{BackendError, DeviceStats, Injection, KernelTable, LaunchError, Lifetime, QueueHandle};
 use hsa_sys::{Agent, Hsa, HsaStatus, Signal, SystemInfo};
-use kernels::registry::Registry;
 use pm4_encoding::Target;
 
 pub use code::{CODE_OBJECT_BYTES_MAX, CODE_OBJECTS_MAX, LDS_BYTES_MAX};
@@ -141,7 +140,6 @@ pub struct HsaDevice {
     memory: Memory,
     code: code::Executables,
     kernels: KernelTable,
-    registry: Registry,
     queues: BTreeMap<QueueHandle, UserQueue>,
     /// GPU agents the runtime reported at open.
     gpus_visible: u32,
@@ -220,7 +218,6 @@ impl HsaDevice {
             memory: Memory::default(),
             code: code::Executables::default(),
             kernels: KernelTable::new(),
-            registry: Registry::builtin(),
             queues: BTreeMap::new(),
             next_queue: NonZeroU32::MIN,
             signals: BTreeSet::new(),

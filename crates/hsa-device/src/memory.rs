@@ -9,16 +9,15 @@
 //! - Loaded code ([`Kind::Code`]): the runtime's, read and written like device memory, never
 //!   freed by the caller.
 //!
-//! Every access is checked by one lookup, [`Memory::locate`] (`kernels::memory::locate` over the
+//! Every access is checked by one lookup, [`Memory::locate`] (`hal::memory::locate` over the
 //! table).
 
 use core::ffi::c_void;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use hal::{AllocateError, BackendError, DeviceAllocation, FreeError};
+use hal::{AllocateError, BackendError, DeviceAllocation, FaultReason, FreeError, MemoryFault};
 use hsa_sys::{Agent, AmdMemoryPool, Hsa};
-use kernels::memory::{FaultReason, MemoryFault};
 use tape_core::AllocationId;
 
 use super::discover::check;
@@ -96,7 +95,7 @@ impl Memory {
     /// The allocation holding all of `[va, va + len)` and the offset of `va` in it: the one range
     /// check of every access.
     pub(super) fn locate(&self, va: u64, len: usize) -> Result<(&Allocation, u64), MemoryFault> {
-        let (_, allocation, offset) = kernels::memory::locate_entry(&self.table, |a| a.size, va, len)?;
+        let (_, allocation, offset) = hal::memory::locate_entry(&self.table, |a| a.size, va, len)?;
         // CAST: a usize offset is at most 64 bits on every supported host.
         Ok((allocation, offset as u64))
     }

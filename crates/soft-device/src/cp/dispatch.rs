@@ -18,8 +18,9 @@ use pm4_encoding::regs::{self, RegisterInfo, SH_REG_BASE, SH_REG_END};
 
 use super::fault::CpFaultKind;
 use crate::exec::Dispatch;
+use crate::loader::SoftKernels;
 use crate::memory::SimMemory;
-use hal::{KernelSlot, KernelTable};
+use hal::KernelSlot;
 
 /// What writing one SH-window dword means, decided once per register file.
 #[derive(Clone, Copy, Debug)]
@@ -50,9 +51,8 @@ impl ShRegisters {
     pub(super) fn new(family: Family) -> Self {
         let compute = &family.facts().compute;
         let modelled = [compute.pgm_lo, compute.pgm_hi, compute.pgm_rsrc1, compute.pgm_rsrc2, compute.pgm_rsrc3];
-        let accepted = |dword: u32| {
-            modelled.iter().chain(&compute.num_thread).chain(&compute.user_data).any(|r| r.dword == dword)
-        };
+        let accepted =
+            |dword: u32| modelled.iter().chain(&compute.num_thread).chain(&compute.user_data).any(|r| r.dword == dword);
         let classes = (SH_REG_BASE..SH_REG_END)
             .map(|dword| match regs::lookup(family, dword) {
                 None => Class::Unknown,
@@ -110,7 +110,7 @@ pub use pm4_encoding::policy::dims_in_work_items;
 pub(super) fn decode(
     regs: &ShRegisters,
     memory: &SimMemory,
-    objects: &KernelTable,
+    objects: &SoftKernels,
     packet: &DispatchDirect,
 ) -> Result<DecodedDispatch, CpFaultKind> {
     let family = regs.family;
