@@ -38,7 +38,7 @@ pub enum Extent {
     /// The sum: a range that ends past a computed offset (a cache row at `pos * width`).
     Add(&'static Extent, &'static Extent),
     /// The quotient rounded down by a constant: a count of 32-element blocks or of element pairs.
-    /// A divisor of 0 makes the extent unresolvable ([`ResolveError::ExtentOverflow`]).
+    /// A divisor of 0 makes the extent unresolvable (`kernel_refs::effects::ResolveError::ExtentOverflow`).
     Div(&'static Extent, u64),
 }
 
