@@ -3,9 +3,9 @@
 //! and every value `get_row_q8_0` writes is its block's `q * d`.
 #![no_main]
 
-use kernels::cpu::{self, KernelError, Q8_0_BLOCK_BYTES, f16_to_f32};
-use kernels::launch::Launch;
-use kernels::memory::{DeviceMemory, HostMemory};
+use kernel_refs::cpu::{self, KernelError, Q8_0_BLOCK_BYTES, f16_to_f32};
+use kernel_refs::launch::Launch;
+use kernel_refs::memory::{DeviceMemory, HostMemory};
 use kernels::signature::{self, Signature};
 use libfuzzer_sys::fuzz_target;
 

@@ -129,7 +129,12 @@ pub fn code_objects_and_the_kernel_table<D: Device>(device: &mut D) {
     assert_eq!(slot.loaded.name, "fill");
     assert_eq!(slot.kernel.metadata.name, "fill");
     assert_eq!(table.by_entry(fill.entry_va).map(|s| s.loaded.kd_va), Some(fill.kd_va));
-    assert!(slot.registry.is_some(), "the built kernel has its registry entry");
+    // The table keeps the digest of the bytes loaded, by which a backend finds what runs the
+    // kernel (the soft device: its CPU reference in `kernel-refs`' registry).
+    let sha256 = table.objects()[0].sha256;
+    assert_eq!(Some(sha256), kernels::parse_sha256_hex(artifact.sha256), "the table keeps the code object's digest");
+    let registry = kernel_refs::registry::Registry::builtin();
+    assert!(registry.get(&sha256, &slot.loaded.name).is_some(), "the built kernel has its registry entry");
     assert_eq!(device.resolve(fill.kd_va).map(|(id, _)| id), Some(loaded.allocation.id));
 }
 

@@ -214,13 +214,13 @@ pub fn export(
     let mut cursor = options.va_base;
     for (i, launch) in tape.launches().iter().enumerate() {
         let wanted = launch.artifact.code_object_sha256;
-        if objects.iter().any(|(a, _)| kernels::registry::parse_sha256_hex(a.sha256) == Some(wanted)) {
+        if objects.iter().any(|(a, _)| kernels::parse_sha256_hex(a.sha256) == Some(wanted)) {
             continue;
         }
         let prefix = format!("{target}/");
         let artifact = kernels::artifacts()
             .iter()
-            .find(|a| a.path.starts_with(&prefix) && kernels::registry::parse_sha256_hex(a.sha256) == Some(wanted))
+            .find(|a| a.path.starts_with(&prefix) && kernels::parse_sha256_hex(a.sha256) == Some(wanted))
             .ok_or_else(|| {
                 ExportError::Tape(format!(
                     "launch {i} ({}): its code object (sha256 {}) is not one of the built {target} code objects",

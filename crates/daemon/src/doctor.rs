@@ -69,6 +69,7 @@ pub fn report() -> Value {
 fn hsa_report() -> (Value, Vec<Value>) {
     match hsa_sys::Hsa::load() {
         Ok(hsa) => {
+            let hsa = std::sync::Arc::new(hsa);
             let probe = hsa_device::probe(&hsa);
             let agents = probe
                 .agents

@@ -1,11 +1,11 @@
 //! The kernel table: every loaded code object of a device and its kernels, by descriptor VA and
-//! by entry VA, with what `kernarg-abi` read of each (metadata, descriptor) and its entry in the
-//! `kernels` registry. The lowering reads descriptors from it; a backend fills it as it loads.
+//! by entry VA, with what `kernarg-abi` read of each (metadata, descriptor). The lowering reads
+//! descriptors from it; a backend fills it as it loads. What a backend needs beyond that to run a
+//! kernel (the soft device: its CPU reference) the backend keeps itself, by descriptor VA.
 
 use std::collections::BTreeMap;
 
 use kernarg_abi::{CodeObject, Kernel, TargetId};
-use kernels::registry::{KernelEntry, Registry};
 
 use crate::{DeviceAllocation, LoadedCodeObject, LoadedKernel};
 
@@ -18,8 +18,6 @@ pub struct KernelSlot {
     pub kernel: Kernel,
     /// The target its code object was built for (what `kernarg_abi::verdict` judges it against).
     pub target: TargetId,
-    /// The registry entry (CPU reference and effects), when the kernel has one.
-    pub registry: Option<KernelEntry>,
 }
 
 /// The code objects loaded into one device and their kernels.
@@ -49,26 +47,19 @@ impl KernelTable {
     }
 
     /// Enters `code_object`, whose ELF virtual address 0 was placed at `load_va` inside
-    /// `allocation`, with the SHA-256 of the bytes the device was given. Kernels are looked up in
-    /// `registry` by (that digest, name). Returns the entry.
+    /// `allocation`, with the SHA-256 of the bytes the device was given. Returns the entry.
     pub fn insert(
         &mut self,
         code_object: &CodeObject,
         allocation: DeviceAllocation,
         load_va: u64,
         sha256: [u8; 32],
-        registry: &Registry,
     ) -> &LoadedCodeObject {
         let mut loaded = Vec::with_capacity(code_object.kernels.len());
         for kernel in &code_object.kernels {
             let placed = LoadedKernel::placed(kernel, load_va);
             let (kd_va, entry_va) = (placed.kd_va, placed.entry_va);
-            let slot = KernelSlot {
-                loaded: placed,
-                kernel: kernel.clone(),
-                target: code_object.target,
-                registry: registry.get(&sha256, &kernel.metadata.name).copied(),
-            };
+            let slot = KernelSlot { loaded: placed, kernel: kernel.clone(), target: code_object.target };
             loaded.push(slot.loaded.clone());
             self.kd_by_entry.insert(entry_va, kd_va);
             self.by_kd.insert(kd_va, slot);

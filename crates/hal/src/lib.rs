@@ -1,6 +1,9 @@
 //! Redline's device HAL: the [`Device`] trait, its handles, the kernel table and the
-//! backend-neutral errors. It is the only thing the route (lowering, plans, controller, model)
-//! knows of a GPU; every backend (the soft device, the HSA backend) implements it below.
+//! backend-neutral errors ([`MemoryFault`] with the range check that produces it,
+//! [`memory::locate`]). It is the only thing the route (lowering, plans, controller, model)
+//! knows of a GPU; every backend (the soft device, the HSA backend) implements it below. It
+//! knows devices, memory, queues, packets, code objects and errors, and nothing of the kernels
+//! a device runs or how a backend runs them (no kernel catalogue, no CPU references).
 //!
 //! # What a device is
 //! A device owns a GPU virtual address space. Device memory is named by its virtual address
@@ -49,6 +52,7 @@ use pm4_encoding::Target;
 pub use tape_core::AllocationId;
 
 mod kernel_table;
+pub mod memory;
 
 pub use kernel_table::{KernelSlot, KernelTable};
 

@@ -1,25 +1,25 @@
 //! [`Device`] and [`FaultInjection`] for [`HsaDevice`].
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use aql_packets::{
     Dimensions, KernelDispatch, KernelDispatchError, PACKET_SIZE, PacketControl, RingSize, SignalCondition,
 };
 use hal::{
-    AllocateError, BackendError, Device, DeviceAllocation, DeviceStats, FaultInjection, FreeError, Injection,
-    KernelTable, LaunchError, LaunchRequest, Lifetime, LoadError, LoadedCodeObject, QueueError, QueueFault,
-    QueueHandle, QueueProgress, SignalError, SignalHandle, Submission, TransferError, WaitError,
+    AllocateError, BackendError, Device, DeviceAllocation, DeviceStats, FaultInjection, FaultReason, FreeError,
+    Injection, KernelTable, LaunchError, LaunchRequest, Lifetime, LoadError, LoadedCodeObject, MemoryFault, QueueError,
+    QueueFault, QueueHandle, QueueProgress, SignalError, SignalHandle, Submission, TransferError, WaitError,
 };
-use hsa_sys::{Hsa, HsaStatus, RedlineInjection, Signal};
+use hsa_sys::{HsaStatus, RedlineInjection};
 use pm4_encoding::Target;
 use tape_core::AllocationId;
 
 use super::discover::{check, runtime_status};
 use super::launch::LaunchPath;
-use super::memory::{self, Kind};
+use super::memory::{self, Backing, Kind};
 use super::queue::{self, HsaQueue, WaitEnd};
-use super::{HsaDevice, UserQueue, create_signal};
+use super::{HsaDevice, UserQueue, staging};
+use crate::ffi::{DeviceBlock, DeviceRange, HostBlock, Signal, Staging};
 
 impl HsaDevice {
     /// Allocates `size` zeroed bytes of `kind` from its pool.
@@ -31,32 +31,35 @@ impl HsaDevice {
             return Err(AllocateError::TooLarge { size, limit: Self::ALLOCATION_BYTES_MAX });
         }
         self.memory.check_room()?;
-        let pool = match kind {
-            Kind::Device | Kind::Code => self.pools.coarse,
-            Kind::Kernarg => self.pools.kernarg,
-            Kind::Ib => self.pools.fine,
+        let (runtime, agent) = (&self.runtime, self.agent);
+        let backing = match kind {
+            Kind::Kernarg | Kind::Ib => {
+                let pool = if kind == Kind::Kernarg { self.pools.kernarg } else { self.pools.fine };
+                let mut block = HostBlock::allocate(runtime, pool, size, agent)?;
+                block.zero();
+                Backing::Host(block)
+            }
+            Kind::Device | Kind::Code => {
+                let block = DeviceBlock::allocate(runtime, self.pools.coarse, size, agent)?;
+                if let Err(error) = staging(&mut self.staging).zero_device(block.whole()) {
+                    // Allocated above, named by nothing.
+                    let _ = block.free();
+                    return Err(error.into());
+                }
+                Backing::Device(block)
+            }
         };
-        let hsa = Arc::clone(&self.hsa);
-        let ptr = memory::pool_allocate(&hsa, pool, size, self.agent)?;
-        // CAST: a usize address is at most 64 bits on every supported host.
-        let va = ptr.expose_provenance() as u64;
-        if kind.is_host_visible() {
-            // SAFETY: `ptr` is a fresh host-visible allocation of `size` bytes.
-            unsafe { memory::host_zero(ptr, size) };
-        } else if let Err(error) = self.staging().zero(&hsa, va, size) {
-            // SAFETY: allocated above, named by nothing.
-            let _ = unsafe { memory::pool_free(&self.hsa, ptr) };
-            return Err(error.into());
-        }
-        Ok(self.memory.insert(va, size, kind, ptr))
+        let va = match &backing {
+            Backing::Host(block) => block.va(),
+            Backing::Device(block) => block.va(),
+            Backing::Code => 0,
+        };
+        Ok(self.memory.insert(va, size, kind, backing))
     }
 
     /// Calls the runtime's fault-injection extension.
     fn arm_in_runtime(&self, kind: RedlineInjection, object: u64) -> Result<(), BackendError> {
-        let inject = self.hsa.extensions().redline_soft_hsa_inject.ok_or(INJECTION_UNSUPPORTED)?;
-        // SAFETY: the soft HSA runtime's extension, resolved with its prototype; it only compares
-        // `object` with its tables.
-        check("redline_soft_hsa_inject", unsafe { inject(kind.0, object) })
+        check("redline_soft_hsa_inject", self.runtime.inject(kind, object).ok_or(INJECTION_UNSUPPORTED)?)
     }
 
     /// Removes and returns the oldest armed injection among `kinds`.
@@ -66,12 +69,9 @@ impl HsaDevice {
     }
 
     /// The first fault of a caller queue that no wait has reported yet; it counts as reported.
-    fn unreported_fault(
-        hsa: &Hsa,
-        queues: &mut std::collections::BTreeMap<QueueHandle, UserQueue>,
-    ) -> Option<QueueFault> {
+    fn unreported_fault(queues: &mut std::collections::BTreeMap<QueueHandle, UserQueue>) -> Option<QueueFault> {
         queues.values_mut().filter(|q| !q.fault_reported).find_map(|q| {
-            let fault = q.queue.fault(hsa)?;
+            let fault = q.queue.fault()?;
             q.fault_reported = true;
             Some(fault)
         })
@@ -81,12 +81,8 @@ impl HsaDevice {
         self.queues.get_mut(&queue).ok_or(QueueError::UnknownQueue { queue })
     }
 
-    fn known_signal(&self, signal: SignalHandle) -> Result<Signal, SignalError> {
-        if self.signals.contains(&signal.get()) {
-            Ok(Signal { handle: signal.get() })
-        } else {
-            Err(SignalError::Unknown { handle: signal.get() })
-        }
+    fn known_signal(&self, signal: SignalHandle) -> Result<&Signal, SignalError> {
+        self.signals.get(&signal.get()).ok_or(SignalError::Unknown { handle: signal.get() })
     }
 
     /// The dispatch HIP would publish for `request` (its kernarg address and completion signal
@@ -132,7 +128,7 @@ impl FaultInjection for HsaDevice {
     /// names (an IB allocation, a caller queue's doorbell), where the runtime is told. Injections
     /// fire in the order they were armed; [`Device::reset`] disarms them.
     fn inject(&mut self, fault: Injection) -> Result<(), BackendError> {
-        if self.hsa.extensions().redline_soft_hsa_inject.is_none() {
+        if self.runtime.hsa().extensions().redline_soft_hsa_inject.is_none() {
             return Err(INJECTION_UNSUPPORTED);
         }
         self.injections.push(fault);
@@ -177,7 +173,7 @@ impl Device for HsaDevice {
         if self.take_injection(&[Injection::IbAllocation]).is_none() {
             return self.allocate_kind(size, Kind::Ib);
         }
-        self.arm_in_runtime(RedlineInjection::ALLOCATION, self.pools.fine.handle)?;
+        self.arm_in_runtime(RedlineInjection::ALLOCATION, self.pools.fine.pool().handle)?;
         match self.allocate_kind(size, Kind::Ib) {
             Err(AllocateError::Backend(BackendError::Call { call: "hsa_amd_memory_pool_allocate", status }))
                 if status.value == i64::from(HsaStatus::ERROR_OUT_OF_RESOURCES.0) =>
@@ -189,10 +185,8 @@ impl Device for HsaDevice {
     }
 
     fn free(&mut self, allocation: DeviceAllocation) -> Result<(), FreeError> {
-        let ptr = self.memory.remove(allocation)?;
-        // SAFETY: a live pool allocation of this device, removed from the table; the caller
-        // frees only memory no packet in flight names (the HAL's contract).
-        unsafe { memory::pool_free(&self.hsa, ptr) }?;
+        // The caller frees only memory no packet in flight names (the HAL's contract).
+        self.memory.remove(allocation)?.free()?;
         self.lifetime.frees += 1;
         Ok(())
     }
@@ -202,16 +196,20 @@ impl Device for HsaDevice {
         if data.is_empty() {
             return Ok(());
         }
-        let (allocation, offset) = self.memory.locate(va, data.len()).map(|(a, o)| (*a, o))?;
-        if allocation.kind.is_host_visible() {
-            memory::host_write(&allocation, offset, data);
-            return Ok(());
-        }
-        let hsa = Arc::clone(&self.hsa);
-        for (index, chunk) in data.chunks(Self::STAGING_BYTES).enumerate() {
-            // CAST: chunk offsets stay inside the located range, below 2^64.
-            let at = va + (index * Self::STAGING_BYTES) as u64;
-            self.staging().write(&hsa, at, chunk)?;
+        let Self { memory, staging: staging_buffer, code, .. } = self;
+        let (allocation, offset) = memory.locate_mut(va, data.len())?;
+        let range = match &mut allocation.backing {
+            Backing::Host(block) => {
+                block.write(offset, data);
+                return Ok(());
+            }
+            Backing::Device(block) => block.range(offset, data.len()),
+            Backing::Code => code.range(va, data.len()),
+        };
+        let range = range.ok_or_else(|| unreachable_range(va, data.len()))?;
+        let staging = staging(staging_buffer);
+        for (index, chunk) in data.chunks(Staging::BYTES).enumerate() {
+            staging.copy_to_device(piece(range, index, chunk.len())?, chunk)?;
         }
         Ok(())
     }
@@ -221,16 +219,21 @@ impl Device for HsaDevice {
         if out.is_empty() {
             return Ok(());
         }
-        let (allocation, offset) = self.memory.locate(va, out.len()).map(|(a, o)| (*a, o))?;
-        if allocation.kind.is_host_visible() {
-            memory::host_read(&allocation, offset, out);
-            return Ok(());
-        }
-        let hsa = Arc::clone(&self.hsa);
-        for (index, chunk) in out.chunks_mut(Self::STAGING_BYTES).enumerate() {
-            // CAST: as in `write`.
-            let at = va + (index * Self::STAGING_BYTES) as u64;
-            self.staging().read(&hsa, at, chunk)?;
+        let Self { memory, staging: staging_buffer, code, .. } = self;
+        let (allocation, offset) = memory.locate(va, out.len())?;
+        let range = match &allocation.backing {
+            Backing::Host(block) => {
+                block.read(offset, out);
+                return Ok(());
+            }
+            Backing::Device(block) => block.range(offset, out.len()),
+            Backing::Code => code.range(va, out.len()),
+        };
+        let range = range.ok_or_else(|| unreachable_range(va, out.len()))?;
+        let staging = staging(staging_buffer);
+        for (index, chunk) in out.chunks_mut(Staging::BYTES).enumerate() {
+            let len = chunk.len();
+            staging.copy_from_device(piece(range, index, len)?, chunk)?;
         }
         Ok(())
     }
@@ -245,10 +248,9 @@ impl Device for HsaDevice {
 
     fn load_code_object(&mut self, bytes: &[u8]) -> Result<LoadedCodeObject, LoadError> {
         self.memory.check_room()?;
-        let placed = self.code.load(&self.hsa, self.agent, self.target, bytes, &self.kernels)?;
-        let allocation = self.memory.insert(placed.load_va, placed.span, Kind::Code, core::ptr::null_mut());
-        let loaded =
-            self.kernels.insert(&placed.code_object, allocation, placed.load_va, placed.sha256, &self.registry);
+        let placed = self.code.load(&self.runtime, self.agent, self.target, bytes, &self.kernels)?;
+        let allocation = self.memory.insert(placed.load_va, placed.span, Kind::Code, Backing::Code);
+        let loaded = self.kernels.insert(&placed.code_object, allocation, placed.load_va, placed.sha256);
         Ok(loaded.clone())
     }
 
@@ -257,15 +259,14 @@ impl Device for HsaDevice {
             return Err(fault.clone());
         }
         let dispatch = self.launch_dispatch(request)?;
-        let hsa = Arc::clone(&self.hsa);
         if self.launch.is_none() {
-            self.launch = Some(LaunchPath::create(&hsa, self.agent, self.pools.kernarg)?);
+            self.launch = Some(LaunchPath::create(&self.runtime, self.agent, self.pools.kernarg)?);
         }
         // PANIC: set just above when it was empty.
         let path = self.launch.as_mut().expect("the launch path exists");
-        let published = match path.fault(&hsa) {
+        let published = match path.fault() {
             Some(fault) => Err(fault),
-            None => path.publish(&hsa, self.timestamp_hz, dispatch, request.kernarg),
+            None => path.publish(self.timestamp_hz, dispatch, request.kernarg),
         };
         if let Err(error) = published {
             self.fail_launch_path(error.clone());
@@ -280,9 +281,8 @@ impl Device for HsaDevice {
         if self.unwaited > 0 {
             self.unwaited = 0;
             self.stats.waits += 1;
-            let hsa = Arc::clone(&self.hsa);
             if let Some(path) = self.launch.as_mut()
-                && let Err(error) = path.wait_all(&hsa, self.timestamp_hz)
+                && let Err(error) = path.wait_all(self.timestamp_hz)
             {
                 self.fail_launch_path(error);
             }
@@ -312,7 +312,7 @@ impl Device for HsaDevice {
         }
         // A ring below the agent's minimum is made at the minimum; `Full` still counts the
         // caller's slots.
-        let queue = HsaQueue::create(&self.hsa, self.agent, slots.slots().max(min))?;
+        let queue = HsaQueue::create(&self.runtime, self.agent, slots.slots().max(min))?;
         let handle = QueueHandle(self.next_queue);
         // Handles are not reused; 2^32 queue creations are out of reach.
         self.next_queue = self.next_queue.saturating_add(1);
@@ -322,20 +322,18 @@ impl Device for HsaDevice {
 
     fn destroy_queue(&mut self, queue: QueueHandle) -> Result<(), QueueError> {
         let user = self.queues.remove(&queue).ok_or(QueueError::UnknownQueue { queue })?;
-        user.queue.destroy(&self.hsa);
+        user.queue.destroy();
         Ok(())
     }
 
     fn write_packet(&mut self, queue: QueueHandle, packet: &[u8; PACKET_SIZE]) -> Result<u64, QueueError> {
-        let hsa = Arc::clone(&self.hsa);
         let user = self.user_queue(queue)?;
-        user.queue.write_packet(&hsa, packet, user.slots)
+        user.queue.write_packet(packet, user.slots)
     }
 
     fn ring_doorbell(&mut self, queue: QueueHandle) -> Result<Submission, QueueError> {
-        let hsa = Arc::clone(&self.hsa);
         // An inactive queue's doorbell fails and leaves an armed injection for the next one.
-        self.user_queue(queue)?.queue.check_fault(&hsa)?;
+        self.user_queue(queue)?.queue.check_fault()?;
         if let Some(injection) = self.take_injection(&[Injection::QueueFault, Injection::Hang]) {
             let kind =
                 if injection == Injection::Hang { RedlineInjection::QUEUE_HANG } else { RedlineInjection::QUEUE_FAULT };
@@ -343,51 +341,45 @@ impl Device for HsaDevice {
             self.arm_in_runtime(kind, address)?;
         }
         let user = self.user_queue(queue)?;
-        let end = user.queue.ring_doorbell(&hsa)?;
+        let end = user.queue.ring_doorbell()?;
         let submission = Submission { first: user.released, end };
         user.released = end;
         Ok(submission)
     }
 
     fn queue_progress(&mut self, queue: QueueHandle) -> Result<QueueProgress, QueueError> {
-        let hsa = Arc::clone(&self.hsa);
         let user = self.user_queue(queue)?;
-        user.queue.check_fault(&hsa)?;
-        Ok(user.queue.progress(&hsa))
+        user.queue.check_fault()?;
+        Ok(user.queue.progress())
     }
 
     fn create_signal(&mut self, initial: i64) -> Result<SignalHandle, SignalError> {
         if self.signals.len() >= Self::SIGNALS_MAX {
             return Err(SignalError::TooMany { limit: Self::SIGNALS_MAX });
         }
-        let signal = create_signal(&self.hsa, initial)?;
-        let Some(handle) = SignalHandle::from_raw(signal.handle) else {
+        let signal = Signal::create(&self.runtime, initial)?;
+        let Some(handle) = SignalHandle::from_raw(signal.handle()) else {
+            // Named by nothing yet.
+            let _ = signal.destroy();
             let status = runtime_status(HsaStatus::ERROR_INVALID_SIGNAL);
             return Err(BackendError::Call { call: "hsa_signal_create", status }.into());
         };
-        self.signals.insert(signal.handle);
+        self.signals.insert(signal.handle(), signal);
         Ok(handle)
     }
 
     fn destroy_signal(&mut self, signal: SignalHandle) -> Result<(), SignalError> {
-        let raw = self.known_signal(signal)?;
-        self.signals.remove(&signal.get());
-        // SAFETY: a live signal of this device, removed from the table.
-        let status = unsafe { (self.hsa.fns().hsa_signal_destroy)(raw) };
-        check("hsa_signal_destroy", status)?;
+        let live = self.signals.remove(&signal.get()).ok_or(SignalError::Unknown { handle: signal.get() })?;
+        live.destroy()?;
         Ok(())
     }
 
     fn signal_value(&self, signal: SignalHandle) -> Result<i64, SignalError> {
-        let raw = self.known_signal(signal)?;
-        // SAFETY: a live signal of this device.
-        Ok(unsafe { (self.hsa.fns().hsa_signal_load_scacquire)(raw) })
+        Ok(self.known_signal(signal)?.load_acquire())
     }
 
     fn store_signal(&mut self, signal: SignalHandle, value: i64) -> Result<(), SignalError> {
-        let raw = self.known_signal(signal)?;
-        // SAFETY: a live signal of this device.
-        unsafe { (self.hsa.fns().hsa_signal_store_relaxed)(raw, value) };
+        self.known_signal(signal)?.store_relaxed(value);
         Ok(())
     }
 
@@ -398,14 +390,29 @@ impl Device for HsaDevice {
         compare: i64,
         timeout: Duration,
     ) -> Result<i64, WaitError> {
-        let raw = self.known_signal(signal)?;
-        let hsa = Arc::clone(&self.hsa);
-        let queues = &mut self.queues;
-        let stop = || Self::unreported_fault(&hsa, queues);
-        match queue::wait(&hsa, raw, (condition, compare), timeout, self.timestamp_hz, stop) {
+        let Self { signals, queues, timestamp_hz, .. } = self;
+        let live = signals.get(&signal.get()).ok_or(SignalError::Unknown { handle: signal.get() })?;
+        let stop = || Self::unreported_fault(queues);
+        match queue::wait(live, (condition, compare), timeout, *timestamp_hz, stop) {
             Ok(value) => Ok(value),
             Err(WaitEnd::Stopped(fault)) => Err(WaitError::Fault { signal, fault: Box::new(fault) }),
             Err(WaitEnd::Timeout(value)) => Err(WaitError::Timeout { signal, value, condition, compare, timeout }),
         }
     }
+}
+
+/// The piece `index` (of [`Staging::BYTES`] each) of `range`, `len` bytes long.
+fn piece<'a>(range: DeviceRange<'a>, index: usize, len: usize) -> Result<DeviceRange<'a>, TransferError> {
+    index.checked_mul(Staging::BYTES).and_then(|offset| range.sub(offset, len)).ok_or_else(|| unreachable_range(0, len))
+}
+
+/// A located range the device cannot name for the runtime: it lies in the allocation table but
+/// in no block or image (the table and its backings disagree). Reported as unmapped, never
+/// copied.
+fn unreachable_range(va: u64, len: usize) -> TransferError {
+    TransferError::Fault(MemoryFault {
+        address: va,
+        len: u64::try_from(len).unwrap_or(u64::MAX),
+        reason: FaultReason::Unmapped,
+    })
 }

@@ -17,14 +17,11 @@
 //! first retained submission. The other direction needs no call: the plan's completion signal is
 //! waited on before HIP runs again.
 
-use std::ffi::CString;
 use std::sync::Arc;
 
-use hip_sys::{
-    HIP_LAUNCH_PARAM_BUFFER_POINTER, HIP_LAUNCH_PARAM_BUFFER_SIZE, HIP_LAUNCH_PARAM_END, Hip, HipError, HipFunction,
-    HipModule, HipStream,
-};
+use hip_sys::{Hip, HipError};
 
+use crate::ffi::hip::{self as raw, HipFunction, HipModule, HipStream};
 use hal::{BackendError, RuntimeStatus};
 
 /// A HIP error as the HAL's backend-neutral [`RuntimeStatus`] (named from `hip-sys`'s
@@ -35,7 +32,7 @@ pub fn runtime_status(error: HipError) -> RuntimeStatus {
 }
 
 /// The status of a HIP call as a [`BackendError`] naming the call.
-fn check(call: &'static str, error: HipError) -> Result<(), BackendError> {
+pub(crate) fn check(call: &'static str, error: HipError) -> Result<(), BackendError> {
     if error.is_success() { Ok(()) } else { Err(BackendError::Call { call, status: runtime_status(error) }) }
 }
 
@@ -50,15 +47,16 @@ pub fn unsupported(operation: &'static str) -> BackendError {
 pub struct HipDevice {
     hip: Arc<Hip>,
     device: i32,
-    // INVARIANT: a stream `hipStreamCreate` returned, destroyed only in `Drop`.
-    stream: HipStream,
+    // Declared before `stream`: the modules are unloaded (dropped) before the stream is
+    // destroyed.
     modules: Vec<HipModule>,
+    stream: HipStream,
 }
 
-/// A kernel of a module loaded by [`HipDevice::load_module`].
+/// A kernel of a module loaded by [`HipDevice::load_module`]; [`HipDevice::launch`] runs it only
+/// on the device that loaded it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HipKernel {
-    // INVARIANT: a function of a module of the device it came from, valid until that device drops.
     function: HipFunction,
 }
 
@@ -73,12 +71,9 @@ impl HipDevice {
     /// `hipErrorInvalidDevice (101)` on a machine without a GPU).
     pub fn open(hip: Arc<Hip>, device: i32) -> Result<Self, BackendError> {
         check("hipInit", hip.init())?;
-        // SAFETY: `hipSetDevice` takes any ordinal and reports a bad one as an error.
-        check("hipSetDevice", unsafe { (hip.fns().hip_set_device)(device) })?;
-        let mut stream: HipStream = core::ptr::null_mut();
-        // SAFETY: `stream` is a valid out-pointer.
-        check("hipStreamCreate", unsafe { (hip.fns().hip_stream_create)(&raw mut stream) })?;
-        Ok(Self { hip, device, stream, modules: Vec::new() })
+        raw::set_device(&hip, device)?;
+        let stream = HipStream::create(&hip)?;
+        Ok(Self { hip, device, modules: Vec::new(), stream })
     }
 
     /// The device ordinal.
@@ -92,10 +87,7 @@ impl HipDevice {
     /// # Errors
     /// [`BackendError::Call`] naming `hipMalloc`.
     pub fn malloc(&mut self, size: usize) -> Result<u64, BackendError> {
-        let mut ptr: *mut core::ffi::c_void = core::ptr::null_mut();
-        // SAFETY: `ptr` is a valid out-pointer.
-        check("hipMalloc", unsafe { (self.hip.fns().hip_malloc)(&raw mut ptr, size) })?;
-        Ok(ptr.expose_provenance() as u64)
+        raw::malloc(&self.hip, size)
     }
 
     /// `hipFree` of an address [`HipDevice::malloc`] returned.
@@ -103,9 +95,7 @@ impl HipDevice {
     /// # Errors
     /// [`BackendError::Call`] naming `hipFree` (for an address HIP does not know).
     pub fn free(&mut self, va: u64) -> Result<(), BackendError> {
-        let ptr = device_ptr(va);
-        // SAFETY: HIP validates the pointer and reports an unknown one as an error.
-        check("hipFree", unsafe { (self.hip.fns().hip_free)(ptr) })
+        raw::free(&self.hip, va)
     }
 
     /// `hipMemcpyHtoD` of `data` to `va`.
@@ -113,10 +103,7 @@ impl HipDevice {
     /// # Errors
     /// [`BackendError::Call`] naming `hipMemcpyHtoD`.
     pub fn write(&mut self, va: u64, data: &[u8]) -> Result<(), BackendError> {
-        // SAFETY: `data` is readable for its length; HIP validates the device range.
-        let error =
-            unsafe { (self.hip.fns().hip_memcpy_htod)(device_ptr(va), data.as_ptr().cast_mut().cast(), data.len()) };
-        check("hipMemcpyHtoD", error)
+        raw::memcpy_htod(&self.hip, va, data)
     }
 
     /// `hipMemcpyDtoH` from `va` into `out`.
@@ -124,9 +111,7 @@ impl HipDevice {
     /// # Errors
     /// [`BackendError::Call`] naming `hipMemcpyDtoH`.
     pub fn read(&mut self, va: u64, out: &mut [u8]) -> Result<(), BackendError> {
-        // SAFETY: `out` is writable for its length; HIP validates the device range.
-        let error = unsafe { (self.hip.fns().hip_memcpy_dtoh)(out.as_mut_ptr().cast(), device_ptr(va), out.len()) };
-        check("hipMemcpyDtoH", error)
+        raw::memcpy_dtoh(&self.hip, va, out)
     }
 
     /// `hipModuleLoadData` of a code object, then `hipModuleGetFunction` of each name.
@@ -134,24 +119,10 @@ impl HipDevice {
     /// # Errors
     /// [`BackendError::Call`] naming the call that failed.
     pub fn load_module(&mut self, image: &[u8], names: &[&str]) -> Result<Vec<HipKernel>, BackendError> {
-        let mut module: HipModule = core::ptr::null_mut();
-        // SAFETY: `image` stays valid until the call returns (HIP copies it).
-        check("hipModuleLoadData", unsafe {
-            (self.hip.fns().hip_module_load_data)(&raw mut module, image.as_ptr().cast())
-        })?;
+        let module = HipModule::load(&self.hip, image)?;
+        let kernels = names.iter().map(|name| Ok(HipKernel { function: module.function(name)? })).collect();
         self.modules.push(module);
-        names
-            .iter()
-            .map(|name| {
-                let name = CString::new(*name).map_err(|_| unsupported("a kernel name with a NUL byte"))?;
-                let mut function: HipFunction = core::ptr::null_mut();
-                // SAFETY: a loaded module, a NUL-terminated name, a valid out-pointer.
-                let error =
-                    unsafe { (self.hip.fns().hip_module_get_function)(&raw mut function, module, name.as_ptr()) };
-                check("hipModuleGetFunction", error)?;
-                Ok(HipKernel { function })
-            })
-            .collect()
+        kernels
     }
 
     /// `hipModuleLaunchKernel` on the device's stream with the exact kernarg bytes.
@@ -177,34 +148,12 @@ impl HipDevice {
             });
         }
         let blocks = grid_blocks(grid_work_items, workgroup).ok_or_else(|| unsupported("a partial work-group"))?;
-        let mut buffer = kernarg.to_vec();
-        let mut size: usize = buffer.len();
-        let mut extra = [
-            HIP_LAUNCH_PARAM_BUFFER_POINTER,
-            buffer.as_mut_ptr().cast(),
-            HIP_LAUNCH_PARAM_BUFFER_SIZE,
-            (&raw mut size).cast(),
-            HIP_LAUNCH_PARAM_END,
-        ];
-        // SAFETY: `function` is a live kernel of this device (INVARIANT of `HipKernel`); `extra`
-        // is the documented buffer-pointer / size / end array, and `buffer` and `size` outlive
-        // the call, which copies the arguments before it returns.
-        let error = unsafe {
-            (self.hip.fns().hip_module_launch_kernel)(
-                kernel.function,
-                blocks[0],
-                blocks[1],
-                blocks[2],
-                u32::from(workgroup[0]),
-                u32::from(workgroup[1]),
-                u32::from(workgroup[2]),
-                dynamic_lds_bytes,
-                self.stream,
-                core::ptr::null_mut(),
-                extra.as_mut_ptr(),
-            )
-        };
-        check("hipModuleLaunchKernel", error)
+        let module = self
+            .modules
+            .iter()
+            .find(|m| m.id() == kernel.function.module())
+            .ok_or_else(|| unsupported("a kernel of another HIP device"))?;
+        self.stream.launch(module, kernel.function, blocks, workgroup, dynamic_lds_bytes, kernarg)
     }
 
     /// `hipStreamSynchronize` of the launch stream.
@@ -212,27 +161,13 @@ impl HipDevice {
     /// # Errors
     /// [`BackendError::Call`] naming `hipStreamSynchronize`.
     pub fn synchronize(&mut self) -> Result<(), BackendError> {
-        // SAFETY: INVARIANT of `stream`.
-        check("hipStreamSynchronize", unsafe { (self.hip.fns().hip_stream_synchronize)(self.stream) })
+        self.stream.synchronize()
     }
 
     /// The hand-off helper of this device.
     #[must_use]
     pub fn handoff(&mut self) -> Handoff<'_> {
         Handoff { device: self }
-    }
-}
-
-impl Drop for HipDevice {
-    fn drop(&mut self) {
-        // SAFETY: the stream and modules belong to this device and are used by nothing else now;
-        // neither call waits for queued work indefinitely beyond what HIP itself does.
-        unsafe {
-            for module in self.modules.drain(..) {
-                let _ = (self.hip.fns().hip_module_unload)(module);
-            }
-            let _ = (self.hip.fns().hip_stream_destroy)(self.stream);
-        }
     }
 }
 
@@ -252,14 +187,8 @@ impl Handoff<'_> {
     /// [`BackendError::Call`] naming the call that failed; the plan must not run then.
     pub fn to_hsa(self) -> Result<(), BackendError> {
         self.device.synchronize()?;
-        // SAFETY: no arguments; waits for the current device's work.
-        check("hipDeviceSynchronize", unsafe { (self.device.hip.fns().hip_device_synchronize)() })
+        raw::device_synchronize(&self.device.hip)
     }
-}
-
-/// A device address as the pointer HIP takes.
-fn device_ptr(va: u64) -> *mut core::ffi::c_void {
-    core::ptr::with_exposed_provenance_mut(usize::try_from(va).unwrap_or(0))
 }
 
 /// The grid in work-groups, when every dimension is a whole number of work-groups.

@@ -4,12 +4,10 @@
 //! Every attribute is queried on its own, so one the runtime refuses is an `Err` naming the call
 //! and its status while the others are still read.
 
-use core::ffi::{c_char, c_void};
-
 use hal::BackendError;
-use hsa_sys::{Agent, AgentInfo, AmdAgentInfo, Hsa, SystemInfo};
+use hsa_sys::Agent;
 
-use crate::discover::check;
+use crate::ffi::{AgentText, AgentU32, Runtime};
 
 /// Bytes of `HSA_AGENT_INFO_NAME`, `HSA_AGENT_INFO_VENDOR_NAME` and
 /// `HSA_AMD_AGENT_INFO_PRODUCT_NAME` (hsa.h: "an ASCII string of 64 chars").
@@ -45,73 +43,19 @@ pub struct AgentIdentity {
     pub software_runtime: bool,
 }
 
-/// Reads an attribute of `size_of::<T>()` bytes.
-fn plain<T: Default>(hsa: &Hsa, agent: Agent, attribute: u32) -> Result<T, BackendError> {
-    let mut value = T::default();
-    // SAFETY: callers pair each attribute with the plain integer type its header documentation
-    // names, so the runtime writes exactly `size_of::<T>()` bytes into `value`.
-    let status = unsafe { (hsa.fns().hsa_agent_get_info)(agent, AgentInfo(attribute), (&raw mut value).cast()) };
-    check("hsa_agent_get_info", status)?;
-    Ok(value)
-}
-
-/// Reads a fixed-size character attribute of `N` bytes, up to its first NUL.
-fn chars<const N: usize>(hsa: &Hsa, agent: Agent, attribute: u32) -> Result<String, BackendError> {
-    let mut bytes = [0u8; N];
-    // SAFETY: the attribute is a character array of `N` bytes (the constants above name the
-    // header sentence), which `bytes` holds.
-    let status = unsafe { (hsa.fns().hsa_agent_get_info)(agent, AgentInfo(attribute), bytes.as_mut_ptr().cast()) };
-    check("hsa_agent_get_info", status)?;
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(N);
-    Ok(String::from_utf8_lossy(&bytes[..end]).trim().to_owned())
-}
-
-fn system_u16(hsa: &Hsa, attribute: SystemInfo) -> Result<u16, BackendError> {
-    let mut value = 0u16;
-    // SAFETY: VERSION_MAJOR and VERSION_MINOR are uint16_t (hsa.h).
-    let status = unsafe { (hsa.fns().hsa_system_get_info)(attribute, (&raw mut value).cast::<c_void>()) };
-    check("hsa_system_get_info", status)?;
-    Ok(value)
-}
-
-fn build_version(hsa: &Hsa) -> Result<String, BackendError> {
-    let mut text: *const c_char = core::ptr::null();
-    // SAFETY: HSA_AMD_SYSTEM_INFO_BUILD_VERSION is a `const char*` (hsa_ext_amd.h), written into
-    // `text`.
-    let status =
-        unsafe { (hsa.fns().hsa_system_get_info)(SystemInfo::AMD_BUILD_VERSION, (&raw mut text).cast::<c_void>()) };
-    check("hsa_system_get_info", status)?;
-    if text.is_null() {
-        return Ok(String::new());
-    }
-    let mut bytes = Vec::new();
-    while bytes.len() < BUILD_VERSION_BYTES_MAX {
-        // SAFETY: the runtime returned a NUL-terminated string that lives as long as the runtime
-        // (ROCr: a string literal; soft-hsa: a `static` CStr); reading stops at its NUL, so every
-        // byte read is inside it.
-        let byte = unsafe { text.add(bytes.len()).cast::<u8>().read() };
-        if byte == 0 {
-            break;
-        }
-        bytes.push(byte);
-    }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
 /// Queries every attribute of [`AgentIdentity`] of `agent`. The runtime must be initialised.
-pub(crate) fn query(hsa: &Hsa, agent: Agent) -> AgentIdentity {
+pub(crate) fn query(runtime: &Runtime, agent: Agent) -> AgentIdentity {
     AgentIdentity {
-        name: chars::<AGENT_NAME_BYTES>(hsa, agent, AgentInfo::NAME.0),
-        vendor: chars::<AGENT_NAME_BYTES>(hsa, agent, AgentInfo::VENDOR_NAME.0),
-        product: chars::<AGENT_NAME_BYTES>(hsa, agent, AmdAgentInfo::PRODUCT_NAME.0),
-        chip_id: plain(hsa, agent, AmdAgentInfo::CHIP_ID.0),
-        pci_domain: plain(hsa, agent, AmdAgentInfo::DOMAIN.0),
-        pci_bdfid: plain(hsa, agent, AmdAgentInfo::BDFID.0),
-        uuid: chars::<AGENT_UUID_BYTES>(hsa, agent, AmdAgentInfo::UUID.0),
-        spec_version: system_u16(hsa, SystemInfo::VERSION_MAJOR)
-            .and_then(|major| Ok((major, system_u16(hsa, SystemInfo::VERSION_MINOR)?))),
-        build_version: build_version(hsa),
-        software_runtime: hsa.extensions().redline_soft_hsa_inject.is_some(),
+        name: runtime.agent_text(agent, AgentText::Name),
+        vendor: runtime.agent_text(agent, AgentText::VendorName),
+        product: runtime.agent_text(agent, AgentText::ProductName),
+        chip_id: runtime.agent_u32(agent, AgentU32::ChipId),
+        pci_domain: runtime.agent_u32(agent, AgentU32::Domain),
+        pci_bdfid: runtime.agent_u32(agent, AgentU32::Bdfid),
+        uuid: runtime.agent_text(agent, AgentText::Uuid),
+        spec_version: runtime.spec_version_part(false).and_then(|major| Ok((major, runtime.spec_version_part(true)?))),
+        build_version: runtime.build_version(),
+        software_runtime: runtime.hsa().extensions().redline_soft_hsa_inject.is_some(),
     }
 }
 

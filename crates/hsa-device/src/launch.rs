@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use aql_packets::{KernelDispatch, SignalCondition};
 use hal::{BackendError, LaunchError, QueueError};
-use hsa_sys::{Agent, AmdMemoryPool, Hsa, Signal};
+use hsa_sys::Agent;
 
-use super::memory::{pool_allocate, pool_free};
 use super::queue::{self, HsaQueue, WaitEnd};
+use crate::ffi::{HostBlock, Runtime, Signal, SystemPool};
 
 /// Kernarg bytes of one launch, in flight.
 #[derive(Clone, Copy, Debug)]
@@ -36,8 +36,8 @@ pub(super) struct LaunchPath {
     queue: HsaQueue,
     /// Launches published and not completed.
     signal: Signal,
-    // INVARIANT: KERNARG_RING_BYTES of live kernarg-pool memory, freed only by `destroy`.
-    ring: *mut u8,
+    /// KERNARG_RING_BYTES of kernarg-pool memory, freed only by `destroy`.
+    ring: HostBlock,
     /// Offset of the next free ring byte.
     cursor: u64,
     /// Launches published (the sequence number of the last one).
@@ -59,65 +59,61 @@ impl LaunchPath {
     pub(super) const STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
     /// Creates the queue, the signal and the ring.
-    pub(super) fn create(hsa: &Hsa, agent: Agent, kernarg_pool: AmdMemoryPool) -> Result<Self, BackendError> {
-        let queue = HsaQueue::create(hsa, agent, Self::QUEUE_SLOTS)?;
-        let signal = match super::create_signal(hsa, 0) {
+    pub(super) fn create(runtime: &Runtime, agent: Agent, kernarg_pool: SystemPool) -> Result<Self, BackendError> {
+        let queue = HsaQueue::create(runtime, agent, Self::QUEUE_SLOTS)?;
+        let signal = match Signal::create(runtime, 0) {
             Ok(signal) => signal,
             Err(error) => {
-                queue.destroy(hsa);
+                queue.destroy();
                 return Err(error);
             }
         };
-        match pool_allocate(hsa, kernarg_pool, Self::KERNARG_RING_BYTES, agent) {
+        match HostBlock::allocate(runtime, kernarg_pool, Self::KERNARG_RING_BYTES, agent) {
             Ok(ring) => {
                 let (cursor, published, in_flight) = (0, 0, VecDeque::new());
-                Ok(Self { queue, signal, ring: ring.cast(), cursor, published, in_flight })
+                Ok(Self { queue, signal, ring, cursor, published, in_flight })
             }
             Err(error) => {
-                queue.destroy(hsa);
-                // SAFETY: created above, named by no packet.
-                let _ = unsafe { (hsa.fns().hsa_signal_destroy)(signal) };
+                queue.destroy();
+                // Created above, named by no packet.
+                let _ = signal.destroy();
                 Err(error)
             }
         }
     }
 
-    /// Inactivates and destroys the queue, then frees the signal and the ring.
-    pub(super) fn destroy(mut self, hsa: &Hsa) {
-        self.queue.inactivate(hsa);
-        self.queue.destroy(hsa);
-        // SAFETY: the queue that could name the signal and read the ring is destroyed.
-        unsafe {
-            let _ = (hsa.fns().hsa_signal_destroy)(self.signal);
-            let _ = pool_free(hsa, self.ring.cast());
-        }
+    /// Inactivates and destroys the queue, then frees the signal and the ring (the queue that
+    /// could name the signal and read the ring is gone first).
+    pub(super) fn destroy(mut self) {
+        self.queue.inactivate();
+        self.queue.destroy();
+        let _ = self.signal.destroy();
+        let _ = self.ring.free();
     }
 
     /// The launch queue's fault, as a launch error.
-    pub(super) fn fault(&mut self, hsa: &Hsa) -> Option<LaunchError> {
-        self.queue.fault(hsa).map(|fault| LaunchError::Queue(Box::new(fault)))
+    pub(super) fn fault(&mut self) -> Option<LaunchError> {
+        self.queue.fault().map(|fault| LaunchError::Queue(Box::new(fault)))
     }
 
     /// Launches published and not completed.
-    fn outstanding(&self, hsa: &Hsa) -> u64 {
-        // SAFETY: the path's live signal.
-        let value = unsafe { (hsa.fns().hsa_signal_load_scacquire)(self.signal) };
-        u64::try_from(value).unwrap_or(0)
+    fn outstanding(&self) -> u64 {
+        u64::try_from(self.signal.load_acquire()).unwrap_or(0)
     }
 
     /// Waits until launch `seq` (and every earlier one) completed. The wait ends at a fault of the
     /// queue, or when no launch completed for [`Self::STALL_TIMEOUT`].
-    pub(super) fn wait_completed(&mut self, hsa: &Hsa, timestamp_hz: u64, seq: u64) -> Result<(), LaunchError> {
+    pub(super) fn wait_completed(&mut self, timestamp_hz: u64, seq: u64) -> Result<(), LaunchError> {
         // Completed launches = published - outstanding >= seq  <=>  outstanding < published - seq + 1.
         let Some(bound) = self.published.checked_sub(seq).map(|n| n + 1) else { return Ok(()) };
         let compare = i64::try_from(bound).unwrap_or(i64::MAX);
-        let (signal, path_queue) = (self.signal, &mut self.queue);
+        let (signal, path_queue) = (&self.signal, &mut self.queue);
         let mut last = i64::MAX;
         loop {
             // TIMEOUT: each wait is bounded; it is repeated only while launches keep completing,
             // so a hung dispatch ends it after STALL_TIMEOUT without progress.
             let condition = (SignalCondition::Lt, compare);
-            match queue::wait(hsa, signal, condition, Self::STALL_TIMEOUT, timestamp_hz, || path_queue.fault(hsa)) {
+            match queue::wait(signal, condition, Self::STALL_TIMEOUT, timestamp_hz, || path_queue.fault()) {
                 Ok(_) => return Ok(()),
                 Err(WaitEnd::Stopped(fault)) => return Err(LaunchError::Queue(Box::new(fault))),
                 Err(WaitEnd::Timeout(value)) if value < last => last = value,
@@ -130,22 +126,22 @@ impl LaunchPath {
     }
 
     /// Waits until every launch completed.
-    pub(super) fn wait_all(&mut self, hsa: &Hsa, timestamp_hz: u64) -> Result<(), LaunchError> {
-        self.wait_completed(hsa, timestamp_hz, self.published)?;
+    pub(super) fn wait_all(&mut self, timestamp_hz: u64) -> Result<(), LaunchError> {
+        self.wait_completed(timestamp_hz, self.published)?;
         self.in_flight.clear();
         Ok(())
     }
 
     /// Forgets the kernarg ranges of launches that completed.
-    fn prune(&mut self, hsa: &Hsa) {
-        let completed = self.published.saturating_sub(self.outstanding(hsa));
+    fn prune(&mut self) {
+        let completed = self.published.saturating_sub(self.outstanding());
         while self.in_flight.front().is_some_and(|launch| launch.seq <= completed) {
             self.in_flight.pop_front();
         }
     }
 
     /// A ring offset for `size` kernarg bytes, after the launches that used them completed.
-    fn reserve(&mut self, hsa: &Hsa, timestamp_hz: u64, size: u64) -> Result<u64, LaunchError> {
+    fn reserve(&mut self, timestamp_hz: u64, size: u64) -> Result<u64, LaunchError> {
         let mut start = self.cursor.next_multiple_of(Self::KERNARG_SLOT_ALIGN);
         if start + size > Self::KERNARG_RING_BYTES {
             start = 0;
@@ -153,8 +149,8 @@ impl LaunchPath {
         let end = start + size;
         let needed = self.in_flight.iter().filter(|l| l.start < end && start < l.end).map(|l| l.seq).max();
         if let Some(seq) = needed {
-            self.wait_completed(hsa, timestamp_hz, seq)?;
-            self.prune(hsa);
+            self.wait_completed(timestamp_hz, seq)?;
+            self.prune();
         }
         self.cursor = end;
         Ok(start)
@@ -168,40 +164,35 @@ impl LaunchPath {
     /// The launch queue's fault or a stalled wait; the path is unusable afterwards.
     pub(super) fn publish(
         &mut self,
-        hsa: &Hsa,
         timestamp_hz: u64,
         mut dispatch: KernelDispatch,
         kernarg: &[u8],
     ) -> Result<(), LaunchError> {
         assert!(kernarg.len() <= Self::KERNARG_BYTES_MAX, "kernarg segment checked against the limit");
-        self.prune(hsa);
+        self.prune();
         // The packet with id `published` reuses the slot of packet `published - QUEUE_SLOTS`,
         // which is launch `published - QUEUE_SLOTS + 1`.
         if let Some(seq) = (self.published + 1).checked_sub(u64::from(Self::QUEUE_SLOTS)) {
-            self.wait_completed(hsa, timestamp_hz, seq)?;
+            self.wait_completed(timestamp_hz, seq)?;
         }
         // CAST: at most KERNARG_BYTES_MAX, lossless.
-        let offset = self.reserve(hsa, timestamp_hz, kernarg.len() as u64)?;
-        // The offset lies inside the ring, whose size fits the host.
-        let slot = self.ring.wrapping_add(usize::try_from(offset).unwrap_or(0));
-        // SAFETY: INVARIANT of `ring`; `reserve` placed `kernarg.len()` bytes inside it, and the
-        // launches that read them before have completed, so nothing reads them now.
-        unsafe { core::ptr::copy_nonoverlapping(kernarg.as_ptr(), slot, kernarg.len()) };
-        // CAST: a usize address is at most 64 bits on every supported host.
-        dispatch.kernarg_address = slot.expose_provenance() as u64;
-        dispatch.completion_signal = self.signal.handle;
+        let offset = self.reserve(timestamp_hz, kernarg.len() as u64)?;
+        // `reserve` placed `kernarg.len()` bytes inside the ring, and the launches that read them
+        // before have completed, so nothing reads them now.
+        self.ring.write(offset, kernarg);
+        dispatch.kernarg_address = self.ring.va() + offset;
+        dispatch.completion_signal = self.signal.handle();
         let packet = dispatch.emit();
         // ORDERING: the increment precedes the packet's release store of its header, so the
         // packet processor's decrement never reaches the signal first.
-        // SAFETY: the path's live signal.
-        unsafe { (hsa.fns().hsa_signal_add_relaxed)(self.signal, 1) };
+        self.signal.add_relaxed(1);
         let published = self
             .queue
-            .write_packet(hsa, packet.as_array(), Self::QUEUE_SLOTS)
-            .and_then(|_| self.queue.ring_doorbell(hsa).map(drop));
+            .write_packet(packet.as_array(), Self::QUEUE_SLOTS)
+            .and_then(|_| self.queue.ring_doorbell().map(drop));
         if let Err(error) = published {
-            // SAFETY: the path's live signal; nothing was published that would decrement it.
-            unsafe { (hsa.fns().hsa_signal_subtract_relaxed)(self.signal, 1) };
+            // Nothing was published that would decrement it.
+            self.signal.subtract_relaxed(1);
             return Err(queue_launch_error(error));
         }
         self.published += 1;

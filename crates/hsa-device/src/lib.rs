@@ -17,7 +17,7 @@
 //!   `hsa_executable_load_agent_code_object`, `hsa_executable_freeze`; each kernel's `name.kd`
 //!   symbol gives `KERNEL_OBJECT` (the descriptor VA). The load base is the descriptor VA minus
 //!   the descriptor's ELF address; `kernarg-abi`'s reading of the same bytes, at that base, fills
-//!   the [`KernelTable`] with the `kernels` registry's entries.
+//!   the [`KernelTable`].
 //! - **Ordinary launches.** Asynchronous and in order, like a HIP stream (see the `launch`
 //!   module): a kernarg ring, one queue, one completion signal counting the launches in flight.
 //!   [`Device::finish`] waits for them; [`Device::read`] and [`Device::write`] finish first. A
@@ -38,25 +38,36 @@
 //! - **Identity.** [`HsaDevice::identity`]: the agent's name, vendor, product name, chip id, PCI
 //!   domain and BDFID, UUID, and the runtime's specification version and build identifier, each
 //!   attribute read on its own (`hsa_agent_get_info`, `hsa_system_get_info`).
+//!
+//! # Unsafe code
+//! Only the `ffi` module has any: thin wrappers over the runtime calls, each one `unsafe` block
+//! with its proof, over types that own what the calls need alive (the `hsa_init` reference,
+//! signals, queues, executables, pool memory, HIP streams and modules). The rest of the crate
+//! denies `unsafe` and reaches the runtimes through them.
+
+#![deny(unsafe_code)]
 
 mod code;
 mod device;
 mod discover;
+// The crate's only unsafe: thin wrappers over the runtime calls, each one `unsafe` block with its
+// proof (see the module's documentation).
+#[allow(unsafe_code)]
+mod ffi;
 pub mod hip;
 mod identity;
 mod launch;
 mod memory;
 mod queue;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
 #[allow(unused_imports, reason = "named by doc links")]
 use hal::Device;
 use hal::{BackendError, DeviceStats, Injection, KernelTable, LaunchError, Lifetime, QueueHandle};
-use hsa_sys::{Agent, Hsa, HsaStatus, Signal, SystemInfo};
-use kernels::registry::Registry;
+use hsa_sys::{Agent, Hsa, HsaStatus};
 use pm4_encoding::Target;
 
 pub use code::{CODE_OBJECT_BYTES_MAX, CODE_OBJECTS_MAX, LDS_BYTES_MAX};
@@ -65,8 +76,9 @@ pub use identity::{AGENT_NAME_BYTES, AGENT_UUID_BYTES, AgentIdentity, BUILD_VERS
 pub use queue::WAIT_SLICE;
 
 use discover::check;
+use ffi::{Runtime, Signal, Staging};
 use launch::LaunchPath;
-use memory::{Memory, Staging};
+use memory::Memory;
 use queue::HsaQueue;
 
 /// Why [`HsaDevice::open`] failed.
@@ -128,7 +140,9 @@ struct UserQueue {
 /// A GPU driven through the HSA runtime. See the crate documentation.
 #[derive(Debug)]
 pub struct HsaDevice {
-    hsa: Arc<Hsa>,
+    /// The `hsa_init` reference, released (`hsa_shut_down`) once the device and every runtime
+    /// object it made are gone.
+    runtime: Runtime,
     agent: Agent,
     target: Target,
     isa: String,
@@ -141,12 +155,12 @@ pub struct HsaDevice {
     memory: Memory,
     code: code::Executables,
     kernels: KernelTable,
-    registry: Registry,
     queues: BTreeMap<QueueHandle, UserQueue>,
     /// GPU agents the runtime reported at open.
     gpus_visible: u32,
     next_queue: NonZeroU32,
-    signals: BTreeSet<u64>,
+    /// Caller signals by handle.
+    signals: BTreeMap<u64, Signal>,
     launch: Option<LaunchPath>,
     /// The failure of an ordinary launch, until a wait reports it.
     launch_fault: Option<LaunchError>,
@@ -185,30 +199,27 @@ impl HsaDevice {
     /// `/dev/kfd`: `HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)`), or any later discovery call;
     /// [`HsaOpenError::NoGpuAgent`], [`HsaOpenError::UnsupportedIsa`], [`HsaOpenError::NoPool`].
     pub fn open(hsa: Arc<Hsa>, agent_index: usize) -> Result<Self, HsaOpenError> {
-        check("hsa_init", hsa.init())?;
-        // From here on `guard` owns the runtime reference: every early return shuts it down.
-        let guard = InitGuard(Some(hsa));
-        let hsa = guard.hsa();
-        let gpus = discover::gpu_agents(hsa)?;
+        // From here on `runtime` holds the `hsa_init` reference: every early return drops it.
+        let runtime = Runtime::init(hsa)
+            .map_err(|status| BackendError::Call { call: "hsa_init", status: runtime_status(status) })?;
+        let gpus = discover::gpu_agents(&runtime)?;
         let agent = *gpus.get(agent_index).ok_or(HsaOpenError::NoGpuAgent { index: agent_index, found: gpus.len() })?;
         let gpus_visible = u32::try_from(gpus.len()).unwrap_or(u32::MAX);
-        let isa =
-            discover::isa_names(hsa, agent)?.into_iter().next().ok_or(HsaOpenError::NoIsa { index: agent_index })?;
+        let isa = discover::isa_names(&runtime, agent)?
+            .into_iter()
+            .next()
+            .ok_or(HsaOpenError::NoIsa { index: agent_index })?;
         let target =
             target_of_isa(&isa).ok_or_else(|| HsaOpenError::UnsupportedIsa { index: agent_index, isa: isa.clone() })?;
-        let (pools, _cpu_agent) = discover::pools(hsa, agent).map_err(|e| match e {
+        let (pools, _cpu_agent) = discover::pools(&runtime, agent).map_err(|e| match e {
             discover::PoolError::Call(call) => HsaOpenError::Call(call),
             discover::PoolError::Missing(which) => HsaOpenError::NoPool(which),
         })?;
-        let queue_slots = discover::queue_sizes(hsa, agent)?;
-        let mut timestamp_hz = 0u64;
-        // SAFETY: TIMESTAMP_FREQUENCY is a uint64_t (hsa.h), written into `timestamp_hz`.
-        let status =
-            unsafe { (hsa.fns().hsa_system_get_info)(SystemInfo::TIMESTAMP_FREQUENCY, (&raw mut timestamp_hz).cast()) };
-        check("hsa_system_get_info", status)?;
-        let staging = Staging::new(hsa, pools.fine, agent)?;
+        let queue_slots = discover::queue_sizes(&runtime, agent)?;
+        let timestamp_hz = runtime.timestamp_frequency()?;
+        let staging = Staging::new(&runtime, pools.fine, agent)?;
         Ok(Self {
-            hsa: guard.release(),
+            runtime,
             agent,
             gpus_visible,
             target,
@@ -220,10 +231,9 @@ impl HsaDevice {
             memory: Memory::default(),
             code: code::Executables::default(),
             kernels: KernelTable::new(),
-            registry: Registry::builtin(),
             queues: BTreeMap::new(),
             next_queue: NonZeroU32::MIN,
-            signals: BTreeSet::new(),
+            signals: BTreeMap::new(),
             launch: None,
             launch_fault: None,
             unwaited: 0,
@@ -261,19 +271,13 @@ impl HsaDevice {
     /// The runtime.
     #[must_use]
     pub fn runtime(&self) -> &Arc<Hsa> {
-        &self.hsa
+        self.runtime.hsa()
     }
 
     /// What the runtime reports about the agent and itself (names, PCI location, versions).
     #[must_use]
     pub fn identity(&self) -> AgentIdentity {
-        identity::query(&self.hsa, self.agent)
-    }
-
-    /// The staging buffer (`Some` until drop).
-    fn staging(&mut self) -> &mut Staging {
-        // PANIC: INVARIANT of `staging`.
-        self.staging.as_mut().expect("the staging buffer lives until drop")
+        identity::query(&self.runtime, self.agent)
     }
 
     /// Records an ordinary-path failure for the next wait and drops the path (a fresh one is made
@@ -281,78 +285,46 @@ impl HsaDevice {
     fn fail_launch_path(&mut self, error: LaunchError) {
         self.launch_fault.get_or_insert(error);
         if let Some(path) = self.launch.take() {
-            path.destroy(&self.hsa);
+            path.destroy();
         }
     }
 
-    /// Destroys every runtime object and frees every allocation; never waits on a signal.
+    /// Destroys every runtime object and frees every allocation; never waits on a signal. Queues
+    /// go first, so no queue is left that could use a signal, an executable or memory freed after.
     fn release_all(&mut self) {
-        let hsa = Arc::clone(&self.hsa);
         if let Some(path) = self.launch.take() {
-            path.destroy(&hsa);
+            path.destroy();
         }
         for (_, mut user) in std::mem::take(&mut self.queues) {
-            user.queue.inactivate(&hsa);
-            user.queue.destroy(&hsa);
+            user.queue.inactivate();
+            user.queue.destroy();
         }
-        for handle in std::mem::take(&mut self.signals) {
-            // SAFETY: a signal this device created; no queue that could use it is left.
-            let _ = unsafe { (hsa.fns().hsa_signal_destroy)(Signal { handle }) };
+        for (_, signal) in std::mem::take(&mut self.signals) {
+            let _ = signal.destroy();
         }
-        self.code.destroy_all(&hsa);
+        self.code.destroy_all();
         self.kernels.reset();
         for allocation in self.memory.take_all() {
-            if !allocation.ptr.is_null() {
-                // SAFETY: a live pool allocation of this device; nothing runs that uses it.
-                let _ = unsafe { memory::pool_free(&hsa, allocation.ptr) };
-            }
+            let _ = allocation.backing.free();
         }
     }
 }
 
 impl Drop for HsaDevice {
+    /// Releases every runtime object; the `hsa_init` reference goes with the last of them (the
+    /// device's own `runtime` field, dropped after this).
     fn drop(&mut self) {
         self.release_all();
         if let Some(staging) = self.staging.take() {
-            staging.free(&self.hsa);
-        }
-        // SAFETY: drops the reference `open` took with `hsa_init`; nothing created under it is
-        // left, and the call does not wait on the GPU.
-        let _ = unsafe { (self.hsa.fns().hsa_shut_down)() };
-    }
-}
-
-/// Holds the `hsa_init` reference while [`HsaDevice::open`] runs.
-struct InitGuard(Option<Arc<Hsa>>);
-
-impl InitGuard {
-    fn hsa(&self) -> &Hsa {
-        // PANIC: `Some` until `release`, which consumes the guard.
-        self.0.as_ref().expect("guard holds the runtime")
-    }
-
-    fn release(mut self) -> Arc<Hsa> {
-        // PANIC: as above.
-        self.0.take().expect("guard holds the runtime")
-    }
-}
-
-impl Drop for InitGuard {
-    fn drop(&mut self) {
-        if let Some(hsa) = &self.0 {
-            // SAFETY: drops the reference `hsa_init` took; nothing created under it survives.
-            let _ = unsafe { (hsa.fns().hsa_shut_down)() };
+            let _ = staging.free();
         }
     }
 }
 
-/// `hsa_signal_create` with no consumer list.
-fn create_signal(hsa: &Hsa, initial: i64) -> Result<Signal, BackendError> {
-    let mut signal = Signal::default();
-    // SAFETY: no consumers list (0, null); `signal` is a valid out-pointer.
-    let status = unsafe { (hsa.fns().hsa_signal_create)(initial, 0, core::ptr::null(), &raw mut signal) };
-    check("hsa_signal_create", status)?;
-    Ok(signal)
+/// The staging buffer of a device (`Some` until drop).
+fn staging(staging: &mut Option<Staging>) -> &mut Staging {
+    // PANIC: INVARIANT of `HsaDevice::staging`.
+    staging.as_mut().expect("the staging buffer lives until drop")
 }
 
 /// One GPU agent as [`probe`] reports it.
@@ -380,17 +352,17 @@ pub struct Probe {
 /// Initialises the runtime, lists the GPU agents and their targets, and shuts the runtime down
 /// again (for diagnostics: `redline doctor`).
 #[must_use]
-pub fn probe(hsa: &Hsa) -> Probe {
-    let init_status = hsa.init();
-    if !init_status.is_success() {
-        return Probe { init_status, agents: Vec::new(), error: None };
-    }
+pub fn probe(hsa: &Arc<Hsa>) -> Probe {
+    let runtime = match Runtime::init(Arc::clone(hsa)) {
+        Ok(runtime) => runtime,
+        Err(init_status) => return Probe { init_status, agents: Vec::new(), error: None },
+    };
     let mut agents = Vec::new();
     let mut error = None;
-    match discover::gpu_agents(hsa) {
+    match discover::gpu_agents(&runtime) {
         Ok(gpus) => {
             for (index, agent) in gpus.into_iter().enumerate() {
-                match discover::isa_names(hsa, agent) {
+                match discover::isa_names(&runtime, agent) {
                     Ok(names) => {
                         let isa = names.into_iter().next();
                         let target = isa.as_deref().and_then(target_of_isa);
@@ -402,8 +374,8 @@ pub fn probe(hsa: &Hsa) -> Probe {
         }
         Err(e) => error = Some(e),
     }
-    // SAFETY: drops the reference the successful `hsa_init` above took; nothing created under it
-    // survives (discovery creates no runtime objects).
-    let _ = unsafe { (hsa.fns().hsa_shut_down)() };
-    Probe { init_status, agents, error }
+    // Dropping `runtime` releases the reference `hsa_init` took (discovery creates no runtime
+    // objects).
+    drop(runtime);
+    Probe { init_status: HsaStatus::SUCCESS, agents, error }
 }

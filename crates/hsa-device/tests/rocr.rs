@@ -73,7 +73,7 @@ fn probe_without_kfd_reports_the_init_status() {
     if kfd_present() {
         return;
     }
-    let report = probe(&hsa);
+    let report = probe(&Arc::new(hsa));
     assert_eq!(report.init_status, HsaStatus::ERROR_OUT_OF_RESOURCES);
     assert!(report.agents.is_empty() && report.error.is_none(), "{report:?}");
 }

@@ -1,33 +1,27 @@
-//! Redline's GPU kernels.
+//! Redline's GPU kernels: what runs on the GPU and the facts about it, as data.
 //!
 //! - `hip/`: HIP sources on a small self-written device header (`hip/device.h`, clang builtins
 //!   only), compiled for every target of the target table (`pm4_encoding::family::TARGETS`).
 //! - `objects/`: the built code objects, checked in with `objects/MANIFEST` (SHA-256 per file), so
 //!   nothing at build or run time needs clang; [`artifacts`] embeds them.
 //! - [`plan`] and [`compile`]: the build (`cargo run -p kernels --bin build-kernels`).
-//!
-//! CPU references, for the soft device that executes command streams without a GPU:
-//! - [`memory`]: the [`memory::DeviceMemory`] address space the references run against, and
-//!   [`memory::HostMemory`] for tests and tools.
-//! - [`launch`]: a [`launch::Launch`] (kernarg bytes and geometry) and typed kernarg reads.
 //! - [`signature`]: every kernel's explicit kernarg layout and the launch facts of its metadata.
-//! - [`cpu`]: one reference per kernel, reproducing the kernel's `f32` arithmetic and order.
-//! - [`effects`]: every kernel's buffer effects as data, resolved per launch.
-//! - [`registry`]: `(code-object SHA-256, kernel name)` to reference, effects and arguments.
+//! - [`effects`]: every kernel's buffer effects as data (declarations; the soft device resolves
+//!   them per launch).
+//! - [`catalog`]: which kernels every module's code object defines, with their signatures and
+//!   effects, and which checked-in code object holds which module.
+//!
+//! The CPU references that execute these kernels without a GPU, the memory model they run
+//! against and the registry from `(code-object SHA-256, kernel name)` to a reference live in
+//! `kernel-refs`, which only the soft device (and what is built over it) uses.
 
 #![warn(missing_docs)]
-// The one unsafe of the crate: calling the vector CPU references after the CPU features they
-// are compiled for were detected at run time (`cpu::simd`, used by `cpu::quant` and
-// `cpu::prefill`); nothing else may use it.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
+pub mod catalog;
 pub mod compile;
-pub mod cpu;
 pub mod effects;
-pub mod launch;
-pub mod memory;
 pub mod plan;
-pub mod registry;
 pub mod signature;
 
 /// A checked-in code object, embedded in the library.
@@ -55,4 +49,46 @@ pub fn artifacts() -> &'static [EmbeddedArtifact] {
 #[must_use]
 pub fn artifact(path: &str) -> Option<&'static EmbeddedArtifact> {
     artifacts().iter().find(|a| a.path == path)
+}
+
+/// A SHA-256 written as 64 hex digits (either case), as `objects/MANIFEST` and
+/// [`EmbeddedArtifact::sha256`] write it.
+#[must_use]
+pub fn parse_sha256_hex(hex: &str) -> Option<[u8; 32]> {
+    let (pairs, rest) = hex.as_bytes().as_chunks::<2>();
+    if pairs.len() != 32 || !rest.is_empty() {
+        return None;
+    }
+    let digit = |c: u8| char::from(c).to_digit(16);
+    let mut out = [0u8; 32];
+    for (byte, &[hi, lo]) in out.iter_mut().zip(pairs) {
+        // CAST: two hex digits are at most 0xff.
+        #[allow(clippy::cast_possible_truncation)]
+        let value = (digit(hi)? * 16 + digit(lo)?) as u8;
+        *byte = value;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_digests_parse_exactly() {
+        let hex = "00ff10A0".repeat(8);
+        let parsed = parse_sha256_hex(&hex).unwrap();
+        assert_eq!(&parsed[..4], &[0x00, 0xff, 0x10, 0xa0]);
+        assert_eq!(parse_sha256_hex(&hex[1..]), None);
+        assert_eq!(parse_sha256_hex(&format!("{}0", &hex)), None);
+        assert_eq!(parse_sha256_hex(&hex.replace('A', "g")), None);
+        assert_eq!(parse_sha256_hex(""), None);
+    }
+
+    #[test]
+    fn every_embedded_digest_parses() {
+        for artifact in artifacts() {
+            assert!(parse_sha256_hex(artifact.sha256).is_some(), "{}", artifact.path);
+        }
+    }
 }

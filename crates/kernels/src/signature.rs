@@ -3,11 +3,9 @@
 //!
 //! Every number here is what `llvm-readelf-19 --notes` prints for the checked-in code objects
 //! (`.args[].offset/.size/.value_kind`, the `hidden_group_size_x` offset,
-//! `.max_flat_workgroup_size`, `.group_segment_fixed_size`); `tests/registry_notes.rs` checks
-//! them against every registered code object. Explicit arguments sit at natural alignment from
+//! `.max_flat_workgroup_size`, `.group_segment_fixed_size`); `tests/catalog_notes.rs` checks
+//! them against every catalogued code object. Explicit arguments sit at natural alignment from
 //! offset 0; the hidden arguments of code object v5 start at the next multiple of 8.
-
-use crate::launch::{self, KernargError};
 
 /// How an explicit argument is passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,30 +42,6 @@ impl ArgDecl {
 
     const fn f32(name: &'static str, offset: usize) -> Self {
         Self { name, offset, size: 4, kind: ArgKind::F32 }
-    }
-
-    /// This argument read from `kernarg` as a device address.
-    ///
-    /// # Errors
-    /// [`KernargError::OutOfRange`] when the kernarg segment is too short.
-    pub fn read_ptr(&self, kernarg: &[u8]) -> Result<u64, KernargError> {
-        launch::read_ptr(kernarg, self.offset)
-    }
-
-    /// This argument read from `kernarg` as a `u32`.
-    ///
-    /// # Errors
-    /// [`KernargError::OutOfRange`] when the kernarg segment is too short.
-    pub fn read_u32(&self, kernarg: &[u8]) -> Result<u32, KernargError> {
-        launch::read_u32(kernarg, self.offset)
-    }
-
-    /// This argument read from `kernarg` as an `f32`, bit for bit.
-    ///
-    /// # Errors
-    /// [`KernargError::OutOfRange`] when the kernarg segment is too short.
-    pub fn read_f32(&self, kernarg: &[u8]) -> Result<f32, KernargError> {
-        launch::read_f32(kernarg, self.offset)
     }
 }
 
@@ -559,14 +533,14 @@ pub static ATTENTION_ROWS: Signature = fixed(
 mod tests {
     use super::*;
 
-    /// Every registered kernel's signature: a new kernel is covered once it is registered.
+    /// Every catalogued kernel's signature: a new kernel is covered once it is catalogued.
     fn all() -> impl Iterator<Item = &'static Signature> {
-        crate::registry::MODULES.iter().flat_map(|m| m.kernels).map(|k| k.signature)
+        crate::catalog::MODULES.iter().flat_map(|m| m.kernels).map(|k| k.signature)
     }
 
     #[test]
     fn explicit_args_are_naturally_aligned_and_packed_from_zero() {
-        assert!(all().count() >= 17, "every registered kernel, the model kernels included");
+        assert!(all().count() >= 17, "every catalogued kernel, the model kernels included");
         for sig in all() {
             let mut end: usize = 0;
             for a in sig.explicit_args {

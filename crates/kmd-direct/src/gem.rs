@@ -79,7 +79,7 @@ impl Device {
             },
         };
         sys::ioctl(self.as_fd(), sys::AMDGPU_GEM_CREATE, &mut arg)?;
-        // SAFETY: the union is plain integers throughout (`PlainData`) and every byte was
+        // SAFETY: the union is plain integers throughout (`FromBytes`, derived) and every byte was
         // initialized from `in`, which is as large as the union (asserted in `abi::amdgpu`).
         let handle = unsafe { arg.out }.handle;
         let handle = GemHandle(NonZeroU32::new(handle).ok_or(GemError::ZeroHandle)?);

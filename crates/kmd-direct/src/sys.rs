@@ -5,6 +5,7 @@ use std::ffi::c_int;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use nix::errno::Errno;
+use zerocopy::FromBytes;
 
 use crate::abi::{
     DRM_IOCTL_AMDGPU_BO_LIST, DRM_IOCTL_AMDGPU_CS, DRM_IOCTL_AMDGPU_CTX, DRM_IOCTL_AMDGPU_GEM_CREATE,
@@ -19,37 +20,43 @@ use crate::error::IoctlError;
 /// its error is returned; libdrm's `drmIoctl` retries the same two without a bound.
 pub const IOCTL_ATTEMPTS_MAX: u32 = 64;
 
-/// A plain ABI type: `#[repr(C)]`, made only of integers, arrays of integers and such structs or
-/// unions; no pointers, no references, no invariants.
+/// A plain ABI argument: `#[repr(C)]`, made only of integers, arrays of integers and such structs
+/// or unions, with no user pointer inside, so a kernel may read and overwrite it whole.
 ///
-/// # Safety
-///
-/// Every bit pattern of `size_of::<Self>()` bytes must be a valid value, and the kernel must not
-/// read memory through the value (no user pointers inside), so a kernel may read and overwrite
-/// it whole.
-pub unsafe trait PlainData: Copy {}
+/// That every bit pattern of `size_of::<Self>()` bytes is a valid value is `FromBytes`, which
+/// zerocopy derives for each ABI type after checking every field (`abi`'s `abi_type!`). That no
+/// field is a user pointer the kernel follows is this crate's word about the header: the trait is
+/// sealed, and implemented below for exactly the argument types that hold none.
+pub trait PlainData: FromBytes + Copy + sealed::Sealed {}
 
-// SAFETY: each of these is `#[repr(C)]` of `u32`/`u64`/`i32` fields, arrays of them, or unions of
-// such structs (see `abi::amdgpu`); none carries a user pointer.
-unsafe impl PlainData for DrmGemClose {}
-// SAFETY: as above.
-unsafe impl PlainData for DrmAmdgpuGemCreate {}
-// SAFETY: as above.
-unsafe impl PlainData for DrmAmdgpuGemMmap {}
-// SAFETY: as above.
-unsafe impl PlainData for DrmAmdgpuGemVa {}
-// SAFETY: as above.
-unsafe impl PlainData for DrmAmdgpuCtx {}
-// SAFETY: as above.
-unsafe impl PlainData for DrmAmdgpuWaitCs {}
-// SAFETY: as above.
-unsafe impl PlainData for DrmAmdgpuInfoDevice {}
-// SAFETY: as above.
-unsafe impl PlainData for DrmAmdgpuInfoFirmware {}
-// SAFETY: as above.
-unsafe impl PlainData for DrmAmdgpuInfoHwIp {}
-// SAFETY: as above.
-unsafe impl PlainData for DrmAmdgpuBoListEntry {}
+mod sealed {
+    /// Implemented only in this module: outside crates cannot vouch for a type's fields.
+    pub trait Sealed {}
+}
+
+/// `PlainData` for argument types without user pointers (see `abi::amdgpu`; types with one,
+/// such as `drm_amdgpu_bo_list_in`'s `bo_info_ptr`, go through [`ioctl_with_pointers`]).
+macro_rules! plain_data {
+    ($($name:ty),* $(,)?) => {
+        $(
+            impl sealed::Sealed for $name {}
+            impl PlainData for $name {}
+        )*
+    };
+}
+
+plain_data!(
+    DrmGemClose,
+    DrmAmdgpuGemCreate,
+    DrmAmdgpuGemMmap,
+    DrmAmdgpuGemVa,
+    DrmAmdgpuCtx,
+    DrmAmdgpuWaitCs,
+    DrmAmdgpuInfoDevice,
+    DrmAmdgpuInfoFirmware,
+    DrmAmdgpuInfoHwIp,
+    DrmAmdgpuBoListEntry,
+);
 
 /// The functions nix's macros generate, one per request. The `_bad` forms take the request
 /// number as given: it is the typed constant the layout test checks against the headers, not a
@@ -107,8 +114,8 @@ pub(crate) const AMDGPU_WAIT_CS: Request<DrmAmdgpuWaitCs> =
 pub(crate) fn ioctl<T: PlainData>(fd: BorrowedFd<'_>, request: Request<T>, arg: &mut T) -> Result<(), IoctlError> {
     // SAFETY: `request` pairs the nix function with the request computed from `T`, so the kernel
     // reads and writes exactly `size_of::<T>()` bytes of `arg`, which is a live exclusive borrow;
-    // `T: PlainData` says the argument holds no pointer for the kernel to follow and any bytes it
-    // writes back are valid.
+    // `T: PlainData` says the argument holds no pointer for the kernel to follow (the sealed
+    // trait's list) and that any bytes it writes back are a valid `T` (`FromBytes`, derived).
     unsafe { ioctl_with_pointers(fd, request, arg) }
 }
 

@@ -16,12 +16,13 @@ const BATCH: u32 = 64;
 fn queue(c: &mut Criterion) {
     let packet = AqlPacket::BarrierAnd(Barrier::default()).to_bytes();
     let mut memory = SimMemory::new();
-    let objects = hal::KernelTable::new();
+    let objects = soft_device::loader::SoftKernels::new();
     let mut signals = Signals::new();
     let mut q = SimQueue::new(&mut memory, RingSize::new(BATCH).unwrap()).unwrap();
-    let mut no_pm4 = |_: &mut SimMemory, _: &hal::KernelTable, _: u64, _: u32| -> Result<(), hal::Pm4Error> {
-        Err("no PM4 in this benchmark".into())
-    };
+    let mut no_pm4 =
+        |_: &mut SimMemory, _: &soft_device::loader::SoftKernels, _: u64, _: u32| -> Result<(), hal::Pm4Error> {
+            Err("no PM4 in this benchmark".into())
+        };
 
     let mut group = c.benchmark_group("sim_queue");
     group.throughput(Throughput::Elements(u64::from(BATCH)));

@@ -40,17 +40,17 @@ use aql_packets::{
     AmdFormat, AqlPacket, DecodeError, HeaderError, INVALID_HEADER_WORD, PACKET_SIZE, PacketControl, PacketSlot,
     PacketType, RingSize, SetupError,
 };
-use kernels::memory::{DeviceMemory, MemoryFault};
 
 use crate::exec::ExecutedDispatch;
+use crate::loader::SoftKernels;
 use crate::memory::{RegionKind, SimMemory};
 use crate::signal::Signals;
-use hal::KernelTable;
+use hal::MemoryFault;
 use hal::{DeviceAllocation, FreeError, Pm4Error, QueueError, QueueFault};
 
 /// The PM4 command processor as the packet processor calls it for a PM4-IB packet: sim memory,
 /// the loaded code objects, `IB_BASE` (a VA) and `IB_SIZE` in dwords.
-pub type Pm4Hook<'a> = dyn FnMut(&mut SimMemory, &KernelTable, u64, u32) -> Result<(), Pm4Error> + 'a;
+pub type Pm4Hook<'a> = dyn FnMut(&mut SimMemory, &SoftKernels, u64, u32) -> Result<(), Pm4Error> + 'a;
 
 /// One completed packet, as the processor saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,7 +240,7 @@ impl SimQueue {
     pub fn process(
         &mut self,
         memory: &mut SimMemory,
-        objects: &KernelTable,
+        objects: &SoftKernels,
         signals: &mut Signals,
         pm4: &mut Pm4Hook<'_>,
     ) -> Result<ProcessReport, QueueFault> {

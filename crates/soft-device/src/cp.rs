@@ -25,8 +25,7 @@
 mod dispatch;
 mod fault;
 
-use kernels::cpu::KernelError;
-use kernels::memory::DeviceMemory;
+use kernel_refs::cpu::KernelError;
 use pm4_encoding::header::Header;
 use pm4_encoding::packet::copy_data::{DstSel as CopyDst, SrcSel};
 use pm4_encoding::packet::event_write::EventType;
@@ -38,8 +37,8 @@ use pm4_encoding::{Decoded, Decoder, Family, Opcode, Packet};
 
 use crate::exec::{self, ExecError, ExecutedDispatch};
 use crate::hazard::{self, Visibility};
+use crate::loader::SoftKernels;
 use crate::memory::SimMemory;
-use hal::KernelTable;
 use hal::LaunchError;
 
 pub use dispatch::dims_in_work_items;
@@ -115,7 +114,7 @@ impl CommandProcessor {
     pub fn execute_ib(
         &mut self,
         memory: &mut SimMemory,
-        objects: &KernelTable,
+        objects: &SoftKernels,
         ib_va: u64,
         size_dwords: u32,
         clock: &mut u64,
@@ -161,7 +160,7 @@ struct Run<'a> {
     family: Family,
     regs: &'a mut ShRegisters,
     memory: &'a mut SimMemory,
-    objects: &'a KernelTable,
+    objects: &'a SoftKernels,
     clock: &'a mut u64,
     pending: Vec<Pending>,
     visibility: Visibility,

@@ -16,13 +16,11 @@ use std::time::Duration;
 
 use aql_packets::{Dimensions, FenceScope, KernelDispatch, PACKET_SIZE, PacketControl, RingSize, SignalCondition};
 use hal::{
-    AllocateError, BackendError, Device, DeviceAllocation, DeviceStats, FaultInjection, FreeError, Injection,
-    KernelTable, LaunchError, LaunchRequest, Lifetime, LoadError, LoadedCodeObject, Pm4Error, QueueError, QueueFault,
-    QueueHandle, QueueProgress, SignalError, SignalHandle, Submission, TransferError, WaitError,
-    signal_condition_holds,
+    AllocateError, BackendError, Device, DeviceAllocation, DeviceStats, FaultInjection, FaultReason, FreeError,
+    Injection, KernelTable, LaunchError, LaunchRequest, Lifetime, LoadError, LoadedCodeObject, MemoryFault, Pm4Error,
+    QueueError, QueueFault, QueueHandle, QueueProgress, SignalError, SignalHandle, Submission, TransferError,
+    WaitError, signal_condition_holds,
 };
-use kernels::memory::DeviceMemory;
-use kernels::registry::Registry;
 use pm4_encoding::Target;
 use tape_core::AllocationId;
 
@@ -30,6 +28,7 @@ use crate::SoftFault;
 use crate::aql::{Pm4Hook, ProcessReport, SimQueue};
 use crate::cp::{CommandProcessor, IbReport};
 use crate::exec::{ExecutedDispatch, LDS_BYTES_MAX};
+use crate::loader::SoftKernels;
 use crate::memory::{RegionKind, SimMemory};
 use crate::signal::Signals;
 
@@ -50,8 +49,7 @@ use crate::signal::Signals;
 pub struct SimDevice {
     target: Target,
     memory: SimMemory,
-    objects: KernelTable,
-    registry: Registry,
+    objects: SoftKernels,
     kernarg: DeviceAllocation,
     /// Offset of the next free byte in the kernarg pool.
     kernarg_cursor: u64,
@@ -86,7 +84,7 @@ struct UserQueue {
 }
 
 /// The PM4 hook of a device without a command processor.
-fn pm4_not_available(_: &mut SimMemory, _: &KernelTable, ib_va: u64, size_dwords: u32) -> Result<(), Pm4Error> {
+fn pm4_not_available(_: &mut SimMemory, _: &SoftKernels, ib_va: u64, size_dwords: u32) -> Result<(), Pm4Error> {
     Err(Box::new(SoftFault::Pm4NotAvailable { ib_va, size_dwords }))
 }
 
@@ -102,8 +100,8 @@ impl SimDevice {
     /// User queues live at once, at most.
     pub const QUEUES_MAX: usize = 64;
 
-    /// A device of `target` with nothing loaded; kernels of the built-in `kernels` registry run
-    /// through their CPU references.
+    /// A device of `target` with nothing loaded; kernels of the built-in `kernel-refs` registry
+    /// run through their CPU references.
     #[must_use]
     pub fn new(target: Target) -> Self {
         let mut memory = SimMemory::new();
@@ -111,8 +109,7 @@ impl SimDevice {
         Self {
             target,
             memory,
-            objects: KernelTable::new(),
-            registry: Registry::builtin(),
+            objects: SoftKernels::new(),
             kernarg,
             kernarg_cursor: 0,
             launch_queue: None,
@@ -149,6 +146,12 @@ impl SimDevice {
     #[must_use]
     pub fn memory(&self) -> &SimMemory {
         &self.memory
+    }
+
+    /// The loaded kernels with the CPU references they run ([`Device::kernels`] is their table).
+    #[must_use]
+    pub fn soft_kernels(&self) -> &SoftKernels {
+        &self.objects
     }
 
     /// The device-owned kernarg pool the ordinary path puts kernarg segments in.
@@ -350,7 +353,7 @@ impl SimDevice {
         ib_reports.clear();
         let queue = &mut q.queue;
         on_pool(|| {
-            let mut hook = |m: &mut SimMemory, o: &KernelTable, ib_va: u64, size_dwords: u32| -> Result<(), Pm4Error> {
+            let mut hook = |m: &mut SimMemory, o: &SoftKernels, ib_va: u64, size_dwords: u32| -> Result<(), Pm4Error> {
                 let report = cp.execute_ib(m, o, ib_va, size_dwords, clock).map_err(|f| Box::new(f) as Pm4Error)?;
                 ib_reports.push(report);
                 Ok(())
@@ -383,8 +386,7 @@ impl SimDevice {
     /// As [`Device::load_code_object`]; a misaligned or overlapping `load_va` is
     /// [`LoadError::Allocate`].
     pub fn load_code_object_at(&mut self, bytes: &[u8], load_va: u64) -> Result<LoadedCodeObject, LoadError> {
-        crate::loader::load(&mut self.objects, &mut self.memory, &self.registry, self.target, bytes, Some(load_va))
-            .cloned()
+        crate::loader::load(&mut self.objects, &mut self.memory, self.target, bytes, Some(load_va)).cloned()
     }
 
     /// The value of the signal with raw handle `handle`.
@@ -419,7 +421,7 @@ impl SimDevice {
 fn queue_error_fault(error: &QueueError) -> QueueFault {
     let fault = match error {
         QueueError::RingMemory(fault) => *fault,
-        _ => kernels::memory::MemoryFault { address: 0, len: 0, reason: kernels::memory::FaultReason::Unmapped },
+        _ => MemoryFault { address: 0, len: 0, reason: FaultReason::Unmapped },
     };
     QueueFault::Ring { packet_id: 0, fault }
 }
@@ -446,7 +448,7 @@ impl Device for SimDevice {
     }
 
     fn kernels(&self) -> &KernelTable {
-        &self.objects
+        self.objects.table()
     }
 
     fn allocate(&mut self, size: u64) -> Result<DeviceAllocation, AllocateError> {
@@ -490,7 +492,7 @@ impl Device for SimDevice {
     }
 
     fn load_code_object(&mut self, bytes: &[u8]) -> Result<LoadedCodeObject, LoadError> {
-        crate::loader::load(&mut self.objects, &mut self.memory, &self.registry, self.target, bytes, None).cloned()
+        crate::loader::load(&mut self.objects, &mut self.memory, self.target, bytes, None).cloned()
     }
 
     fn launch(&mut self, request: &LaunchRequest<'_>) -> Result<(), LaunchError> {

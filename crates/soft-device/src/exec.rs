@@ -19,16 +19,17 @@ use std::sync::Arc;
 
 use kernarg_abi::layout::DispatchGeometry;
 use kernarg_abi::metadata::ValueKind;
-use kernels::effects::{self, ResolvedEffect};
-use kernels::launch::Launch;
-use kernels::memory::{DeviceMemory, FaultReason, MemoryFault};
+use kernel_refs::effects::{self, ResolvedEffect};
+use kernel_refs::launch::Launch;
+use kernel_refs::memory::{self as model, DeviceMemory};
 use tape_core::{Access, AllocationId};
 
-use hal::LaunchError;
+use hal::{FaultReason, LaunchError, MemoryFault};
 
 use crate::fault::{EffectViolation, SoftFault};
+use crate::loader::SoftKernels;
 use crate::memory::SimMemory;
-use hal::{KernelSlot, KernelTable};
+use hal::KernelSlot;
 
 /// LDS bytes one work-group can use (static plus dynamic) on every supported family.
 pub const LDS_BYTES_MAX: u32 = 64 * 1024;
@@ -125,7 +126,7 @@ pub enum HiddenCheck {
 /// declared effects, or a failure of the CPU reference.
 pub fn execute(
     memory: &mut SimMemory,
-    objects: &KernelTable,
+    objects: &SoftKernels,
     dispatch: &Dispatch,
 ) -> Result<ExecutedDispatch, LaunchError> {
     execute_with(memory, objects, dispatch, HiddenCheck::All).map_err(|e| match e {
@@ -145,7 +146,7 @@ pub fn execute(
 /// [`ExecError::Launch`] for everything [`execute`] reports.
 pub fn execute_checked(
     memory: &mut SimMemory,
-    objects: &KernelTable,
+    objects: &SoftKernels,
     dispatch: &Dispatch,
 ) -> Result<ExecutedDispatch, ExecError> {
     execute_with(memory, objects, dispatch, HiddenCheck::All)
@@ -153,7 +154,7 @@ pub fn execute_checked(
 
 fn execute_with(
     memory: &mut SimMemory,
-    objects: &KernelTable,
+    objects: &SoftKernels,
     dispatch: &Dispatch,
     hidden: HiddenCheck,
 ) -> Result<ExecutedDispatch, ExecError> {
@@ -163,7 +164,9 @@ fn execute_with(
     let kernarg = read_kernarg(memory, slot, dispatch.kernarg_va)?;
     check_dispatch(slot, dispatch)?;
     check_hidden_geometry(slot, &kernarg, dispatch, hidden)?;
-    let entry = slot.registry.as_ref().ok_or_else(|| SoftFault::NoCpuImplementation { kernel_object }.launch(name))?;
+    let entry = objects
+        .reference(kernel_object)
+        .ok_or_else(|| SoftFault::NoCpuImplementation { kernel_object }.launch(name))?;
     let launch = Launch {
         kernarg: &kernarg,
         grid_size: dispatch.grid_work_items,
@@ -323,9 +326,9 @@ fn locate_effects(
 ///
 /// A read must lie entirely inside one declared range whose access reads, a write inside one
 /// whose access writes. Anything else is refused without touching memory: the first such access
-/// is kept as an [`EffectViolation`] ([`EffectGuard::violation`]) and the kernel sees a
-/// [`MemoryFault`] with [`FaultReason::Unmapped`] (the `kernels` fault type has no reason for
-/// "not declared"; the violation is the authoritative report).
+/// is kept as an [`EffectViolation`] ([`EffectGuard::violation`]) and the kernel sees a memory
+/// model fault ([`model::MemoryFault`]) with [`model::FaultReason::Unmapped`] (the memory model
+/// has no reason for "not declared"; the violation is the authoritative report).
 #[derive(Debug)]
 pub struct EffectGuard<'a, M: DeviceMemory + ?Sized> {
     inner: &'a mut M,
@@ -363,7 +366,7 @@ impl<'a, M: DeviceMemory + ?Sized> EffectGuard<'a, M> {
     }
 
     /// Checks one access; records and returns the fault when it is not allowed.
-    fn check(&self, va: u64, len: usize, access: Access) -> Result<(), MemoryFault> {
+    fn check(&self, va: u64, len: usize, access: Access) -> Result<(), model::MemoryFault> {
         let len = u64::try_from(len).unwrap_or(u64::MAX);
         if len == 0 || self.allowed(va, len, access) {
             return Ok(());
@@ -372,12 +375,12 @@ impl<'a, M: DeviceMemory + ?Sized> EffectGuard<'a, M> {
         if slot.is_none() {
             *slot = Some(EffectViolation { kernel: self.kernel.to_string(), va, len, access });
         }
-        Err(MemoryFault { address: va, len, reason: FaultReason::Unmapped })
+        Err(model::MemoryFault { address: va, len, reason: model::FaultReason::Unmapped })
     }
 }
 
 impl<M: DeviceMemory + ?Sized> DeviceMemory for EffectGuard<'_, M> {
-    fn read(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryFault> {
+    fn read(&self, address: u64, out: &mut [u8]) -> Result<(), model::MemoryFault> {
         self.check(address, out.len(), Access::Read)?;
         self.inner.read(address, out)
     }
@@ -401,7 +404,7 @@ impl<M: DeviceMemory + ?Sized> DeviceMemory for EffectGuard<'_, M> {
         self.inner.derived(address, len, key, derive)
     }
 
-    fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {
+    fn write(&mut self, address: u64, data: &[u8]) -> Result<(), model::MemoryFault> {
         self.check(address, data.len(), Access::Write)?;
         self.inner.write(address, data)
     }

@@ -2,8 +2,8 @@
 //! [`hal::DeviceFault`] ([`LaunchError::Device`], [`QueueFault::Device`]); [`LaunchError::device_fault`] recovers a [`SoftFault`].
 
 use hal::{DeviceFault, LaunchError, QueueFault};
-use kernels::cpu::KernelError;
-use kernels::effects::ResolveError;
+use kernel_refs::cpu::KernelError;
+use kernel_refs::effects::ResolveError;
 use tape_core::Access;
 
 use crate::exec::HiddenArgMismatch;

@@ -233,7 +233,7 @@ impl Visibility {
 
 #[cfg(test)]
 mod tests {
-    use kernels::effects::ResolvedEffect;
+    use kernel_refs::effects::ResolvedEffect;
     use tape_core::Access;
 
     use super::*;

@@ -4,7 +4,8 @@
 //!
 //! - [`SimDevice`]: the [`hal::Device`] implementation (and [`hal::FaultInjection`]).
 //! - [`memory`]: the GPU virtual address space.
-//! - [`loader`]: code objects placed at VAs, entered into the HAL's kernel table.
+//! - [`loader`]: code objects placed at VAs, entered into the HAL's kernel table, and each
+//!   kernel's CPU reference from `kernel-refs`' registry kept next to it ([`loader::SoftKernels`]).
 //! - [`exec`]: one dispatch through a CPU reference, with its declared effects enforced.
 //! - [`cp`]: the PM4 command processor that executes one indirect buffer per family.
 //! - [`hazard`]: ordering and visibility between the dispatches of one IB.

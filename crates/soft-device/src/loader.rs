@@ -7,14 +7,16 @@
 //! zero. A kernel's descriptor VA is `load base + descriptor_address`, its entry VA
 //! `load base + entry_address`.
 //!
-//! The kernel table maps descriptor VAs (and entry VAs) to the loaded kernel and to its entry
-//! in the `kernels` registry, looked up by (SHA-256 of the loaded bytes, kernel name). A kernel
-//! without a registry entry loads, but the sim cannot execute it.
+//! [`SoftKernels`] holds the HAL's kernel table (descriptor VAs and entry VAs to the loaded
+//! kernel) and, next to it, each kernel's entry in the `kernel-refs` registry (its CPU
+//! reference), looked up by (SHA-256 of the loaded bytes, kernel name) when the code object
+//! loads. A kernel without a registry entry loads, but the sim cannot execute it.
 
-use hal::KernelTable;
+use std::collections::BTreeMap;
+
+use hal::{KernelSlot, KernelTable};
 use kernarg_abi::bundle;
-use kernels::memory::DeviceMemory;
-use kernels::registry::Registry;
+use kernel_refs::registry::{KernelEntry, Registry};
 use object::LittleEndian;
 use object::elf::{self, FileHeader64, ProgramHeader64};
 use object::read::elf::{FileHeader, ProgramHeader};
@@ -22,7 +24,7 @@ use pm4_encoding::Target;
 use sha2::{Digest, Sha256};
 
 use crate::memory::{RegionKind, SimMemory};
-use hal::{AllocateError, LoadError, LoadedCodeObject};
+use hal::{AllocateError, DeviceAllocation, LoadError, LoadedCodeObject};
 
 const LE: LittleEndian = LittleEndian;
 
@@ -37,7 +39,95 @@ struct Segment {
     align: u64,
 }
 
-/// The loader's limits, and the HAL's kernel table it fills.
+/// The kernels loaded into a soft device: the HAL's kernel table, and the registry entry (CPU
+/// reference, effects, arguments) of every kernel that has one, by descriptor VA.
+#[derive(Clone, Debug)]
+pub struct SoftKernels {
+    table: KernelTable,
+    registry: Registry,
+    // INVARIANT: every key is the descriptor VA of a kernel of `table`, and its entry is the one
+    // `registry` holds for that kernel's (code-object digest, name).
+    references: BTreeMap<u64, KernelEntry>,
+}
+
+impl Default for SoftKernels {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SoftKernels {
+    /// No code objects; kernels are looked up in the built-in registry
+    /// ([`Registry::builtin`]).
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_registry(Registry::builtin())
+    }
+
+    /// No code objects; kernels are looked up in `registry`.
+    #[must_use]
+    pub fn with_registry(registry: Registry) -> Self {
+        Self { table: KernelTable::new(), registry, references: BTreeMap::new() }
+    }
+
+    /// The HAL's kernel table ([`hal::Device::kernels`]).
+    #[must_use]
+    pub fn table(&self) -> &KernelTable {
+        &self.table
+    }
+
+    /// The kernel whose descriptor is at `kd_va`.
+    #[must_use]
+    pub fn by_kd(&self, kd_va: u64) -> Option<&KernelSlot> {
+        self.table.by_kd(kd_va)
+    }
+
+    /// The kernel whose first instruction is at `entry_va`.
+    #[must_use]
+    pub fn by_entry(&self, entry_va: u64) -> Option<&KernelSlot> {
+        self.table.by_entry(entry_va)
+    }
+
+    /// The registry entry (CPU reference, effects) of the kernel whose descriptor is at `kd_va`,
+    /// when it has one.
+    #[must_use]
+    pub fn reference(&self, kd_va: u64) -> Option<&KernelEntry> {
+        self.references.get(&kd_va)
+    }
+
+    /// Whether another code object fits the table.
+    #[must_use]
+    pub fn is_full(&self) -> bool {
+        self.table.is_full()
+    }
+
+    /// Enters `code_object` into the table ([`KernelTable::insert`]) and looks each of its
+    /// kernels up in the registry by (`sha256`, name).
+    pub fn insert(
+        &mut self,
+        code_object: &kernarg_abi::CodeObject,
+        allocation: DeviceAllocation,
+        load_va: u64,
+        sha256: [u8; 32],
+    ) -> &LoadedCodeObject {
+        let loaded = self.table.insert(code_object, allocation, load_va, sha256);
+        for kernel in &loaded.kernels {
+            match self.registry.get(&sha256, &kernel.name) {
+                Some(entry) => self.references.insert(kernel.kd_va, *entry),
+                None => self.references.remove(&kernel.kd_va),
+            };
+        }
+        loaded
+    }
+
+    /// Forgets every code object (their memory goes with the device's reset); the registry stays.
+    pub fn reset(&mut self) {
+        self.table.reset();
+        self.references.clear();
+    }
+}
+
+/// The loader's limits.
 #[derive(Debug)]
 pub struct CodeObjects;
 
@@ -55,16 +145,15 @@ impl CodeObjects {
 }
 
 /// Reads `bytes` as a code object (or bundle entry) for `target`, places it in `memory` (at
-/// `load_va` exactly when given, as an IB bundle records it) and enters its kernels into `table`.
+/// `load_va` exactly when given, as an IB bundle records it) and enters its kernels into `kernels`.
 ///
 /// # Errors
 /// [`LoadError`] for a file that is too large, not a code object for `target`, has unloadable
 /// segments, or does not fit the limits; a misaligned or overlapping `load_va` is
 /// [`LoadError::Allocate`].
 pub fn load<'t>(
-    table: &'t mut KernelTable,
+    kernels: &'t mut SoftKernels,
     memory: &mut SimMemory,
-    registry: &Registry,
     target: Target,
     bytes: &[u8],
     at: Option<u64>,
@@ -72,7 +161,7 @@ pub fn load<'t>(
     if bytes.len() > CodeObjects::CODE_OBJECT_BYTES_MAX {
         return Err(LoadError::TooLarge { len: bytes.len(), limit: CodeObjects::CODE_OBJECT_BYTES_MAX });
     }
-    if table.is_full() {
+    if kernels.is_full() {
         return Err(LoadError::TooMany { limit: CodeObjects::CODE_OBJECTS_MAX });
     }
     let code_object = kernarg_abi::read_any(bytes, Some(target))?;
@@ -99,7 +188,7 @@ pub fn load<'t>(
             .expect("segment lies inside the image allocation");
     }
     let sha256: [u8; 32] = Sha256::digest(bytes).into();
-    Ok(table.insert(&code_object, allocation, load_va, sha256, registry))
+    Ok(kernels.insert(&code_object, allocation, load_va, sha256))
 }
 
 /// The PT_LOAD segments of `elf_bytes`, each with its file range and alignment checked.

@@ -8,7 +8,12 @@
 //! recorded layout.
 //!
 //! Every access must lie inside one live allocation; anything else is a [`MemoryFault`] naming
-//! the VA and length. An access that runs from one allocation into the next faults too.
+//! the VA and length. An access that runs from one allocation into the next faults too. The
+//! address space's own accesses ([`SimMemory::read`], [`SimMemory::write`],
+//! [`SimMemory::store_u32`]: host copies and stores, the packet and command processors) report
+//! the HAL's [`MemoryFault`]; as the [`DeviceMemory`] the kernels' CPU references run against,
+//! the same accesses report the memory model's (`kernel_refs::memory::MemoryFault`), from the
+//! same range check.
 //!
 //! # Memory the device shares with a host
 //! A runtime built on the soft device (the soft HSA runtime) hands out host memory that both the
@@ -22,10 +27,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use kernels::memory::{DerivedForms, DeviceMemory, FaultReason, MemoryFault};
+use kernel_refs::memory::{self as model, DerivedForms, DeviceMemory};
 use tape_core::AllocationId;
 
-use hal::{AllocateError, DeviceAllocation, FreeError};
+use hal::{AllocateError, DeviceAllocation, FaultReason, FreeError, MemoryFault};
 
 /// Who owns an allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -460,26 +465,69 @@ impl SimMemory {
 
     /// The allocation holding all of `[va, va + len)`: its first VA and the offset of `va`.
     fn locate(&self, va: u64, len: usize) -> Result<(u64, usize), MemoryFault> {
-        kernels::memory::locate(&self.regions, Region::size, va, len)
+        hal::memory::locate(&self.regions, Region::size, va, len)
     }
-}
 
-impl DeviceMemory for SimMemory {
-    fn read(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryFault> {
+    /// Copies `out.len()` bytes starting at `address` into `out`: a host copy, or a read of the
+    /// packet or command processor. An empty read succeeds anywhere.
+    ///
+    /// # Errors
+    /// [`MemoryFault`] when the range is not inside one allocation; nothing is read then.
+    pub fn read(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryFault> {
         if out.is_empty() {
             return Ok(());
         }
         let (base, offset) = self.locate(address, out.len())?;
+        self.read_located(base, offset, out);
+        Ok(())
+    }
+
+    /// Copies `data` to the bytes starting at `address`: a host copy, or a write of the packet
+    /// or command processor. An empty write succeeds anywhere.
+    ///
+    /// # Errors
+    /// [`MemoryFault`] when the range is not inside one allocation; nothing is written then.
+    pub fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let (base, offset) = self.locate(address, data.len())?;
+        self.write_located(base, offset, data);
+        Ok(())
+    }
+
+    /// Reads `out.len()` bytes at `offset` of the region at `base` (located by the caller).
+    fn read_located(&self, base: u64, offset: usize, out: &mut [u8]) {
         if let Some(region) = self.regions.get(&base) {
             region.read(offset, out);
         }
+    }
+
+    /// Writes `data` at `offset` of the region at `base` (located by the caller).
+    fn write_located(&mut self, base: u64, offset: usize, data: &[u8]) {
+        if let Some(region) = self.regions.get_mut(&base) {
+            region.write(offset, data);
+        }
+    }
+}
+
+/// The address space as the CPU references see it: the same accesses as [`SimMemory::read`] and
+/// [`SimMemory::write`], checked by the memory model's range check (`kernel_refs::memory::locate`,
+/// the same check as `hal::memory::locate`) and reported as its fault.
+impl DeviceMemory for SimMemory {
+    fn read(&self, address: u64, out: &mut [u8]) -> Result<(), model::MemoryFault> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        let (base, offset) = model::locate(&self.regions, Region::size, address, out.len())?;
+        self.read_located(base, offset, out);
         Ok(())
     }
 
     /// Memory the sim owns is lent in place; memory shared with a host
     /// ([`SimMemory::map_external`]) is not (the host may write it concurrently).
     fn view(&self, address: u64, len: usize) -> Option<&[u8]> {
-        let (_, region, offset) = kernels::memory::locate_entry(&self.regions, Region::size, address, len).ok()?;
+        let (_, region, offset) = model::locate_entry(&self.regions, Region::size, address, len).ok()?;
         match &region.backing {
             Backing::Owned(bytes) => bytes.get(offset..offset.checked_add(len)?),
             Backing::External(_) => None,
@@ -488,26 +536,24 @@ impl DeviceMemory for SimMemory {
 
     /// Forms of memory the sim owns are kept with it; memory shared with a host has none.
     fn derived(&self, address: u64, len: usize, key: u64, derive: &dyn Fn(&[u8]) -> Vec<u8>) -> Option<Arc<[u8]>> {
-        let (_, region, offset) = kernels::memory::locate_entry(&self.regions, Region::size, address, len).ok()?;
+        let (_, region, offset) = model::locate_entry(&self.regions, Region::size, address, len).ok()?;
         match &region.backing {
             Backing::Owned(bytes) => region.derived.get_or_derive(bytes, offset, len, key, derive),
             Backing::External(_) => None,
         }
     }
 
-    fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryFault> {
+    fn write(&mut self, address: u64, data: &[u8]) -> Result<(), model::MemoryFault> {
         if data.is_empty() {
             return Ok(());
         }
-        let (base, offset) = self.locate(address, data.len())?;
-        if let Some(region) = self.regions.get_mut(&base) {
-            region.write(offset, data);
-        }
+        let (base, offset) = model::locate(&self.regions, Region::size, address, data.len())?;
+        self.write_located(base, offset, data);
         Ok(())
     }
 
     fn writable(&self, address: u64, len: usize) -> bool {
-        len == 0 || self.locate(address, len).is_ok()
+        len == 0 || model::locate(&self.regions, Region::size, address, len).is_ok()
     }
 }
 

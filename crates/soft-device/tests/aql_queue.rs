@@ -13,11 +13,10 @@ use hal::{
     WaitError,
 };
 use kernarg_abi::layout::{ArgValue, DispatchGeometry};
-use kernels::memory::DeviceMemory;
-use kernels::registry::Registry;
 use pm4_encoding::Target;
 use soft_device::SimDevice;
 use soft_device::exec::{self, Dispatch};
+use soft_device::loader::SoftKernels;
 use soft_device::memory::SimMemory;
 
 const TARGET: Target = Target::Gfx1100;
@@ -120,14 +119,13 @@ fn dispatch_chain_matches_direct_execution_and_signals_count_packets() {
 
     // Directly through the executor, in an address space of its own.
     let mut memory = SimMemory::new();
-    let mut objects = hal::KernelTable::new();
-    let registry = Registry::builtin();
-    let fill_kd = soft_device::loader::load(&mut objects, &mut memory, &registry, TARGET, &fill_co, None)
+    let mut objects = SoftKernels::new();
+    let fill_kd = soft_device::loader::load(&mut objects, &mut memory, TARGET, &fill_co, None)
         .unwrap()
         .kernel("fill")
         .unwrap()
         .kd_va;
-    let axpy_kd = soft_device::loader::load(&mut objects, &mut memory, &registry, TARGET, &axpy_co, None)
+    let axpy_kd = soft_device::loader::load(&mut objects, &mut memory, TARGET, &axpy_co, None)
         .unwrap()
         .kernel("axpy")
         .unwrap()
@@ -374,7 +372,7 @@ fn pm4_ib_packet_reaches_the_hook_with_its_ib() {
     let packet = AmdPm4IbPacket::new(ib.va + 8, 38, FenceScope::System, FenceScope::System, s.get()).unwrap();
     device.write_packet(q, packet.as_array()).unwrap();
     let calls = RefCell::new(Vec::new());
-    let mut hook = |_: &mut SimMemory, _: &hal::KernelTable, va: u64, size: u32| -> Result<(), Pm4Error> {
+    let mut hook = |_: &mut SimMemory, _: &SoftKernels, va: u64, size: u32| -> Result<(), Pm4Error> {
         calls.borrow_mut().push((va, size));
         Ok(())
     };
@@ -385,7 +383,7 @@ fn pm4_ib_packet_reaches_the_hook_with_its_ib() {
 
     // A hook error is a queue fault; the completion signal is not decremented.
     device.write_packet(q, packet.as_array()).unwrap();
-    let mut failing = |_: &mut SimMemory, _: &hal::KernelTable, _: u64, _: u32| -> Result<(), Pm4Error> {
+    let mut failing = |_: &mut SimMemory, _: &SoftKernels, _: u64, _: u32| -> Result<(), Pm4Error> {
         Err("bad opcode at dword 3".into())
     };
     let e = device.submit_with(q, &mut failing).unwrap_err();

@@ -98,17 +98,17 @@ impl Chain {
         let mut memory = self.device.memory().clone();
         let ib = memory.allocate(u64::try_from(4 * words.len().max(1)).unwrap()).unwrap();
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        kernels::memory::DeviceMemory::write(&mut memory, ib.va, &bytes).unwrap();
+        memory.write(ib.va, &bytes).unwrap();
         let mut cp = CommandProcessor::new(self.device.target().family());
         let mut clock = 0;
-        let result = cp.execute_ib(&mut memory, self.device.kernels(), ib.va, size_dwords, &mut clock);
+        let result = cp.execute_ib(&mut memory, self.device.soft_kernels(), ib.va, size_dwords, &mut clock);
         (memory, result)
     }
 }
 
 fn read(memory: &SimMemory, va: u64, len: u64) -> Vec<u8> {
     let mut out = vec![0u8; usize::try_from(len).unwrap()];
-    kernels::memory::DeviceMemory::read(memory, va, &mut out).unwrap();
+    memory.read(va, &mut out).unwrap();
     out
 }
 

@@ -4,7 +4,6 @@
 //! asking for an interrupt (a fault: the sim raises none).
 
 use hal::Device;
-use kernels::memory::DeviceMemory;
 use pm4_encoding::packet::release_mem::{DataCntl, DataSel, DstSel, EventCntl, IntSel};
 use pm4_encoding::packet::wait_reg_mem::Function;
 use pm4_encoding::packet::{CopyData, EventType, ReleaseMem, WaitRegMem, WriteData};
@@ -26,7 +25,7 @@ fn run(device: &SimDevice, ib: &[u32]) -> (SimMemory, Result<(), CpFaultKind>, u
     memory.write(at.va, &ib.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<_>>()).unwrap();
     let mut cp = CommandProcessor::new(device.target().family());
     let mut clock = 100;
-    let r = cp.execute_ib(&mut memory, device.kernels(), at.va, u32::try_from(ib.len()).unwrap(), &mut clock);
+    let r = cp.execute_ib(&mut memory, device.soft_kernels(), at.va, u32::try_from(ib.len()).unwrap(), &mut clock);
     (memory, r.map(drop).map_err(|f| f.kind), clock)
 }
 

@@ -5,12 +5,10 @@
 use std::str::FromStr;
 
 use hal::LoadError;
-use kernels::memory::DeviceMemory;
-use kernels::registry::Registry;
 use object::read::elf::ElfFile64;
 use object::{Object, ObjectSection, ObjectSymbol};
 use pm4_encoding::Target;
-use soft_device::loader::CodeObjects;
+use soft_device::loader::{CodeObjects, SoftKernels};
 use soft_device::memory::SimMemory;
 
 /// The file bytes behind ELF virtual address `address`, through the section that holds it.
@@ -32,19 +30,17 @@ fn production(target: Target) -> Vec<&'static kernels::EmbeddedArtifact> {
 
 #[test]
 fn every_production_code_object_loads_at_its_descriptor_addresses() {
-    let registry = Registry::builtin();
     let mut loaded_kernels = 0;
     for target in Target::ALL {
         let artifacts = production(target);
         assert_eq!(artifacts.len(), 11, "{target}");
         let mut memory = SimMemory::new();
-        let mut objects = hal::KernelTable::new();
+        let mut objects = SoftKernels::new();
         for artifact in artifacts {
             let expected = kernarg_abi::read_any(artifact.bytes, Some(target)).unwrap();
             let elf = ElfFile64::<object::LittleEndian>::parse(artifact.bytes).unwrap();
-            let loaded = soft_device::loader::load(&mut objects, &mut memory, &registry, target, artifact.bytes, None)
-                .unwrap()
-                .clone();
+            let loaded =
+                soft_device::loader::load(&mut objects, &mut memory, target, artifact.bytes, None).unwrap().clone();
             assert!(loaded.load_va >= SimMemory::VA_BASE, "{}", artifact.path);
             assert_eq!(loaded.load_va, loaded.allocation.va);
             assert_eq!(hex(&loaded.sha256), artifact.sha256, "{}", artifact.path);
@@ -67,13 +63,13 @@ fn every_production_code_object_loads_at_its_descriptor_addresses() {
                 assert_eq!(code.to_vec(), file_bytes(&elf, artifact.bytes, want.entry_address, 16), "{what}");
                 let slot = objects.by_kd(k.kd_va).expect("in the table");
                 assert_eq!(&slot.loaded, k);
-                assert_eq!(slot.registry.map(|e| e.name), Some(k.name.as_str()), "{what}: registry entry");
+                assert_eq!(objects.reference(k.kd_va).map(|e| e.name), Some(k.name.as_str()), "{what}: registry entry");
                 assert_eq!(objects.by_entry(k.entry_va).map(|s| s.loaded.kd_va), Some(k.kd_va));
                 assert!(objects.by_kd(k.entry_va).is_none());
                 loaded_kernels += 1;
             }
         }
-        assert_eq!(objects.objects().len(), 11);
+        assert_eq!(objects.table().objects().len(), 11);
     }
     // 22 kernels (elementwise holds add and mul, quant three, llama five, prefill five) on each
     // target of the target table.
@@ -82,15 +78,13 @@ fn every_production_code_object_loads_at_its_descriptor_addresses() {
 
 #[test]
 fn segments_past_their_file_bytes_are_zero_and_images_do_not_overlap() {
-    let registry = Registry::builtin();
     let target = Target::Gfx1100;
     let mut memory = SimMemory::new();
-    let mut objects = hal::KernelTable::new();
+    let mut objects = SoftKernels::new();
     let mut ranges = Vec::new();
     for artifact in production(target) {
-        let loaded = soft_device::loader::load(&mut objects, &mut memory, &registry, target, artifact.bytes, None)
-            .unwrap()
-            .clone();
+        let loaded =
+            soft_device::loader::load(&mut objects, &mut memory, target, artifact.bytes, None).unwrap().clone();
         let elf = ElfFile64::<object::LittleEndian>::parse(artifact.bytes).unwrap();
         // Every loaded segment: file bytes first, zeros to memsz.
         for segment in elf.elf_program_headers() {
@@ -116,32 +110,28 @@ fn segments_past_their_file_bytes_are_zero_and_images_do_not_overlap() {
 
 #[test]
 fn fixtures_without_references_load_without_registry_entries() {
-    let registry = Registry::builtin();
     for target in Target::ALL {
         let mut memory = SimMemory::new();
-        let mut objects = hal::KernelTable::new();
+        let mut objects = SoftKernels::new();
         let scratch = kernels::artifact(&format!("fixtures/{target}/scratch.co")).unwrap();
-        let loaded = soft_device::loader::load(&mut objects, &mut memory, &registry, target, scratch.bytes, None)
-            .unwrap()
-            .clone();
+        let loaded = soft_device::loader::load(&mut objects, &mut memory, target, scratch.bytes, None).unwrap().clone();
         assert!(!loaded.kernels.is_empty());
         for k in &loaded.kernels {
-            assert!(objects.by_kd(k.kd_va).unwrap().registry.is_none(), "{target} {}", k.name);
+            assert!(objects.by_kd(k.kd_va).is_some(), "{target} {}", k.name);
+            assert!(objects.reference(k.kd_va).is_none(), "{target} {}", k.name);
         }
         // The wave64 axpy is a registered variant.
         let wave64 = kernels::artifact(&format!("fixtures/{target}/axpy-wave64.co")).unwrap();
-        let loaded = soft_device::loader::load(&mut objects, &mut memory, &registry, target, wave64.bytes, None)
-            .unwrap()
-            .clone();
+        let loaded = soft_device::loader::load(&mut objects, &mut memory, target, wave64.bytes, None).unwrap().clone();
         let axpy = loaded.kernel("axpy").unwrap();
         assert_eq!(axpy.wavefront_size, 64);
-        assert!(objects.by_kd(axpy.kd_va).unwrap().registry.is_some());
+        assert!(objects.by_kd(axpy.kd_va).is_some());
+        assert!(objects.reference(axpy.kd_va).is_some());
     }
 }
 
 #[test]
 fn bundles_load_the_entry_for_the_target() {
-    let registry = Registry::builtin();
     let bundle = kernels::artifact("fixtures/fill.bundle").unwrap();
     let entries = kernarg_abi::bundle::device_entries(bundle.bytes).unwrap();
     let targets: Vec<Target> =
@@ -149,48 +139,45 @@ fn bundles_load_the_entry_for_the_target() {
     assert!(!targets.is_empty());
     for target in targets {
         let mut memory = SimMemory::new();
-        let mut objects = hal::KernelTable::new();
-        let loaded =
-            soft_device::loader::load(&mut objects, &mut memory, &registry, target, bundle.bytes, None).unwrap();
+        let mut objects = SoftKernels::new();
+        let loaded = soft_device::loader::load(&mut objects, &mut memory, target, bundle.bytes, None).unwrap();
         assert!(loaded.kernel("fill").is_some(), "{target}");
     }
 }
 
 #[test]
 fn wrong_targets_and_garbage_are_refused() {
-    let registry = Registry::builtin();
     let mut memory = SimMemory::new();
-    let mut objects = hal::KernelTable::new();
+    let mut objects = SoftKernels::new();
     let fill = kernels::artifact("gfx1030/fill.co").unwrap();
     assert!(matches!(
-        soft_device::loader::load(&mut objects, &mut memory, &registry, Target::Gfx1100, fill.bytes, None),
+        soft_device::loader::load(&mut objects, &mut memory, Target::Gfx1100, fill.bytes, None),
         Err(LoadError::Read(kernarg_abi::ReadError::TargetMismatch { requested: Target::Gfx1100, .. }))
     ));
     assert!(matches!(
-        soft_device::loader::load(&mut objects, &mut memory, &registry, Target::Gfx1100, b"not an elf", None),
+        soft_device::loader::load(&mut objects, &mut memory, Target::Gfx1100, b"not an elf", None),
         Err(LoadError::Read(kernarg_abi::ReadError::NotElf { len: 10 }))
     ));
     let huge = vec![0u8; CodeObjects::CODE_OBJECT_BYTES_MAX + 1];
     assert!(matches!(
-        soft_device::loader::load(&mut objects, &mut memory, &registry, Target::Gfx1100, &huge, None),
+        soft_device::loader::load(&mut objects, &mut memory, Target::Gfx1100, &huge, None),
         Err(LoadError::TooLarge { len, limit }) if len == limit + 1
     ));
     // Nothing was mapped by the failed loads.
     assert!(memory.is_empty());
-    assert!(objects.objects().is_empty());
+    assert!(objects.table().objects().is_empty());
 }
 
 #[test]
 fn code_object_count_is_limited() {
-    let registry = Registry::builtin();
     let mut memory = SimMemory::new();
-    let mut objects = hal::KernelTable::new();
+    let mut objects = SoftKernels::new();
     let fill = kernels::artifact("gfx1100/fill.co").unwrap();
     for _ in 0..CodeObjects::CODE_OBJECTS_MAX {
-        soft_device::loader::load(&mut objects, &mut memory, &registry, Target::Gfx1100, fill.bytes, None).unwrap();
+        soft_device::loader::load(&mut objects, &mut memory, Target::Gfx1100, fill.bytes, None).unwrap();
     }
     assert!(matches!(
-        soft_device::loader::load(&mut objects, &mut memory, &registry, Target::Gfx1100, fill.bytes, None),
+        soft_device::loader::load(&mut objects, &mut memory, Target::Gfx1100, fill.bytes, None),
         Err(LoadError::TooMany { limit: 64 })
     ));
 }

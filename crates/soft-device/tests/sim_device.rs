@@ -3,8 +3,8 @@
 //! faults the ordinary path must raise.
 
 use hal::{AllocateError, Device, DeviceAllocation, FreeError, LaunchError, LaunchRequest, LoadedCodeObject};
+use hal::{FaultReason, MemoryFault};
 use kernarg_abi::layout::{ArgValue, DispatchGeometry};
-use kernels::memory::{FaultReason, MemoryFault};
 use pm4_encoding::Target;
 use soft_device::{SimDevice, SoftFault};
 use tape_core::{Access, AllocationId};

@@ -2,7 +2,7 @@
 //!
 //! A code object is loaded by the soft device's loader, which places it in device memory and
 //! enters its kernels into the kernel table the packet processors run from; a kernel's
-//! `KERNEL_OBJECT` is its descriptor's VA there. Only kernels the `kernels` registry knows (with
+//! `KERNEL_OBJECT` is its descriptor's VA there. Only kernels the `kernel-refs` registry knows (with
 //! a CPU reference) can run; others load, and a dispatch of one faults its queue.
 
 #![forbid(unsafe_code)]
@@ -127,10 +127,8 @@ pub(crate) fn load(
     if code_object.kernels.len() > INDEX_MAX {
         return Err(HsaStatus::ERROR_OUT_OF_RESOURCES);
     }
-    let Core { memory, kernels, registry, code, .. } = core;
-    let placed = soft_device::loader::load(kernels, memory, registry, target, &bytes, None)
-        .map_err(|e| load_status(&e))?
-        .clone();
+    let Core { memory, kernels, code, .. } = core;
+    let placed = soft_device::loader::load(kernels, memory, target, &bytes, None).map_err(|e| load_status(&e))?.clone();
     // PANIC: looked up above; nothing in between removes executables.
     let exe = code.executables.get_mut(&executable).expect("executable looked up above");
     let index = exe.objects.len();
@@ -176,7 +174,7 @@ pub(crate) fn destroy_executable(core: &mut Core, executable: u64) -> Result<(),
     core.kernels.reset();
     for loaded in core.code.executables.values().flat_map(|e| &e.objects) {
         let p = &loaded.placed;
-        core.kernels.insert(&loaded.code_object, p.allocation, p.load_va, p.sha256, &core.registry);
+        core.kernels.insert(&loaded.code_object, p.allocation, p.load_va, p.sha256);
     }
     Ok(())
 }

@@ -43,7 +43,7 @@
 //!   backend's `hal::FaultInjection`.
 //!
 //! # Limits
-//! - It runs only the kernels the `kernels` registry knows, through their CPU references; a
+//! - It runs only the kernels the `kernel-refs` registry knows, through their CPU references; a
 //!   dispatch of any other kernel faults its queue. Scratch memory, interrupts, IPC signals,
 //!   variables in code objects and agent dispatch are not modelled (an error status).
 //! - There is no performance model: packets run one at a time per queue, and one packet of any

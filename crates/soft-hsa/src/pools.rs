@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use hal::{AllocateError, DeviceAllocation};
 use hsa_sys::{AmdMemoryPoolGlobalFlag, AmdMemoryPoolInfo, AmdSegment, HsaStatus};
-use kernels::memory::DeviceMemory;
 use soft_device::memory::{RegionKind, SimMemory};
 
 use crate::abi::host::HostBlock;

@@ -33,12 +33,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use aql_packets::{AqlPacket, INVALID_HEADER_WORD, PACKET_SIZE, PacketType};
-use hal::{DeviceFault, KernelTable, LaunchError, Pm4Error, QueueFault};
+use hal::{DeviceFault, LaunchError, Pm4Error, QueueFault};
 use hsa_sys::{AmdQueue, HsaStatus, Queue, QueueFeature, QueueType};
 use pm4_encoding::Target;
 use soft_device::SoftFault;
 use soft_device::aql::{ProcessReport, decode_fault, execute};
 use soft_device::cp::CommandProcessor;
+use soft_device::loader::SoftKernels;
 use soft_device::memory::SimMemory;
 
 use crate::abi::host::HostBlock;
@@ -395,7 +396,7 @@ fn run_packet(
     let mut core = runtime.core();
     let core = &mut *core;
     let clock = &mut core.clock;
-    let mut pm4 = |memory: &mut SimMemory, kernels: &KernelTable, ib_va: u64, size_dwords: u32| {
+    let mut pm4 = |memory: &mut SimMemory, kernels: &SoftKernels, ib_va: u64, size_dwords: u32| {
         cp.execute_ib(memory, kernels, ib_va, size_dwords, clock).map(drop).map_err(|f| Box::new(f) as Pm4Error)
     };
     let mut signals = SharedSignals(&runtime.signals);

@@ -20,10 +20,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Instant;
 
-use hal::KernelTable;
 use hsa_sys::HsaStatus;
-use kernels::registry::Registry;
 use pm4_encoding::Target;
+use soft_device::loader::SoftKernels;
 use soft_device::memory::SimMemory;
 
 use crate::abi::host::VaReservation;
@@ -48,10 +47,8 @@ pub(crate) struct Core {
     /// The GPU address space: device memory in the reserved range, system memory mapped at its
     /// host addresses.
     pub(crate) memory: SimMemory,
-    /// Every loaded kernel.
-    pub(crate) kernels: KernelTable,
-    /// CPU references of the kernels the soft device runs.
-    pub(crate) registry: Registry,
+    /// Every loaded kernel, with the CPU reference the soft device runs it through.
+    pub(crate) kernels: SoftKernels,
     /// GPU clock of the command processors' timestamps.
     pub(crate) clock: u64,
     /// Allocations by pool.
@@ -84,8 +81,7 @@ impl Runtime {
         let memory = SimMemory::with_va_range(reservation.base(), reservation.end());
         let core = Core {
             memory,
-            kernels: KernelTable::new(),
-            registry: Registry::builtin(),
+            kernels: SoftKernels::new(),
             clock: 0,
             pools: PoolState::default(),
             code: CodeState::default(),

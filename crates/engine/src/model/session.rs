@@ -255,7 +255,7 @@ impl<D: Device> Session<D> {
 
     /// Prompt tokens per prefill pass, at most the model's [`Workload::prefill_chunk`] (the
     /// default); 1 runs the prompt one prompt step per token. Either way the KV cache and the
-    /// logits are the same bits (see `kernels::cpu::prefill`).
+    /// logits are the same bits (see `kernel_refs::cpu::prefill`).
     pub fn set_prefill_chunk(&mut self, chunk: u32) {
         self.prefill_chunk = chunk.clamp(1, self.model.prefill_chunk().max(1));
     }

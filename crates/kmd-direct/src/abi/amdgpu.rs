@@ -432,7 +432,7 @@ abi_type! {
 
 /// The anonymous union at the end of `struct drm_amdgpu_info`: the query's parameters.
 #[repr(C)]
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, zerocopy::FromBytes)]
 pub union DrmAmdgpuInfoQuery {
     /// `AMDGPU_INFO_CRTC_FROM_ID`.
     pub mode_crtc: DrmAmdgpuInfoModeCrtc,
@@ -450,6 +450,7 @@ pub union DrmAmdgpuInfoQuery {
     pub video_cap: DrmAmdgpuInfoVideoCap,
 }
 
+static_assertions::assert_impl_all!(DrmAmdgpuInfoQuery: core::fmt::Debug);
 const_assert_eq!(size_of::<DrmAmdgpuInfoQuery>(), 16);
 const_assert_eq!(align_of::<DrmAmdgpuInfoQuery>(), 4);
 

@@ -15,7 +15,7 @@ abi_type! {
     /// `struct drm_version`: the driver's version and its name, date and description strings,
     /// copied into caller buffers whose lengths the kernel updates to the full lengths.
     #[derive(Debug)]
-        pub struct DrmVersion = "struct drm_version", size = 64, align = 8 {
+    @raw_pointers pub struct DrmVersion = "struct drm_version", size = 64, align = 8 {
         /// Major version.
         pub version_major @ 0: c_int,
         /// Minor version.

@@ -13,7 +13,36 @@
 /// Field syntax: `pub name @ offset: Type`, or `pub name ("c_member") @ offset: Type` when the
 /// C member has another name (a keyword, an anonymous union).
 macro_rules! abi_type {
+    // A type with raw pointers (`struct drm_version`): not every bit pattern is a valid value, so
+    // no zerocopy traits.
     (
+        $(#[$meta:meta])*
+        @raw_pointers pub $kind:ident $name:ident = $cty:literal, size = $size:literal, align = $align:literal {
+            $( $(#[$fmeta:meta])* pub $f:ident $(($cf:literal))? @ $off:literal : $fty:ty ),* $(,)?
+        }
+    ) => {
+        $crate::abi::abi_type!(@define [] $(#[$meta])* pub $kind $name = $cty, size = $size, align = $align {
+            $( $(#[$fmeta])* pub $f $(($cf))? @ $off : $fty ),*
+        });
+    };
+    // Integers, arrays of them, and structs and unions of such: zerocopy derives `FromBytes` (every
+    // bit pattern is a valid value, checked field by field), what a `sys::PlainData` argument the
+    // kernel writes back stands on.
+    (
+        $(#[$meta:meta])*
+        pub $kind:ident $name:ident = $cty:literal, size = $size:literal, align = $align:literal {
+            $( $(#[$fmeta:meta])* pub $f:ident $(($cf:literal))? @ $off:literal : $fty:ty ),* $(,)?
+        }
+    ) => {
+        $crate::abi::abi_type!(
+            @define [zerocopy::FromBytes]
+            $(#[$meta])* pub $kind $name = $cty, size = $size, align = $align {
+                $( $(#[$fmeta])* pub $f $(($cf))? @ $off : $fty ),*
+            }
+        );
+    };
+    (
+        @define [$($derive:path),*]
         $(#[$meta:meta])*
         pub $kind:ident $name:ident = $cty:literal, size = $size:literal, align = $align:literal {
             $( $(#[$fmeta:meta])* pub $f:ident $(($cf:literal))? @ $off:literal : $fty:ty ),* $(,)?
@@ -21,11 +50,14 @@ macro_rules! abi_type {
     ) => {
         $(#[$meta])*
         #[repr(C)]
-        #[derive(Clone, Copy)]
+        #[derive(Clone, Copy $(, $derive)*)]
         pub $kind $name {
             $( $(#[$fmeta])* pub $f: $fty, )*
         }
 
+        // Every ABI type has `Debug` (derived, or `union_debug!`): checked here because the modules
+        // allow `missing_debug_implementations` for zerocopy's field marker types.
+        static_assertions::assert_impl_all!($name: core::fmt::Debug);
         static_assertions::const_assert_eq!(core::mem::size_of::<$name>(), $size);
         static_assertions::const_assert_eq!(core::mem::align_of::<$name>(), $align);
         $( static_assertions::const_assert_eq!(core::mem::offset_of!($name, $f), $off); )*
@@ -74,10 +106,14 @@ macro_rules! abi_consts {
     };
 }
 
-pub(crate) use c_member;
+pub(crate) use {abi_type, c_member};
 
+// zerocopy's `FromBytes` derive emits an empty marker type per field, with the field's
+// visibility and no `Debug`; `abi_type!` asserts `Debug` for the ABI types themselves instead.
+#[allow(missing_debug_implementations)]
 pub mod amdgpu;
 pub mod consts;
+#[allow(missing_debug_implementations)]
 pub mod drm;
 pub mod ioctl;
 

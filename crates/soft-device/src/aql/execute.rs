@@ -23,9 +23,9 @@ use aql_packets::{AmdBarrierValue, AqlPacket, Barrier, KernelDispatch, PacketTyp
 
 use crate::aql::{Pm4Hook, ProcessReport, ProcessedPacket};
 use crate::exec::{self, Dispatch, ExecutedDispatch};
+use crate::loader::SoftKernels;
 use crate::memory::SimMemory;
 use crate::signal::SignalTable;
-use hal::KernelTable;
 use hal::{LaunchError, QueueFault, signal_condition_holds};
 
 /// Runs `packet`, decrements its completion signal and records it in `report`. `signals` is the
@@ -37,7 +37,7 @@ pub fn packet<S: SignalTable + ?Sized>(
     packet_id: u64,
     packet: &AqlPacket,
     memory: &mut SimMemory,
-    objects: &KernelTable,
+    objects: &SoftKernels,
     signals: &mut S,
     pm4: &mut Pm4Hook<'_>,
     report: &mut ProcessReport,
@@ -130,13 +130,13 @@ fn kernel_dispatch(
     packet_id: u64,
     d: &KernelDispatch,
     memory: &mut SimMemory,
-    objects: &KernelTable,
+    objects: &SoftKernels,
 ) -> Result<ExecutedDispatch, QueueFault> {
     let kernel_object = d.kernel_object;
     let dispatch_fault = |source| QueueFault::Dispatch { packet_id, source };
     let slot = objects.by_kd(kernel_object).ok_or(dispatch_fault(LaunchError::UnknownKernel { kernel_object }))?;
     let kernel = &slot.loaded.name;
-    if slot.registry.is_none() {
+    if objects.reference(kernel_object).is_none() {
         return Err(dispatch_fault(crate::SoftFault::NoCpuImplementation { kernel_object }.launch(kernel)));
     }
     let static_bytes = slot.loaded.group_segment_fixed_size;

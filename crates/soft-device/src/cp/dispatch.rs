@@ -18,8 +18,9 @@ use pm4_encoding::regs::{self, RegisterInfo, SH_REG_BASE, SH_REG_END};
 
 use super::fault::CpFaultKind;
 use crate::exec::Dispatch;
+use crate::loader::SoftKernels;
 use crate::memory::SimMemory;
-use hal::{KernelSlot, KernelTable};
+use hal::KernelSlot;
 
 /// What writing one SH-window dword means, decided once per register file.
 #[derive(Clone, Copy, Debug)]
@@ -109,7 +110,7 @@ pub use pm4_encoding::policy::dims_in_work_items;
 pub(super) fn decode(
     regs: &ShRegisters,
     memory: &SimMemory,
-    objects: &KernelTable,
+    objects: &SoftKernels,
     packet: &DispatchDirect,
 ) -> Result<DecodedDispatch, CpFaultKind> {
     let family = regs.family;

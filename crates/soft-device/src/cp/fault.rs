@@ -1,6 +1,6 @@
 //! Why the command processor stopped: [`CpFault`] and its [`CpFaultKind`].
 
-use kernels::memory::MemoryFault;
+use hal::MemoryFault;
 use pm4_encoding::{DecodeError, Family, Opcode};
 
 use crate::exec::HiddenArgMismatch;

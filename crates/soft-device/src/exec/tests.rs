@@ -1,4 +1,4 @@
-use kernels::memory::HostMemory;
+use kernel_refs::memory::HostMemory;
 
 use super::*;
 
@@ -34,11 +34,11 @@ fn effect(arg_index: usize, address: u64, access: Access) -> ResolvedEffect {
 fn run(
     m: &mut HostMemory,
     effects: &[ResolvedEffect],
-) -> (Result<(), kernels::cpu::KernelError>, Option<EffectViolation>) {
+) -> (Result<(), kernel_refs::cpu::KernelError>, Option<EffectViolation>) {
     let kernarg = axpy_kernarg(2.0, 4);
     let launch = Launch { kernarg: &kernarg, grid_size: [8, 1, 1], workgroup_size: [4, 1, 1], dynamic_lds_bytes: 0 };
     let mut guard = EffectGuard::new(m, "axpy", effects);
-    let result = kernels::cpu::axpy(&launch, &mut guard);
+    let result = kernel_refs::cpu::axpy(&launch, &mut guard);
     (result, guard.into_violation())
 }
 
@@ -64,8 +64,8 @@ fn a_missing_read_range_is_a_violation_naming_kernel_range_and_access() {
     let mut m = memory();
     // The declaration forgets that axpy reads x.
     let (result, violation) = run(&mut m, &[effect(0, Y, Access::ReadWrite)]);
-    let fault = MemoryFault { address: X, len: 16, reason: FaultReason::Unmapped };
-    assert_eq!(result, Err(kernels::cpu::KernelError::Memory { arg: "x", fault }));
+    let fault = model::MemoryFault { address: X, len: 16, reason: model::FaultReason::Unmapped };
+    assert_eq!(result, Err(kernel_refs::cpu::KernelError::Memory { arg: "x", fault }));
     // The first work-group reads 4 elements of x at once.
     assert_eq!(violation, Some(EffectViolation { kernel: "axpy".into(), va: X, len: 16, access: Access::Read }));
     // Nothing was stored: the first work-group faulted before its stores.

@@ -245,3 +245,38 @@ fn derived_forms_follow_every_write_and_go_with_their_region() {
     assert_eq!(m.derived(host.va, 4, 1, &sum), None);
     assert_eq!(calls.get(), 3);
 }
+
+#[test]
+fn the_address_space_and_the_memory_model_report_the_same_faults() {
+    let mut m = SimMemory::new();
+    let a = m.allocate(16).unwrap();
+    let b = m.allocate(0x1000).unwrap();
+    let accesses = [
+        (a.va, 16),
+        (a.va + 14, 4),
+        (a.va + 16, 4),
+        (b.va - 1, 2),
+        (b.va + 0xfff, 1),
+        (b.va + 0xfff, 2),
+        (0, 4),
+        (u64::MAX - 1, 4),
+        (u64::MAX, 0),
+    ];
+    for (address, len) in accesses {
+        let mut hal_out = vec![0u8; len];
+        let mut model_out = vec![0u8; len];
+        let ours = m.read(address, &mut hal_out);
+        let model = DeviceMemory::read(&m, address, &mut model_out);
+        let as_hal = model.map_err(|f| MemoryFault {
+            address: f.address,
+            len: f.len,
+            reason: match f.reason {
+                model::FaultReason::Unmapped => FaultReason::Unmapped,
+                model::FaultReason::OutOfBounds { base, size } => FaultReason::OutOfBounds { base, size },
+                model::FaultReason::AddressWraps => FaultReason::AddressWraps,
+            },
+        });
+        assert_eq!(ours, as_hal, "{len} bytes at {address:#x}");
+        assert_eq!(m.writable(address, len), ours.is_ok(), "{len} bytes at {address:#x}");
+    }
+}

@@ -6,9 +6,9 @@
 
 use super::simd::{Isa, compiled_for};
 use super::{Grid, KernelError, load, overlaps, store, store_pieces, widen};
-use crate::launch::Launch;
+use crate::launch::{ArgRead, Launch};
 use crate::memory::DeviceMemory;
-use crate::signature::{self, ArgDecl, Signature};
+use kernels::signature::{self, ArgDecl, Signature};
 
 /// The arguments and operation of one element-wise kernel.
 pub(super) struct Map<'s, const I: usize> {

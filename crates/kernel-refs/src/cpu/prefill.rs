@@ -45,9 +45,9 @@ use super::{
     Grid, KernelError, READ_CHUNK_BYTES, READ_CHUNK_ELEMENTS, f16_to_f32, f32s_of, load, load_bytes, load_f32_vec,
     overlaps, store, store_pieces, widen, widen_usize,
 };
-use crate::launch::Launch;
+use crate::launch::{ArgRead, Launch};
 use crate::memory::DeviceMemory;
-use crate::signature::{self, ArgDecl, Signature};
+use kernels::signature::{self, ArgDecl, Signature};
 
 mod attention;
 pub use attention::attention_rows;

@@ -2,7 +2,7 @@
 //! exactly what the GPU kernel does, reading its arguments from the launch's kernarg bytes.
 //!
 //! # What is reproduced
-//! - Arguments come from the kernarg offsets of [`crate::signature`]; a kernel that computes its
+//! - Arguments come from the kernarg offsets of [`kernels::signature`]; a kernel that computes its
 //!   global id as `workgroup_id_x * hidden_group_size_x + workitem_id_x` reads
 //!   `hidden_group_size_x` from the kernarg segment too, and the launch is refused when it
 //!   disagrees with the dispatch's work-group size (the GPU would then compute overlapping ids).
@@ -49,7 +49,7 @@ pub use reduce::{block_sum, rmsnorm};
 
 use crate::launch::{self, KernargError, Launch};
 use crate::memory::{DeviceMemory, MemoryFault};
-use crate::signature::{ArgDecl, Signature};
+use kernels::signature::{ArgDecl, Signature};
 
 /// The signature every CPU reference has.
 pub type CpuReference = fn(&Launch<'_>, &mut dyn DeviceMemory) -> Result<(), KernelError>;
@@ -416,7 +416,7 @@ mod tests {
 
     #[test]
     fn element_addresses_are_overflow_checked() {
-        let arg = crate::signature::fill::OUT;
+        let arg = kernels::signature::fill::OUT;
         assert_eq!(element_address(&arg, 0x1000, 3), Ok(0x100c));
         assert_eq!(element_address(&arg, u64::MAX - 3, 0), Ok(u64::MAX - 3));
         assert_eq!(

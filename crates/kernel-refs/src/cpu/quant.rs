@@ -10,13 +10,13 @@
 use super::{
     Grid, KernelError, READ_CHUNK_BYTES, element_address, load_bytes, load_f32_vec, store, widen, widen_usize,
 };
-use crate::launch::Launch;
+use crate::launch::{ArgRead, Launch};
 use crate::memory::DeviceMemory;
-use crate::signature::{self, ArgDecl, Signature};
+use kernels::signature::{self, ArgDecl, Signature};
 
 mod rows;
 
-/// Elements per quantisation block (`QK` in `hip/quant.hip`, ggml's `QK4_1` and `QK8_0`).
+/// Elements per quantisation block (`QK` in `crates/kernels/hip/quant.hip`, ggml's `QK4_1` and `QK8_0`).
 pub const QK: u32 = 32;
 /// Bytes of a Q4_1 block.
 pub const Q4_1_BLOCK_BYTES: usize = 20;

@@ -4,10 +4,10 @@
 
 use std::cell::RefCell;
 
-use kernels::cpu::CpuReference;
-use kernels::effects::ResolvedEffect;
-use kernels::launch::Launch;
-use kernels::memory::{DeviceMemory, HostMemory, MemoryFault};
+use kernel_refs::cpu::CpuReference;
+use kernel_refs::effects::ResolvedEffect;
+use kernel_refs::launch::Launch;
+use kernel_refs::memory::{DeviceMemory, HostMemory, MemoryFault};
 use kernels::signature::{ArgKind, Signature};
 
 /// Bytes of the kernarg segment the code object declares (`.kernarg_segment_size`): the explicit

@@ -1,4 +1,4 @@
-//! The kernels' `exp`: `rl_expf` of `hip/device.h`, operation for operation.
+//! The kernels' `exp`: `rl_expf` of `crates/kernels/hip/device.h`, operation for operation.
 //!
 //! The device library's `expf` is not reproducible on the host, so the kernels use their own,
 //! built only from `+`, `-`, `*`, comparisons and bit operations, each of which rounds the same
@@ -26,7 +26,7 @@ fn pow2i(k: i32) -> f32 {
     f32::from_bits((k + 127).cast_unsigned() << 23)
 }
 
-/// `e^x` exactly as the kernels compute it (`rl_expf` in `hip/device.h`): at most 2 ulp from the
+/// `e^x` exactly as the kernels compute it (`rl_expf` in `crates/kernels/hip/device.h`): at most 2 ulp from the
 /// correctly rounded result for normal results (tested against `f64::exp`), `+inf` above 89,
 /// `0.0` below -104, NaN returned unchanged.
 #[must_use]
@@ -177,9 +177,9 @@ mod tests {
         }
     }
 
-    /// The `f32` literals of `rl_expf` in `hip/device.h`, in source order.
+    /// The `f32` literals of `rl_expf` in `crates/kernels/hip/device.h`, in source order.
     fn header_literals() -> Vec<f32> {
-        let header = include_str!("../../hip/device.h");
+        let header = include_str!("../../../kernels/hip/device.h");
         let body = &header[header.find("#define EXP_ROUND").unwrap()..];
         let body = &body[..body.find("if (n > 127)").unwrap()];
         let mut out = Vec::new();

@@ -1,9 +1,13 @@
-//! The device address space the CPU references read and write.
+//! The memory model: the device address space the CPU references read and write.
 //!
 //! [`DeviceMemory`] is the abstraction the soft device implements over its GPU virtual address
 //! space; [`HostMemory`] is a plain implementation (allocations at chosen addresses) for tests
 //! and tools. Values cross the boundary little-endian, as the GPU stores them, and `f32` values
 //! keep their exact bits (NaN payloads included).
+//!
+//! A refused access is this model's [`MemoryFault`]. The device HAL has its own,
+//! backend-neutral `hal::MemoryFault` for the accesses of its callers (copies, host stores); the
+//! soft device reports those, and keeps this one for what its kernels' references do.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -26,9 +30,6 @@ pub enum FaultReason {
     /// The last byte of the access would lie beyond the end of the 64-bit address space.
     #[error("the access wraps around the end of the address space")]
     AddressWraps,
-    /// A direct host store into memory the host reaches only through copies (device memory).
-    #[error("the allocation is not host-visible")]
-    NotHostVisible,
 }
 
 /// A read or write the address space refused; nothing was transferred.
@@ -394,8 +395,8 @@ impl HostMemory {
 
 /// The allocation of `allocations` (keyed by first address, sized by `size`, not overlapping)
 /// holding all of `[address, address + len)`: its first address and the offset of `address` in
-/// it. The one range check of every address space in the workspace (this crate's
-/// [`HostMemory`], the soft device's, the HSA backend's allocation table).
+/// it. The range check of every [`DeviceMemory`] access (this crate's [`HostMemory`], the soft
+/// device's address space); it is `hal::memory::locate`'s, with this model's fault.
 ///
 /// # Errors
 /// [`MemoryFault`]: [`FaultReason::AddressWraps`], [`FaultReason::Unmapped`] when no allocation

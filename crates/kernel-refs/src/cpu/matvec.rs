@@ -1,9 +1,9 @@
 //! `matvec`: one work-item per row.
 
 use super::{Grid, KernelError, READ_CHUNK_ELEMENTS, load, load_f32_vec, store, widen};
-use crate::launch::Launch;
+use crate::launch::{ArgRead, Launch};
 use crate::memory::DeviceMemory;
-use crate::signature::{self, matvec::A};
+use kernels::signature::{self, matvec::A};
 
 /// `matvec(float* y, const float* a, const float* x, u32 rows, u32 cols)`:
 /// `y[r] = sum_c a[r * cols + c] * x[c]` for `r < min(rows, grid_size_x)`, accumulated in `f32`

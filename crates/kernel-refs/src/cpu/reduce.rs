@@ -1,9 +1,9 @@
 //! Work-group reductions through LDS: `block_sum` and `rmsnorm`.
 
 use super::{Grid, KernelError, f32s_of, load, load_f32_vec, overlaps, store, store_pieces, tree_reduce, widen};
-use crate::launch::Launch;
+use crate::launch::{ArgRead, Launch};
 use crate::memory::DeviceMemory;
-use crate::signature;
+use kernels::signature;
 
 /// `block_sum(float* out, const float* x, u32 n)`: for every work-group `g` of size `s`, slot
 /// `t` of the group's LDS holds `x[g * s + t]` when that index is below `n` and `0.0` otherwise,

@@ -1,5 +1,5 @@
-//! The registry covers every kernel of every module code object (and the wave64 `axpy`
-//! fixture), and every entry's argument layout and launch facts agree with what
+//! The catalogue covers every kernel of every module code object (and the wave64 `axpy`
+//! fixture), and every kernel's argument layout and launch facts agree with what
 //! `llvm-readelf-19 --notes` prints for that code object.
 //!
 //! Without `llvm-readelf-19` the notes check is skipped with a notice, except under `CI=true`,
@@ -8,8 +8,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use kernels::cpu::{self, CpuReference};
-use kernels::registry::{self, Registry};
+use kernels::catalog;
 use kernels::signature::ArgKind;
 
 const READELF: &str = "llvm-readelf-19";
@@ -17,7 +16,9 @@ const READELF: &str = "llvm-readelf-19";
 /// Supported targets: every code object below is built once per target of the target table.
 const TARGETS: usize = pm4_encoding::Target::ALL.len();
 /// Module code objects (11 per target) plus one wave64 `axpy` fixture per target.
-const REGISTERED_ARTIFACTS: usize = TARGETS * 11 + TARGETS;
+const CATALOGUED_ARTIFACTS: usize = TARGETS * 11 + TARGETS;
+/// Their kernels: 22 per target, plus one wave64 `axpy` kernel per target.
+const CATALOGUED_KERNELS: usize = TARGETS * 22 + TARGETS;
 
 #[derive(Debug, Default)]
 struct NoteArg {
@@ -145,16 +146,15 @@ fn readelf_available() -> bool {
 }
 
 #[test]
-fn registry_entries_agree_with_the_code_object_notes() {
+fn catalogued_kernels_agree_with_the_code_object_notes() {
     if !readelf_available() {
         return;
     }
-    let registry = Registry::builtin();
     let objects = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("objects");
     let mut checked_artifacts = 0;
     let mut checked_kernels = 0;
     for artifact in kernels::artifacts() {
-        let Some(module) = registry::module_of(artifact.path) else { continue };
+        let Some(module) = catalog::module_of(artifact.path) else { continue };
         let out = Command::new(READELF).arg("--notes").arg(objects.join(artifact.path)).output().unwrap();
         assert!(out.status.success(), "{READELF} --notes {}: {}", artifact.path, String::from_utf8_lossy(&out.stderr));
         let notes = parse_notes(&String::from_utf8(out.stdout).unwrap());
@@ -166,13 +166,11 @@ fn registry_entries_agree_with_the_code_object_notes() {
 
         for note in &notes {
             let what = format!("{} {}", artifact.path, note.name);
-            let entry =
-                registry.get_hex(artifact.sha256, &note.name).unwrap_or_else(|| panic!("{what} not registered"));
-            assert_eq!((entry.module, entry.path), (module.module, artifact.path), "{what}");
+            let signature = module.kernel(&note.name).unwrap_or_else(|| panic!("{what} not catalogued")).signature;
             let explicit: Vec<&NoteArg> =
                 note.args.iter().filter(|a| matches!(a.value_kind.as_str(), "global_buffer" | "by_value")).collect();
-            assert_eq!(explicit.len(), entry.explicit_args.len(), "{what}: explicit argument count");
-            for (arg, decl) in explicit.iter().zip(entry.explicit_args) {
+            assert_eq!(explicit.len(), signature.explicit_args.len(), "{what}: explicit argument count");
+            for (arg, decl) in explicit.iter().zip(signature.explicit_args) {
                 assert_eq!((arg.offset, arg.size), (Some(decl.offset), Some(decl.size)), "{what}.{}", decl.name);
                 let kind = if decl.kind == ArgKind::GlobalBuffer { "global_buffer" } else { "by_value" };
                 assert_eq!(arg.value_kind, kind, "{what}.{}", decl.name);
@@ -183,81 +181,30 @@ fn registry_entries_agree_with_the_code_object_notes() {
                 }
             }
             let hidden_group_size_x = note.args.iter().find(|a| a.value_kind == "hidden_group_size_x");
-            assert_eq!(hidden_group_size_x.and_then(|a| a.offset), entry.signature.hidden_group_size_x, "{what}");
+            assert_eq!(hidden_group_size_x.and_then(|a| a.offset), signature.hidden_group_size_x, "{what}");
             if let Some(a) = hidden_group_size_x {
                 assert_eq!(a.size, Some(2), "{what}: hidden_group_size_x is 16-bit");
             }
-            assert_eq!(note.max_flat_workgroup_size, Some(entry.signature.max_flat_workgroup_size), "{what}");
-            assert_eq!(note.group_segment_fixed_size, Some(entry.signature.static_lds_bytes), "{what}");
+            assert_eq!(note.max_flat_workgroup_size, Some(signature.max_flat_workgroup_size), "{what}");
+            assert_eq!(note.group_segment_fixed_size, Some(signature.static_lds_bytes), "{what}");
             checked_kernels += 1;
         }
         checked_artifacts += 1;
     }
-    assert_eq!(checked_artifacts, REGISTERED_ARTIFACTS);
-    assert_eq!(checked_kernels, registry.len());
+    assert_eq!(checked_artifacts, CATALOGUED_ARTIFACTS);
+    assert_eq!(checked_kernels, CATALOGUED_KERNELS);
 }
 
 #[test]
-fn builtin_registry_covers_every_module_code_object_and_nothing_else() {
-    let registry = Registry::builtin();
-    // 22 kernels per target, plus one wave64 axpy fixture per target.
-    assert_eq!(registry.len(), TARGETS * 22 + TARGETS);
+fn the_catalogue_covers_every_module_code_object_and_the_wave64_fixtures() {
+    let catalogued: Vec<&str> =
+        kernels::artifacts().iter().filter(|a| catalog::module_of(a.path).is_some()).map(|a| a.path).collect();
+    assert_eq!(catalogued.len(), CATALOGUED_ARTIFACTS, "{catalogued:?}");
+    let kernels: usize = catalogued.iter().filter_map(|p| catalog::module_of(p)).map(|m| m.kernels.len()).sum();
+    assert_eq!(kernels, CATALOGUED_KERNELS);
     for artifact in kernels::artifacts() {
-        let module = registry::module_of(artifact.path);
-        let registered: Vec<_> = registry.entries().filter(|e| e.path == artifact.path).map(|e| e.name).collect();
-        match module {
-            Some(m) => assert_eq!(registered, m.kernels.iter().map(|k| k.signature.name).collect::<Vec<_>>()),
-            None => assert!(registered.is_empty(), "{} must not be registered", artifact.path),
-        }
+        let is_module = artifact.path.split('/').count() == 2 && artifact.path.ends_with(".co");
+        let is_wave64 = artifact.path.starts_with("fixtures/") && artifact.path.ends_with("/axpy-wave64.co");
+        assert_eq!(catalog::module_of(artifact.path).is_some(), is_module || is_wave64, "{}", artifact.path);
     }
-}
-
-fn same_fn(a: CpuReference, b: CpuReference) -> bool {
-    std::ptr::fn_addr_eq(a, b)
-}
-
-#[test]
-fn lookups_are_by_digest_and_name() {
-    let registry = Registry::builtin();
-    let sha = |path| kernels::artifact(path).unwrap().sha256;
-
-    let fill = registry.get_hex(sha("gfx1100/fill.co"), "fill").unwrap();
-    assert_eq!((fill.name, fill.module, fill.path), ("fill", "fill", "gfx1100/fill.co"));
-    assert!(same_fn(fill.cpu, cpu::fill));
-    assert_eq!(
-        fill.explicit_args.iter().map(|a| (a.name, a.offset, a.size)).collect::<Vec<_>>(),
-        [("out", 0, 8), ("value", 8, 4), ("n", 12, 4)]
-    );
-    assert_eq!(fill.effects.kernel, "fill");
-
-    let digest = registry::parse_sha256_hex(sha("gfx1201/elementwise.co")).unwrap();
-    let mul = registry.get(&digest, "mul").unwrap();
-    assert_eq!((mul.module, mul.effects.kernel), ("elementwise", "mul"));
-    assert!(same_fn(mul.cpu, cpu::mul));
-    assert!(same_fn(registry.get(&digest, "add").unwrap().cpu, cpu::add));
-
-    let wave64 = registry.get_hex(sha("fixtures/gfx1030/axpy-wave64.co"), "axpy").unwrap();
-    assert_eq!(wave64.module, "axpy");
-    assert!(same_fn(wave64.cpu, cpu::axpy));
-
-    let quant = registry::parse_sha256_hex(sha("gfx1030/quant.co")).unwrap();
-    assert!(same_fn(registry.get(&quant, "matvec_q4_1").unwrap().cpu, cpu::matvec_q4_1));
-    assert!(same_fn(registry.get(&quant, "get_row_q8_0").unwrap().cpu, cpu::get_row_q8_0));
-    let prefill = registry.get_hex(sha("gfx1151/prefill.co"), "matmul_q4_1").unwrap();
-    assert_eq!((prefill.module, prefill.effects.kernel), ("prefill", "matmul_q4_1"));
-    assert!(same_fn(prefill.cpu, cpu::matmul_q4_1));
-    let attention = registry.get_hex(sha("gfx1200/llama.co"), "attention").unwrap();
-    assert_eq!((attention.module, attention.effects.kernel), ("llama", "attention"));
-    assert!(same_fn(attention.cpu, cpu::attention));
-
-    // Upper-case hex finds the same entry.
-    assert!(registry.get_hex(&sha("gfx1151/rmsnorm.co").to_uppercase(), "rmsnorm").is_some());
-
-    // Unknown pairs.
-    assert!(registry.get_hex(sha("gfx1100/fill.co"), "copy").is_none());
-    assert!(registry.get_hex(sha("gfx1100/fill.co"), "").is_none());
-    assert!(registry.get_hex(sha("fixtures/gfx1100/fill-v4.co"), "fill").is_none());
-    assert!(registry.get_hex(sha("fixtures/gfx1100/scratch.co"), "uses_scratch").is_none());
-    assert!(registry.get(&[0u8; 32], "fill").is_none());
-    assert!(registry.get_hex("not hex", "fill").is_none());
 }

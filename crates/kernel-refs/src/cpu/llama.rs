@@ -4,9 +4,9 @@
 use super::elementwise::Map;
 use super::exp::expf_select;
 use super::{Grid, KernelError, load, load_f32_vec, store, store_pieces, tree_reduce, widen};
-use crate::launch::Launch;
+use crate::launch::{ArgRead, Launch};
 use crate::memory::DeviceMemory;
-use crate::signature::{self, ArgDecl};
+use kernels::signature::{self, ArgDecl};
 
 /// The shape of a rope launch, validated.
 struct Rope {

@@ -7,7 +7,7 @@
 mod common;
 
 use common::Rng;
-use kernels::cpu::expf;
+use kernel_refs::cpu::expf;
 
 /// The error of `got` against `exact` in units of the f32 spacing at `exact` (2^-149 below the
 /// normal range).

@@ -11,8 +11,8 @@ use common::{
     Kernarg, Rng, SENTINEL, buffer, f32_of, launch_1d, map_bytes, q4_1_matrix, q8_0_matrix, read_bits, rope_table, run,
     sentinel_buffer, u32_of,
 };
-use kernels::cpu::{self, CpuReference, Q4_1_BLOCK_BYTES, Q8_0_BLOCK_BYTES};
-use kernels::memory::HostMemory;
+use kernel_refs::cpu::{self, CpuReference, Q4_1_BLOCK_BYTES, Q8_0_BLOCK_BYTES};
+use kernel_refs::memory::HostMemory;
 use kernels::signature;
 
 const OUT: u64 = 0x10_0000;

@@ -1,4 +1,7 @@
-//! One kernel launch as the device sees it: the kernarg bytes and the dispatch geometry.
+//! One kernel launch as the device sees it: the kernarg bytes and the dispatch geometry, and
+//! typed reads of its arguments at the offsets of the kernel's signature ([`ArgRead`]).
+
+use kernels::signature::ArgDecl;
 
 /// A kernel launch: exactly what an AQL kernel-dispatch packet (or a PM4 dispatch) gives the
 /// kernel, with the kernarg segment already read from device memory.
@@ -81,6 +84,42 @@ pub fn read_ptr(kernarg: &[u8], offset: usize) -> Result<u64, KernargError> {
     bytes_at(kernarg, offset).map(u64::from_le_bytes)
 }
 
+/// Reads of one explicit argument ([`ArgDecl`], from the kernel's signature) out of a kernarg
+/// segment.
+pub trait ArgRead {
+    /// This argument read from `kernarg` as a device address.
+    ///
+    /// # Errors
+    /// [`KernargError::OutOfRange`] when the kernarg segment is too short.
+    fn read_ptr(&self, kernarg: &[u8]) -> Result<u64, KernargError>;
+
+    /// This argument read from `kernarg` as a `u32`.
+    ///
+    /// # Errors
+    /// [`KernargError::OutOfRange`] when the kernarg segment is too short.
+    fn read_u32(&self, kernarg: &[u8]) -> Result<u32, KernargError>;
+
+    /// This argument read from `kernarg` as an `f32`, bit for bit.
+    ///
+    /// # Errors
+    /// [`KernargError::OutOfRange`] when the kernarg segment is too short.
+    fn read_f32(&self, kernarg: &[u8]) -> Result<f32, KernargError>;
+}
+
+impl ArgRead for ArgDecl {
+    fn read_ptr(&self, kernarg: &[u8]) -> Result<u64, KernargError> {
+        read_ptr(kernarg, self.offset)
+    }
+
+    fn read_u32(&self, kernarg: &[u8]) -> Result<u32, KernargError> {
+        read_u32(kernarg, self.offset)
+    }
+
+    fn read_f32(&self, kernarg: &[u8]) -> Result<f32, KernargError> {
+        read_f32(kernarg, self.offset)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +151,17 @@ mod tests {
         assert_eq!(l.workgroup_count_x(), Some(1 << 31));
         l.workgroup_size[0] = 0;
         assert_eq!(l.workgroup_count_x(), None);
+    }
+
+    #[test]
+    fn arguments_read_at_their_signature_offsets() {
+        let k = [0x00, 0x10, 0, 0, 0, 0, 0, 0, 0x00, 0x00, 0x80, 0x3f, 7, 0, 0, 0];
+        assert_eq!(kernels::signature::fill::OUT.read_ptr(&k), Ok(0x1000));
+        assert_eq!(kernels::signature::fill::VALUE.read_f32(&k), Ok(1.0));
+        assert_eq!(kernels::signature::fill::N.read_u32(&k), Ok(7));
+        assert_eq!(
+            kernels::signature::fill::N.read_u32(&k[..15]),
+            Err(KernargError::OutOfRange { offset: 12, size: 4, len: 15 })
+        );
     }
 }

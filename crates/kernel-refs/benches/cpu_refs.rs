@@ -9,9 +9,9 @@
 //! pass.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use kernels::cpu::{self, CpuReference, Q4_1_BLOCK_BYTES};
-use kernels::launch::Launch;
-use kernels::memory::{DeviceMemory, HostMemory};
+use kernel_refs::cpu::{self, CpuReference, Q4_1_BLOCK_BYTES};
+use kernel_refs::launch::Launch;
+use kernel_refs::memory::{DeviceMemory, HostMemory};
 use kernels::signature::{self, ArgKind, Signature};
 
 const Y: u64 = 0x1000_0000;

@@ -24,8 +24,8 @@ use common::{
     GUARD, Kernarg, Matrix, Recorder, Rng, SENTINEL, buffer, f32_of, launch_1d, map_bytes, q4_1_matrix, q8_0_matrix,
     read_bits, rope_table, run, sentinel_buffer, u32_of,
 };
-use kernels::cpu::{self, CpuReference, KernelError};
-use kernels::memory::{DeviceMemory, HostMemory};
+use kernel_refs::cpu::{self, CpuReference, KernelError};
+use kernel_refs::memory::{DeviceMemory, HostMemory};
 use kernels::signature::{self, Signature};
 use proptest::prelude::*;
 

@@ -4,10 +4,10 @@
 mod common;
 
 use common::{Kernarg, SENTINEL, buffer, launch_1d, read_bits, segment_len, sentinel_buffer};
-use kernels::cpu::{self, KernelError};
-use kernels::launch::{KernargError, Launch};
-use kernels::memory::{FaultReason, HostMemory, MemoryFault};
-use kernels::registry::MODULES;
+use kernel_refs::cpu::{self, KernelError};
+use kernel_refs::launch::{KernargError, Launch};
+use kernel_refs::memory::{FaultReason, HostMemory, MemoryFault};
+use kernel_refs::registry::kernel_defs;
 use kernels::signature;
 
 const OUT: u64 = 0x10_0000;
@@ -15,7 +15,7 @@ const IN: u64 = 0x20_0000;
 
 #[test]
 fn every_reference_reports_a_short_kernarg_segment() {
-    for kernel in MODULES.iter().flat_map(|m| m.kernels) {
+    for kernel in kernel_defs() {
         let sig = kernel.signature;
         let wg = sig.max_flat_workgroup_size.min(256);
         let full = Kernarg::new(sig).group_size(wg).bytes();

@@ -7,10 +7,10 @@
 mod common;
 
 use common::{Kernarg, Recorder, check_within};
-use kernels::effects::{self, ResolvedEffect};
-use kernels::launch::Launch;
-use kernels::memory::HostMemory;
-use kernels::registry::{KernelDef, MODULES};
+use kernel_refs::effects::{self, ResolvedEffect};
+use kernel_refs::launch::Launch;
+use kernel_refs::memory::HostMemory;
+use kernel_refs::registry::{KernelDef, kernel_defs};
 use kernels::signature::ArgKind;
 
 /// Bytes mapped behind every pointer argument.
@@ -192,9 +192,9 @@ fn run_case(kernel: &KernelDef, case: &Case) {
 #[test]
 fn recorded_accesses_lie_in_declared_effects() {
     let mut runs = 0;
-    for kernel in MODULES.iter().flat_map(|m| m.kernels) {
+    for kernel in kernel_defs() {
         for case in cases(kernel.signature.name) {
-            run_case(kernel, &case);
+            run_case(&kernel, &case);
             runs += 1;
         }
     }

@@ -5,10 +5,10 @@
 mod common;
 
 use common::{Recorder, check_within, segment_len};
-use kernels::effects;
-use kernels::launch::Launch;
-use kernels::memory::HostMemory;
-use kernels::registry::{KernelDef, MODULES};
+use kernel_refs::effects;
+use kernel_refs::launch::Launch;
+use kernel_refs::memory::HostMemory;
+use kernel_refs::registry::{KernelDef, kernel_defs};
 use kernels::signature::ArgKind;
 use proptest::prelude::*;
 
@@ -35,8 +35,8 @@ const POINTERS: [u64; 12] = [
 const ROUND_GRID: u16 = 1 << 14;
 const SET_GROUP_SIZE: u16 = 1 << 15;
 
-fn kernels() -> Vec<&'static KernelDef> {
-    MODULES.iter().flat_map(|m| m.kernels).collect()
+fn kernels() -> Vec<KernelDef> {
+    kernel_defs().collect()
 }
 
 #[derive(Clone, Debug)]
@@ -127,7 +127,7 @@ proptest! {
     #[test]
     fn references_never_panic_and_stay_inside_their_effects(case in case()) {
         let kernel = kernels()[case.kernel];
-        let kernarg = patched_kernarg(kernel, &case);
+        let kernarg = patched_kernarg(&kernel, &case);
         let mut grid_size = case.grid_size;
         let workgroup_x = u32::from(case.workgroup_size[0]);
         if case.patch_mask & ROUND_GRID != 0 && workgroup_x != 0 {

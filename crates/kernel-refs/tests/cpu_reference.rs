@@ -9,9 +9,9 @@
 mod common;
 
 use common::{Kernarg, Recorder, Rng, SENTINEL, buffer, f32_of, launch_1d, read_bits, run, sentinel_buffer};
-use kernels::cpu::{self, CpuReference};
-use kernels::launch::Launch;
-use kernels::memory::HostMemory;
+use kernel_refs::cpu::{self, CpuReference};
+use kernel_refs::launch::Launch;
+use kernel_refs::memory::HostMemory;
 use kernels::signature;
 
 const OUT: u64 = 0x10_0000;
