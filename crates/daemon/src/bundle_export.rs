@@ -19,7 +19,7 @@
 //! The bundle is then run once on a fresh soft device ([`Bundle::run`]) before this returns, so a
 //! bundle that is written has run clean at least once.
 
-use crate::pull::hex;
+use model_files::digest::hex;
 use std::path::Path;
 
 use pm4_encoding::Target;

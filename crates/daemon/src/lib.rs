@@ -12,13 +12,11 @@ pub mod golden;
 pub mod inspect;
 pub mod lower;
 pub mod model_args;
-pub mod models;
 pub mod pull;
 pub mod select;
 pub mod serve;
 pub mod sim;
 pub mod tape;
-pub mod zipread;
 
 /// The `--target`/`--arch` value parser: the target table's names are clap's possible values, so
 /// `--help` and the refusal of any other value list them.

@@ -14,7 +14,7 @@ use engine::model::{LlamaParams, Session};
 use engine::replay::{ConfigFlags, ReplayConfig};
 use pm4_encoding::Target;
 
-use crate::models::{self, ResolvedModel};
+use model_files::ResolvedModel;
 
 /// The device a model runs on (`--device`, `--arch`).
 #[derive(Debug, Clone, clap::Args)]
@@ -51,7 +51,7 @@ impl DeviceArgs {
 pub struct ModelDevice {
     /// A model alias (`redline models`; `tiny` is built in) or a path to a `.gguf` file. An
     /// alias not yet pulled is pulled first.
-    #[arg(long, default_value = models::DEFAULT_ALIAS)]
+    #[arg(long, default_value = model_files::DEFAULT_ALIAS)]
     pub model: String,
     /// The device.
     #[command(flatten)]
@@ -90,7 +90,7 @@ impl ModelDevice {
 /// # Errors
 /// The alias is unknown, the fetch failed or the path does not exist, naming `--model`.
 pub fn resolve(model: &str) -> Result<ResolvedModel> {
-    models::resolve_model(model, true).with_context(|| format!("--model {model}"))
+    model_files::resolve_model(model, true).with_context(|| format!("--model {model}"))
 }
 
 /// The KV-cache size and the replay route of a session (`generate`, `serve`).
@@ -294,13 +294,5 @@ pub fn default_context(file: &gguf::Gguf) -> u32 {
 /// # Errors
 /// Reading the file.
 pub fn model_sha256(resolved: &ResolvedModel) -> Result<String> {
-    match resolved.entry {
-        Some(entry) => Ok(entry.gguf_sha256.to_owned()),
-        None => {
-            eprintln!("hashing {} ...", resolved.path.display());
-            let file =
-                std::fs::File::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
-            Ok(crate::pull::sha256_reader(std::io::BufReader::new(file))?.0)
-        }
-    }
+    Ok(resolved.sha256()?)
 }

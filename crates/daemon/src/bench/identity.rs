@@ -64,7 +64,7 @@ fn soft(sim: &SimDevice) -> DeviceRecord {
 
 fn file_sha256(path: &Path) -> Result<String, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    crate::pull::sha256_reader(std::io::BufReader::new(file))
+    model_files::digest::sha256_reader(std::io::BufReader::new(file))
         .map(|(digest, _)| digest)
         .map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -50,7 +50,7 @@ pub fn utc_stamp(utc: &str) -> String {
 pub fn binary_digest() -> String {
     std::env::current_exe()
         .and_then(std::fs::File::open)
-        .and_then(|f| crate::pull::sha256_reader(std::io::BufReader::new(f)))
+        .and_then(|f| model_files::digest::sha256_reader(std::io::BufReader::new(f)))
         .map_or_else(|e| format!("unknown: {e}"), |(digest, _)| digest)
 }
 

@@ -10,7 +10,6 @@ use serde_json::Value;
 
 use crate::bench::{self, Params};
 use crate::exit::InvalidInput as _;
-use crate::models;
 use registry::{Fixture, FixtureBench, FixtureModel, FixtureSubmission, FixtureTape, Floors, Registry, Sealed};
 
 /// Reproduce the sealed fixtures (registry/fixtures.json), or seal one.
@@ -94,7 +93,7 @@ fn field(problems: &mut Vec<String>, name: &str, sealed: impl ToString, measured
 /// Reruns one fixture: `Ok(summary)` or the problems, each naming the field.
 fn check(fixture: &Fixture, base: &Params) -> Result<Result<String, Vec<String>>> {
     // Without --model, each fixture runs its own catalogue alias.
-    let model = if base.model.model == models::DEFAULT_ALIAS { &fixture.model.alias } else { &base.model.model };
+    let model = if base.model.model == model_files::DEFAULT_ALIAS { &fixture.model.alias } else { &base.model.model };
     let params = fixture.bench.params(model, &base.model.device.name, &fixture.arch);
     let outcome = match bench::run::execute(&params)? {
         Ok(outcome) => outcome,
@@ -151,7 +150,7 @@ fn seal(args: &Args, id: &str) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     let sha256 = r["model"]["sha256"].as_str().unwrap_or_default().to_owned();
-    let alias = models::CATALOGUE
+    let alias = model_files::CATALOGUE
         .iter()
         .find(|e| e.gguf_sha256 == sha256)
         .with_context(|| format!("sealing {id}: the model (sha256 {sha256}) is not a catalogue model"))?

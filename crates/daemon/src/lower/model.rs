@@ -15,13 +15,13 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::bundle_export::{self as export, ExportOptions, Exported};
-use crate::models::{self, ModelError};
 use anyhow::{Context as _, Result};
 use engine::funnel::Funnel;
 use engine::model::{Llama, LlamaParams};
 use engine::replay::capture_tape;
 use engine::workload::{Surface, Workload, WorkloadError};
 use hal::Device;
+use model_files::ModelError;
 use pm4_encoding::Target;
 use serde_json::{Value, json};
 use soft_device::SimDevice;
@@ -124,7 +124,7 @@ impl Workload for Prompt<'_> {
 /// inner one says why the model cannot be lowered as asked (exit 1): an unknown alias, a file
 /// that is not a supported llama, a position or context the model does not have, a failed step.
 pub fn lower(request: &Request<'_>) -> Result<Result<Lowered, String>> {
-    let resolved = match models::resolve_model(request.model, true) {
+    let resolved = match model_files::resolve_model(request.model, true) {
         Ok(resolved) => resolved,
         Err(e @ ModelError::Unknown { .. }) => return Ok(Err(e.to_string())),
         Err(e) => return Err(e).with_context(|| format!("--model {}", request.model)),

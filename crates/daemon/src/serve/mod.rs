@@ -131,7 +131,7 @@ pub struct Args {
     /// A model alias (`redline models`; `tiny` is built in) or a path to a `.gguf` file. An
     /// alias not yet pulled is pulled first. Repeat to serve several models (one on the device
     /// at a time; a request's "model" picks one, the first by default).
-    #[arg(long = "model", value_name = "MODEL", default_value = crate::models::DEFAULT_ALIAS)]
+    #[arg(long = "model", value_name = "MODEL", default_value = model_files::DEFAULT_ALIAS)]
     pub models: Vec<String>,
     /// The device.
     #[command(flatten)]

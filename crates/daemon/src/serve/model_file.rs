@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest as _, Sha256};
 
-use crate::pull::hex;
+use model_files::digest::hex;
 
 /// What tells a changed file without reading it: its size and modification time. (Not its
 /// change time, which moves when the file is unlinked or renamed over, leaving the bytes this

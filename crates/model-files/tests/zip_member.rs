@@ -4,7 +4,7 @@
 
 use std::io::Cursor;
 
-use daemon::zipread::{Crc32, Member, ZipError, extract, find_member};
+use model_files::zip::{Crc32, Member, ZipError, extract, find_member};
 use proptest::prelude::*;
 
 /// One member of a test archive: name, data, and whether to deflate it.
