@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 /// Files that are the tables (or decode any family's words for display), relative to the
 /// workspace root.
-const TABLE_FILES: [&str; 3] = ["crates/pm4-encoding/src/family.rs", "crates/pm4-encoding/src/regs/", "crates/pm4-encoding/src/decoder.rs"];
+const TABLE_FILES: [&str; 3] =
+    ["crates/pm4-encoding/src/family.rs", "crates/pm4-encoding/src/regs/", "crates/pm4-encoding/src/decoder.rs"];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -64,7 +65,8 @@ fn dispatch_on_family(line: &str) -> Option<&'static str> {
     };
     let mut from = 0;
     while let Some(at) = variant(from) {
-        let end = at + line[at..].find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).unwrap_or(line.len() - at);
+        let end =
+            at + line[at..].find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).unwrap_or(line.len() - at);
         let before = line[..at].trim_end();
         let after = line[end..].trim_start();
         if after.starts_with("=>") || after.starts_with('|') && !after.starts_with("||") {

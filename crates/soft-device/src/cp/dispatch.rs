@@ -50,9 +50,8 @@ impl ShRegisters {
     pub(super) fn new(family: Family) -> Self {
         let compute = &family.facts().compute;
         let modelled = [compute.pgm_lo, compute.pgm_hi, compute.pgm_rsrc1, compute.pgm_rsrc2, compute.pgm_rsrc3];
-        let accepted = |dword: u32| {
-            modelled.iter().chain(&compute.num_thread).chain(&compute.user_data).any(|r| r.dword == dword)
-        };
+        let accepted =
+            |dword: u32| modelled.iter().chain(&compute.num_thread).chain(&compute.user_data).any(|r| r.dword == dword);
         let classes = (SH_REG_BASE..SH_REG_END)
             .map(|dword| match regs::lookup(family, dword) {
                 None => Class::Unknown,
