@@ -1,19 +1,13 @@
-//! `redline disasm`: print PM4 streams and AQL packets one packet per block.
-
-mod aql;
-pub mod input;
-mod model;
-mod render;
+//! `redline disasm`: print PM4 streams and AQL packets one packet per block (the `disasm` crate).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use ::disasm::input::Words;
+use ::disasm::{Ended, Form, Naming};
 use anyhow::Result;
-use pm4_encoding::{DecodeError, Decoder, Target};
-
-use input::Format;
-use model::Naming;
+use pm4_encoding::Target;
 
 /// Disassemble a PM4 command stream (or 64-byte AQL packets with --aql).
 ///
@@ -41,26 +35,36 @@ pub struct Args {
     file: PathBuf,
 }
 
-/// Dwords decoded at a time: more than the longest PM4 packet (a 14-bit count: 16,386 dwords
-/// with the header), so a packet that runs past the window's end runs past the stream's end once
-/// the window is full.
-const WINDOW: usize = 1 << 16;
+/// How the input file encodes its dwords (`--format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Raw little-endian bytes (dwords for PM4, 64-byte packets for AQL).
+    Bin,
+    /// Whitespace- or comma-separated 32-bit words in hex, `0x` optional, `#` starts a comment.
+    Hex,
+}
+
+impl From<Format> for ::disasm::input::Format {
+    fn from(format: Format) -> Self {
+        match format {
+            Format::Bin => Self::Bin,
+            Format::Hex => Self::Hex,
+        }
+    }
+}
 
 /// Runs the command; `Ok(1)` when the input stops decoding part-way.
 ///
 /// # Errors
 /// I/O errors (unreadable file, not a regular file, closed stdout); a file over
-/// [`input::STREAM_LIMIT`].
+/// [`::disasm::input::STREAM_LIMIT`].
 pub fn run(args: &Args) -> Result<ExitCode> {
     let naming = args.arch.map_or(Naming::Consensus, |t| Naming::Family(t.family()));
-    let mut words = input::Words::open(&args.file, args.format)?;
+    let mut words = Words::open(&args.file, args.format.map(Into::into))?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let ended = if args.aql {
-        aql::run(&mut words, naming, args.json, &mut out)?
-    } else {
-        pm4(&mut words, naming, args.json, &mut out)?
-    };
+    let form = if args.json { Form::Json } else { Form::Text };
+    let ended = ::disasm::disassemble(&mut words, naming, form, args.aql, &mut out)?;
     out.flush()?;
     Ok(match ended {
         Ended::Whole => ExitCode::SUCCESS,
@@ -69,105 +73,4 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             ExitCode::from(1)
         }
     })
-}
-
-/// How a stream ended.
-#[derive(Debug)]
-enum Ended {
-    /// Every byte decoded.
-    Whole,
-    /// Decoding stopped; the message says where and why.
-    Stopped(String),
-}
-
-/// Fills `window` to [`WINDOW`] dwords or the end of the stream; returns whether the stream
-/// ended, and the input error that ended it, if one did.
-fn fill(words: &mut input::Words, window: &mut Vec<u32>) -> Result<(bool, Option<String>)> {
-    while window.len() < WINDOW {
-        match words.read(window, WINDOW - window.len()) {
-            Ok(0) => return Ok((true, None)),
-            Ok(_) => {}
-            Err(input::StreamError::Input(message)) => return Ok((true, Some(message))),
-            Err(input::StreamError::Io(e)) => return Err(e.into()),
-        }
-    }
-    Ok((false, None))
-}
-
-/// `error` with its offset moved by `base` dwords (the window's place in the stream).
-fn shifted(error: DecodeError, base: usize) -> DecodeError {
-    match error {
-        DecodeError::Header { offset, word, source } => DecodeError::Header { offset: offset + base, word, source },
-        DecodeError::CountPastEnd { offset, word, body_dwords, available } => {
-            DecodeError::CountPastEnd { offset: offset + base, word, body_dwords, available }
-        }
-        DecodeError::Type1 { offset, word } => DecodeError::Type1 { offset: offset + base, word },
-        DecodeError::Packet { offset, opcode, source } => DecodeError::Packet { offset: offset + base, opcode, source },
-    }
-}
-
-fn pm4(words: &mut input::Words, naming: Naming, as_json: bool, out: &mut impl Write) -> Result<Ended> {
-    let mut text = String::new();
-    let mut window = Vec::with_capacity(WINDOW);
-    let mut base = 0;
-    loop {
-        let (ended, input_error) = fill(words, &mut window)?;
-        let mut consumed = 0;
-        let mut stop = None;
-        for item in Decoder::new(&window) {
-            match item {
-                Ok(decoded) => {
-                    consumed = decoded.offset + decoded.words.len();
-                    let decoded = pm4_encoding::Decoded { offset: decoded.offset + base, ..decoded };
-                    let block = model::describe(&decoded, naming);
-                    if as_json {
-                        serde_json::to_writer(&mut *out, &render::json(&block))?;
-                        out.write_all(b"\n")?;
-                    } else {
-                        text.clear();
-                        render::text(&block, &mut text);
-                        out.write_all(text.as_bytes())?;
-                    }
-                }
-                // The rest of this packet is in the next window.
-                Err(DecodeError::CountPastEnd { offset, .. }) if !ended && offset > 0 => break,
-                Err(err) => {
-                    stop = Some(shifted(err, base));
-                    break;
-                }
-            }
-        }
-        if let Some(message) = input_error {
-            // The text stopped being hex: that, not a packet it cut short, is the fault.
-            return Ok(Ended::Stopped(message));
-        }
-        if let Some(err) = stop {
-            let offset = err.offset();
-            if as_json {
-                let obj = serde_json::json!({ "error": err.to_string(), "offset": offset, "byte_offset": offset * 4 });
-                serde_json::to_writer(&mut *out, &obj)?;
-                out.write_all(b"\n")?;
-            }
-            return Ok(Ended::Stopped(format!("byte offset {:#x}: {err}", offset * 4)));
-        }
-        window.drain(..consumed);
-        base += consumed;
-        if ended {
-            break;
-        }
-    }
-    let trailing = words.trailing_bytes();
-    if trailing != 0 {
-        let byte = base * 4;
-        let msg = format!("{trailing} trailing bytes do not form a dword");
-        if as_json {
-            serde_json::to_writer(
-                &mut *out,
-                &serde_json::json!({ "error": msg, "offset": base, "byte_offset": byte }),
-            )?;
-            out.write_all(b"\n")?;
-        }
-        return Ok(Ended::Stopped(format!("byte offset {byte:#x}: {msg}")));
-    }
-    Ok(Ended::Whole)
 }

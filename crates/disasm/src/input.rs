@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek as _, SeekFrom};
 use std::path::Path;
 
-/// The largest file `disasm` reads: 4 GiB, a billion dwords (it is decoded a window at a time,
+/// The largest file `redline disasm` reads: 4 GiB, a billion dwords (it is decoded a window at a time,
 /// so the limit bounds time, not memory).
 pub const STREAM_LIMIT: infile::Limit = infile::Limit::new("command stream", infile::gib(4));
 
@@ -16,7 +16,7 @@ pub const STREAM_LIMIT: infile::Limit = infile::Limit::new("command stream", inf
 const SNIFF_BYTES: usize = 64 << 10;
 
 /// How the input file encodes its dwords.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// Raw little-endian bytes (dwords for PM4, 64-byte packets for AQL).
     Bin,

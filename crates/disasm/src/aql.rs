@@ -1,16 +1,15 @@
-//! `redline disasm --aql`: 64-byte AQL packets, with the PM4 packet a PM4-IB packet carries.
+//! 64-byte AQL packets, with the PM4 packet a PM4-IB packet carries.
 
 use std::io::Write;
 
-use anyhow::Result;
 use aql_packets::{AqlPacket, PacketControl, decode_slice};
 use pm4_encoding::Decoder;
 use serde_json::{Value, json};
 
-use super::Ended;
-use super::input::Words;
-use super::model::{self, Item, Naming};
-use super::render;
+use crate::input::Words;
+use crate::model::{self, Item, Naming};
+use crate::render;
+use crate::stream::{self, Ended, WriteError};
 
 /// AQL packet size in bytes (reference §5).
 const PACKET_BYTES: usize = 64;
@@ -110,11 +109,11 @@ const PACKET_DWORDS: usize = PACKET_BYTES / 4;
 
 /// Disassembles whole 64-byte packets, a window at a time; stops at a packet or trailing bytes
 /// that do not decode.
-pub(super) fn run(words: &mut Words, naming: Naming, as_json: bool, out: &mut impl Write) -> Result<Ended> {
-    let mut window = Vec::with_capacity(super::WINDOW);
+pub(crate) fn run(words: &mut Words, naming: Naming, as_json: bool, out: &mut impl Write) -> Result<Ended, WriteError> {
+    let mut window = Vec::with_capacity(stream::WINDOW);
     let mut index = 0;
     loop {
-        let (ended, input_error) = super::fill(words, &mut window)?;
+        let (ended, input_error) = stream::fill(words, &mut window)?;
         let (packets, _) = window.as_chunks::<PACKET_DWORDS>();
         for dwords in packets {
             let mut raw = [0u8; PACKET_BYTES];
@@ -150,7 +149,7 @@ fn packet(
     raw: &[u8; PACKET_BYTES],
     naming: Naming,
     as_json: bool,
-) -> Result<Option<Ended>> {
+) -> Result<Option<Ended>, WriteError> {
     let byte_offset = index * PACKET_BYTES;
     let header_word = u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]);
     let packet = match decode_slice(raw) {
@@ -187,7 +186,7 @@ fn packet(
     Ok(None)
 }
 
-fn stop(out: &mut impl Write, as_json: bool, byte_offset: usize, msg: &str) -> Result<Ended> {
+fn stop(out: &mut impl Write, as_json: bool, byte_offset: usize, msg: &str) -> Result<Ended, WriteError> {
     if as_json {
         serde_json::to_writer(&mut *out, &json!({ "error": msg, "byte_offset": byte_offset }))?;
         out.write_all(b"\n")?;

@@ -9,7 +9,7 @@ use pm4_encoding::{Decoded, Family, Header, Packet, ShaderType};
 
 /// How register names are chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Naming {
+pub enum Naming {
     /// From one family's map.
     Family(Family),
     /// No architecture given: a register is named only where every family agrees on its name and

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
-use super::model::{Block, Item, Kind};
+use crate::model::{Block, Item, Kind};
 use pm4_encoding::bits::FieldDesc;
 
 /// Text: one block per packet, a header line then one line per field.
