@@ -147,7 +147,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         let file = args.tape.as_ref().expect("--tape");
         source = file.display().to_string();
         let bytes = crate::tape::read(file)?;
-        crate::tape::load(&bytes).and_then(|tape| {
+        tape_core::show::load(&bytes).map_err(|e| e.to_string()).and_then(|tape| {
             let position = args.position.unwrap_or(tape.position());
             let options = ExportOptions { target, position, va_base };
             export::export(&tape, options, &mut export::pattern).map(|e| (tape, e)).map_err(|e| e.to_string())

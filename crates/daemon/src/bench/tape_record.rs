@@ -103,7 +103,7 @@ pub fn summary(tape: &Tape) -> Value {
         .bindings()
         .iter()
         .map(|b| {
-            let mut v = crate::tape::binding_kind(&b.kind);
+            let mut v = tape_core::show::binding_kind(&b.kind);
             v["name"] = json!(b.name);
             v["launch"] = json!(b.launch);
             v
