@@ -3,7 +3,6 @@
 
 pub mod admit;
 pub mod bench;
-pub mod bundle_export;
 pub mod disasm;
 pub mod doctor;
 pub mod exit;

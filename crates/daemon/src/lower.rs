@@ -2,20 +2,17 @@
 //! validated, lowered into a PM4 IB for one architecture, and written as an IB bundle that
 //! `redline sim run` executes.
 
-pub mod model;
-
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::bundle_export::{self as export, DEFAULT_VA_BASE, ExportOptions, Exported};
 use anyhow::{Context, Result, bail};
-use engine::examples::{self, EXAMPLES};
-use engine::funnel::Funnel;
-use engine::replay::capture_tape;
+use bundle_export::export::{self, DEFAULT_VA_BASE, ExportOptions, Exported};
+use bundle_export::model::{self, LowerError};
+use bundle_export::{Refused, example};
+use engine::examples::EXAMPLES;
 use pm4_encoding::Target;
 use serde_json::json;
-use soft_device::SimDevice;
 use tape_core::tape::Tape;
 
 /// Lower a tape into an IB bundle for the soft device and for tools.
@@ -106,9 +103,6 @@ fn parse_hex(s: &str) -> Result<u64, String> {
     u64::from_str_radix(digits, 16).map_err(|e| format!("{s:?} is not a hex address: {e}"))
 }
 
-/// Positions an example is recorded at.
-const EXAMPLE_POSITIONS: [u32; 3] = [0, 1, 2];
-
 /// Runs `redline lower`.
 ///
 /// # Errors
@@ -132,13 +126,19 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let mut description = None;
     let result = if let Some(name) = &args.example {
         source = format!("example {name}");
-        lower_example(name, target, va_base, args.position)
+        example::lower(name, target, va_base, args.position)
     } else if let Some(name) = &args.model {
         source = format!("model {name}");
         // PANIC: clap requires --position with --model.
         let position = args.position.expect("--position");
         let request = model::Request { model: name, context: args.context, position, target, va_base };
-        model::lower(&request)?.map(|lowered| {
+        let lowered = match model::lower(&request) {
+            Ok(lowered) => lowered,
+            // The file's own error, so that its kind decides the exit code.
+            Err(LowerError::Read(error)) => return Err(error.into()),
+            Err(error) => return Err(error.into()),
+        };
+        lowered.map(|lowered| {
             description = Some(lowered.description);
             (lowered.tape, lowered.exported)
         })
@@ -147,10 +147,10 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         let file = args.tape.as_ref().expect("--tape");
         source = file.display().to_string();
         let bytes = crate::tape::read(file)?;
-        tape_core::show::load(&bytes).map_err(|e| e.to_string()).and_then(|tape| {
+        tape_core::show::load(&bytes).map_err(Refused::of).and_then(|tape| {
             let position = args.position.unwrap_or(tape.position());
             let options = ExportOptions { target, position, va_base };
-            export::export(&tape, options, &mut export::pattern).map(|e| (tape, e)).map_err(|e| e.to_string())
+            export::export(&tape, options, &mut export::pattern).map(|e| (tape, e)).map_err(Refused::of)
         })
     };
     let (tape, exported) = match result {
@@ -170,30 +170,6 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     }
     report(args, target, &source, &tape, &exported, description.as_ref(), out)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Records the example at [`EXAMPLE_POSITIONS`] and exports it from the state it leaves.
-fn lower_example(name: &str, target: Target, va_base: u64, position: Option<u32>) -> Result<(Tape, Exported), String> {
-    let mut device = SimDevice::new(target);
-    let mut workload = examples::example(name, &mut device).map_err(|e| e.to_string())?;
-    let mut funnel = Funnel::new(4096);
-    let tape = capture_tape(&mut device, &mut funnel, workload.as_mut(), &EXAMPLE_POSITIONS)?;
-    let position = position.unwrap_or(tape.position() + 1);
-    let options = ExportOptions { target, position, va_base };
-    let exported = export::export(&tape, options, &mut device_bytes(&mut device)).map_err(|e| e.to_string())?;
-    Ok((tape, exported))
-}
-
-/// A region's initial bytes read from the device the tape was recorded on: a region is an
-/// allocation of that device, and its bytes there are the primed state.
-fn device_bytes(device: &mut SimDevice) -> impl FnMut(&export::TapeRegion) -> Vec<u8> + '_ {
-    move |region| {
-        let mut bytes = vec![0u8; usize::try_from(region.size).unwrap_or(0)];
-        match hal::Device::read(device, region.va, &mut bytes) {
-            Ok(()) => bytes,
-            Err(_) => Vec::new(),
-        }
-    }
 }
 
 fn report(

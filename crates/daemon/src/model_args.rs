@@ -264,28 +264,18 @@ impl OpenedModel {
     }
 }
 
-/// `--context`, checked: at least 1 and at most the model's trained context
-/// (`llama.context_length`; any length when the file does not say).
+/// `--context`, checked ([`engine::model::check_context`]).
 ///
 /// # Errors
 /// 0, or above the trained context, naming both.
 pub fn check_context(file: &gguf::Gguf, context: u32) -> Result<u32> {
-    if context == 0 {
-        anyhow::bail!("--context 0: the KV cache needs at least one position");
-    }
-    match file.u32("llama.context_length") {
-        Ok(trained) if context > trained => {
-            anyhow::bail!("--context {context} exceeds the model's trained context of {trained} positions")
-        }
-        _ => Ok(context),
-    }
+    Ok(engine::model::check_context(file, context)?)
 }
 
-/// KV-cache positions when `--context` is not given: 1024, or the model's trained context
-/// (`llama.context_length`) when shorter.
+/// KV-cache positions when `--context` is not given ([`engine::model::default_context`]).
 #[must_use]
 pub fn default_context(file: &gguf::Gguf) -> u32 {
-    file.u32("llama.context_length").map_or(1024, |trained| trained.min(1024))
+    engine::model::default_context(file)
 }
 
 /// A resolved model file's SHA-256: an alias's file was just verified against its pinned

@@ -1,4 +1,4 @@
-//! `redline lower --model`: one retained decode step of a GGUF llama as an IB bundle.
+//! One retained decode step of a GGUF llama as an IB bundle (`redline lower --model`).
 //!
 //! On a soft device the model runs its ordinary forwards at positions `0..P-3`, is recorded at
 //! `P-3, P-2, P-1` and calibrated into a tape ([`capture_tape`]), and takes the token of `P`
@@ -14,19 +14,21 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::bundle_export::{self as export, ExportOptions, Exported};
-use anyhow::{Context as _, Result};
 use engine::funnel::Funnel;
-use engine::model::{Llama, LlamaParams};
+use engine::model::fixed_prompt::TOKEN_STRIDE;
+use engine::model::{FixedPrompt, Llama, LlamaParams};
 use engine::replay::capture_tape;
-use engine::workload::{Surface, Workload, WorkloadError};
+use engine::workload::{Surface, Workload as _};
 use hal::Device;
 use model_files::ModelError;
 use pm4_encoding::Target;
 use serde_json::{Value, json};
 use soft_device::SimDevice;
-use tape_core::calibrate::GridRule;
 use tape_core::tape::Tape;
+
+use crate::Refused;
+use crate::example::device_bytes;
+use crate::export::{self, ExportOptions, Exported};
 
 /// Positions recorded before the bundle's position: the tape is calibrated from three steps.
 pub const RECORDED_STEPS: u32 = 3;
@@ -34,10 +36,6 @@ pub const RECORDED_STEPS: u32 = 3;
 /// Launches a capture of one step may hold: a llama step is 4 + 18 per layer launches, so this
 /// allows models of up to about 220 layers.
 const CAPTURE_LAUNCHES_MAX: usize = 4096;
-
-/// Multiplier of the prompt's token sequence: the 1000th prime, so that consecutive positions
-/// take tokens far apart in the vocabulary.
-const TOKEN_STRIDE: u64 = 7919;
 
 /// What `redline lower --model` asks for.
 #[derive(Clone, Copy, Debug)]
@@ -65,56 +63,20 @@ pub struct Lowered {
     pub description: Value,
 }
 
-/// The model with its fixed prompt: every route's host preparation of a position sets that
-/// position's token first.
-struct Prompt<'a> {
-    model: &'a mut Llama,
-    bos: u32,
-}
-
-impl Prompt<'_> {
-    /// The prompt's token at `position`: the model's BOS token (`tokenizer.ggml.bos_token_id`,
-    /// token 0 when the file names none) at position 0, `(position * 7919) mod vocab` after it.
-    fn token(&self, position: u32) -> u32 {
-        if position == 0 {
-            return self.bos;
-        }
-        let vocab = u64::from(self.model.params().vocab);
-        // The remainder is below the vocabulary size, so it fits.
-        u32::try_from(u64::from(position) * TOKEN_STRIDE % vocab).unwrap_or(0)
-    }
-}
-
-impl Workload for Prompt<'_> {
-    fn name(&self) -> &str {
-        self.model.name()
-    }
-
-    fn prepare_step(
-        &mut self,
-        device: &mut dyn Device,
-        funnel: &mut Funnel,
-        position: u32,
-    ) -> Result<(), WorkloadError> {
-        self.model.set_token(self.token(position))?;
-        self.model.prepare_step(device, funnel, position)
-    }
-
-    fn step(&mut self, device: &mut dyn Device, funnel: &mut Funnel, position: u32) -> Result<(), WorkloadError> {
-        self.model.step(device, funnel, position)
-    }
-
-    fn surfaces(&self) -> &[Surface] {
-        self.model.surfaces()
-    }
-
-    fn grid_rules(&self) -> &[GridRule] {
-        self.model.grid_rules()
-    }
-
-    fn max_position(&self) -> u32 {
-        self.model.max_position()
-    }
+/// Why a model could not be lowered for a reason of this machine (exit 2), not of the model.
+#[derive(Debug, thiserror::Error)]
+pub enum LowerError {
+    /// The model argument did not resolve (the cache, a pull).
+    #[error("--model {model}")]
+    Resolve {
+        /// The argument.
+        model: String,
+        /// Why.
+        source: ModelError,
+    },
+    /// The model file could not be read.
+    #[error(transparent)]
+    Read(gguf::GgufError),
 }
 
 /// Lowers the decode step at `request.position` of the model (see the module documentation).
@@ -123,27 +85,27 @@ impl Workload for Prompt<'_> {
 /// The outer error is a usage or I/O error (exit 2): the cache, a pull, reading the file. The
 /// inner one says why the model cannot be lowered as asked (exit 1): an unknown alias, a file
 /// that is not a supported llama, a position or context the model does not have, a failed step.
-pub fn lower(request: &Request<'_>) -> Result<Result<Lowered, String>> {
+pub fn lower(request: &Request<'_>) -> Result<Result<Lowered, Refused>, LowerError> {
     let resolved = match model_files::resolve_model(request.model, true) {
         Ok(resolved) => resolved,
-        Err(e @ ModelError::Unknown { .. }) => return Ok(Err(e.to_string())),
-        Err(e) => return Err(e).with_context(|| format!("--model {}", request.model)),
+        Err(e @ ModelError::Unknown { .. }) => return Ok(Err(Refused(e.to_string()))),
+        Err(source) => return Err(LowerError::Resolve { model: request.model.to_owned(), source }),
     };
     let file = match gguf::Gguf::open(&resolved.path) {
         Ok(file) => file,
-        Err(e @ (gguf::GgufError::Io { .. } | gguf::GgufError::Read(_))) => return Err(e.into()),
-        Err(e) => return Ok(Err(format!("{}: {e}", resolved.path.display()))),
+        Err(e @ (gguf::GgufError::Io { .. } | gguf::GgufError::Read(_))) => return Err(LowerError::Read(e)),
+        Err(e) => return Ok(Err(Refused(format!("{}: {e}", resolved.path.display())))),
     };
     let params = match LlamaParams::from_gguf(&file) {
         Ok(params) => params,
-        Err(e) => return Ok(Err(format!("{}: {e}", resolved.path.display()))),
+        Err(e) => return Ok(Err(Refused(format!("{}: {e}", resolved.path.display())))),
     };
-    let context = request.context.unwrap_or_else(|| crate::model_args::default_context(&file));
+    let context = request.context.unwrap_or_else(|| engine::model::default_context(&file));
     if let Err(message) = check_position(request.position, context, &params) {
-        return Ok(Err(message));
+        return Ok(Err(Refused(message)));
     }
-    let bos = file.u32("tokenizer.ggml.bos_token_id").ok().filter(|&t| t < params.vocab).unwrap_or(0);
-    Ok(run(request, &resolved.path, &file, context, bos))
+    let bos = FixedPrompt::bos_of(&file, params.vocab);
+    Ok(run(request, &resolved.path, &file, context, bos).map_err(Refused))
 }
 
 /// Refuses a position the bundle cannot be made for, naming the position and the context.
@@ -176,7 +138,8 @@ fn run(request: &Request<'_>, path: &Path, file: &gguf::Gguf, context: u32, bos:
     let started = Instant::now();
     eprintln!("lower: loading {} onto a soft {} (context {context}) ...", path.display(), request.target);
     let mut model = Llama::load(&mut device, file, context).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut prompt = Prompt { model: &mut model, bos };
+    let vocab = model.params().vocab;
+    let mut prompt = FixedPrompt::new(&mut model, bos);
     let mut funnel = Funnel::new(CAPTURE_LAUNCHES_MAX);
     let (tape, recorded) = record(&mut device, &mut funnel, &mut prompt, position)?;
 
@@ -184,7 +147,7 @@ fn run(request: &Request<'_>, path: &Path, file: &gguf::Gguf, context: u32, bos:
         "lower: exporting the bundle for position {position} (the ordinary path at {position} gives the expected bytes) ..."
     );
     let options = ExportOptions { target: request.target, position, va_base: request.va_base };
-    let exported = export::export(&tape, options, &mut super::device_bytes(&mut device)).map_err(|e| e.to_string())?;
+    let exported = export::export(&tape, options, &mut device_bytes(&mut device)).map_err(|e| e.to_string())?;
 
     eprintln!("lower: checking the expected bytes against the model's own step at position {position} ...");
     let token = prompt.token(position);
@@ -198,7 +161,7 @@ fn run(request: &Request<'_>, path: &Path, file: &gguf::Gguf, context: u32, bos:
         "position": position,
         "recorded_positions": recorded,
         "token": token,
-        "prompt": format!("position 0: token {bos} (BOS); position p > 0: (p * {TOKEN_STRIDE}) mod {}", model.params().vocab),
+        "prompt": format!("position 0: token {bos} (BOS); position p > 0: (p * {TOKEN_STRIDE}) mod {vocab}"),
         "surfaces": surfaces,
         "checked_against_model_step": checked,
     });
@@ -210,7 +173,7 @@ fn run(request: &Request<'_>, path: &Path, file: &gguf::Gguf, context: u32, bos:
 fn record(
     device: &mut SimDevice,
     funnel: &mut Funnel,
-    prompt: &mut Prompt<'_>,
+    prompt: &mut FixedPrompt<'_>,
     position: u32,
 ) -> Result<(Tape, Vec<u32>), String> {
     // PANIC: check_position refused positions below RECORDED_STEPS.
@@ -233,7 +196,7 @@ fn record(
 fn ordinary_step(
     device: &mut SimDevice,
     funnel: &mut Funnel,
-    prompt: &mut Prompt<'_>,
+    prompt: &mut FixedPrompt<'_>,
     position: u32,
 ) -> Result<(), String> {
     prompt.prepare_step(device, funnel, position).map_err(|e| format!("position {position}: {e}"))?;
@@ -244,7 +207,7 @@ fn ordinary_step(
 fn ordinary_forward(
     device: &mut SimDevice,
     funnel: &mut Funnel,
-    prompt: &mut Prompt<'_>,
+    prompt: &mut FixedPrompt<'_>,
     position: u32,
 ) -> Result<(), String> {
     prompt.step(device, funnel, position).map_err(|e| format!("position {position}: {e}"))?;

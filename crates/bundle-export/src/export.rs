@@ -1,4 +1,4 @@
-//! A tape lowered into an IB bundle (`redline lower`).
+//! A tape lowered into an IB bundle.
 //!
 //! 1. **Regions.** Every allocation the tape's pointers and effects name becomes a region at the
 //!    VA the recording saw (`pointer − offset`), as large as the furthest byte any effect or
@@ -19,7 +19,6 @@
 //! The bundle is then run once on a fresh soft device ([`Bundle::run`]) before this returns, so a
 //! bundle that is written has run clean at least once.
 
-use model_files::digest::hex;
 use std::path::Path;
 
 use pm4_encoding::Target;
@@ -235,7 +234,7 @@ pub fn export(
                 ExportError::Tape(format!(
                     "launch {i} ({}): its code object (sha256 {}) is not one of the built {target} code objects",
                     launch.artifact.symbol,
-                    hex(&wanted)
+                    tape_core::serial::HexBytes(&wanted)
                 ))
             })?;
         objects.push((artifact, cursor));
