@@ -5,11 +5,15 @@
 //!
 //! Commands that judge their input themselves return `Ok(ExitCode::from(1))` after printing
 //! the message. Errors that travel up as `anyhow::Error` are classified here by what their chain
-//! holds: an [`Invalid`] marker, a [`infile::ReadError`], a [`gguf::GgufError`], an I/O error.
-//! Anything else is a usage error.
+//! holds: an [`Invalid`] marker, a library error that says the input is invalid (a registry
+//! that does not load), a [`infile::ReadError`], a [`gguf::GgufError`], an I/O error. Anything
+//! else is a usage error.
 
 use std::fmt;
 use std::process::ExitCode;
+
+use engine::admission::load::LoadError;
+use engine::golden::GoldenError;
 
 /// Exit code for invalid input.
 pub const INVALID_INPUT: u8 = 1;
@@ -59,6 +63,13 @@ impl<T, E: Into<anyhow::Error>> InvalidInput<T> for Result<T, E> {
 pub fn code(error: &anyhow::Error) -> u8 {
     for cause in error.chain() {
         if cause.is::<Invalid>() {
+            return INVALID_INPUT;
+        }
+        // Library errors that say for themselves when the input given is at fault; otherwise
+        // the causes they hold decide.
+        if cause.downcast_ref::<LoadError>().is_some_and(LoadError::is_invalid_input)
+            || cause.downcast_ref::<GoldenError>().is_some_and(GoldenError::is_invalid_input)
+        {
             return INVALID_INPUT;
         }
         if let Some(e) = cause.downcast_ref::<infile::ReadError>() {

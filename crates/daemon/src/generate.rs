@@ -83,12 +83,12 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     };
     eprintln!("device: {reason}");
     let sha256 = opened.sha256()?;
-    let setting = crate::admit::Setting {
+    let setting = engine::admission::model::Setting {
         kind: device.kind().name(),
         context: opened.context,
         transport: opened.config.transport,
     };
-    let admission = crate::admit::decide(&opened.admissions, &opened.file, &sha256, &device, setting);
+    let admission = engine::admission::model::decide(&opened.admissions, &opened.file, &sha256, &device, setting);
     eprintln!("admission: {}", admission.reason);
     let mut session = match start_session(device, &opened.file, opened.context, opened.config, admission) {
         Ok(session) => session,

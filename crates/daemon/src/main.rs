@@ -34,7 +34,7 @@ enum Command {
     Bench(daemon::bench::Args),
     /// One bench arm in its own process (driven by `bench --process fresh`).
     #[command(hide = true)]
-    BenchWorker(daemon::bench::worker::Args),
+    BenchWorker(daemon::bench::WorkerArgs),
     Disasm(disasm::Args),
     Doctor(daemon::doctor::Args),
     Generate(daemon::generate::Args),
@@ -56,7 +56,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(args) => daemon::bench::run(&args),
-        Command::BenchWorker(args) => daemon::bench::worker::run(&args),
+        Command::BenchWorker(args) => daemon::bench::worker(&args),
         Command::Golden(args) => daemon::golden::run(&args),
         Command::Disasm(args) => disasm::run(&args),
         Command::Doctor(args) => daemon::doctor::run(&args),

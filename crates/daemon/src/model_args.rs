@@ -164,7 +164,7 @@ impl SessionArgs {
             transport: self.transport.clone(),
             manual_capture: None,
         })?;
-        let admissions = crate::admit::load(self.admissions.as_deref()).context("--admissions")?;
+        let admissions = engine::admission::load::load(self.admissions.as_deref()).context("--admissions")?;
         Ok(SessionSetup { kind, target, config, admissions })
     }
 

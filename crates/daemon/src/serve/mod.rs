@@ -190,7 +190,7 @@ pub struct Args {
 }
 
 fn parse_fault(s: &str) -> Result<hal::Injection, String> {
-    crate::bench::arm::parse_fault(s)
+    engine::bench::arm::parse_fault(s)
 }
 
 /// The `--api-key` values, or `REDLINE_API_KEY` when none is given.

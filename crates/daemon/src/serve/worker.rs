@@ -172,8 +172,8 @@ fn load(mut spec: LoadSpec) -> Result<(Worker, DeviceInfo), String> {
         Some(file) => file,
         None => read_again(first)?,
     };
-    let setting = crate::admit::Setting { kind, context: first.context, transport: spec.config.transport };
-    let admission = crate::admit::decide(&spec.admissions, &file, &first.sha256, &device, setting);
+    let setting = engine::admission::model::Setting { kind, context: first.context, transport: spec.config.transport };
+    let admission = engine::admission::model::decide(&spec.admissions, &file, &first.sha256, &device, setting);
     eprintln!("admission: {}", admission.reason);
     let mut session = Session::with_admission(device, &file, first.context, spec.config.clone(), admission)
         .map_err(|e| e.to_string())?;
@@ -221,12 +221,13 @@ impl Worker {
             None => read_again(to)?,
         };
         let to = &self.spec.models[index];
-        let setting = crate::admit::Setting {
+        let setting = engine::admission::model::Setting {
             kind: self.session.device().kind().name(),
             context: to.context,
             transport: self.spec.config.transport,
         };
-        let admission = crate::admit::decide(&self.spec.admissions, &file, &to.sha256, self.session.device(), setting);
+        let admission =
+            engine::admission::model::decide(&self.spec.admissions, &file, &to.sha256, self.session.device(), setting);
         eprintln!("admission: {}", admission.reason);
         self.switches += 1;
         self.loaded = None;

@@ -4,46 +4,18 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use engine::stationarity::{GateStatus, Summary};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use super::Params;
-use super::facts::{fact, known, unknown};
-use super::health::RowOutput;
+use super::arm::RowRecord;
+use super::facts::{self, fact, known, unknown};
+use super::health::{self, RowOutput};
+use super::outcome::{ArmRun, Destination, PhaseRow, Setup};
+use super::params::{Params, Process};
 use super::promotion::Measured;
-use super::run::{ArmRun, Destination, Setup};
-
-/// Now as RFC 3339 UTC with seconds (`2026-12-01T03:17:29Z`).
-#[must_use]
-pub fn utc_now() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    utc_from_unix(secs)
-}
-
-/// RFC 3339 UTC of a Unix time (Howard Hinnant's days-to-civil algorithm).
-#[must_use]
-pub fn utc_from_unix(secs: u64) -> String {
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let z = i64::try_from(days).unwrap_or(0) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-/// A file-name-safe form of an RFC 3339 time (`20261201T031729Z`).
-#[must_use]
-pub fn utc_stamp(utc: &str) -> String {
-    utc.chars().filter(|c| *c != '-' && *c != ':').collect()
-}
+use super::time::utc_now;
+use crate::stationarity::{GateStatus, Summary};
 
 /// SHA-256 of the running binary.
 #[must_use]
@@ -79,7 +51,7 @@ impl Gates {
     }
 }
 
-fn timed(run: &ArmRun) -> impl Iterator<Item = &super::run::PhaseRow> {
+fn timed(run: &ArmRun) -> impl Iterator<Item = &PhaseRow> {
     run.rows.iter().filter(|r| r.phase == "timed")
 }
 
@@ -241,7 +213,7 @@ fn invocation(to: Destination<'_>) -> Value {
     })
 }
 
-fn median(run: &ArmRun, of: impl Fn(&super::arm::RowRecord) -> Option<f64>) -> Option<f64> {
+fn median(run: &ArmRun, of: impl Fn(&RowRecord) -> Option<f64>) -> Option<f64> {
     Summary::of(&timed(run).filter_map(|r| of(&r.record)).collect::<Vec<_>>()).map(|s| s.median)
 }
 
@@ -257,7 +229,7 @@ fn versus(hip: Option<f64>, auto: Option<f64>, unit: &str) -> Value {
     }
 }
 
-fn health(runs: &[ArmRun]) -> (Value, Vec<String>) {
+fn health_of(runs: &[ArmRun]) -> (Value, Vec<String>) {
     let mut unhealthy = Vec::new();
     let mut arms = serde_json::Map::new();
     for run in runs {
@@ -270,13 +242,13 @@ fn health(runs: &[ArmRun]) -> (Value, Vec<String>) {
                 tokens: &r.record.tokens,
             })
             .collect();
-        let value = super::health::arm(&rows);
+        let value = health::arm(&rows);
         for failure in value["failures"].as_array().into_iter().flatten() {
             unhealthy.push(format!("{}: {}", run.name, failure.as_str().unwrap_or_default()));
         }
         arms.insert(run.name.to_owned(), value);
     }
-    let value = json!({"pass": unhealthy.is_empty(), "criteria": super::health::criteria(), "arms": arms});
+    let value = json!({"pass": unhealthy.is_empty(), "criteria": health::criteria(), "arms": arms});
     (value, unhealthy)
 }
 
@@ -305,7 +277,7 @@ fn correctness(runs: &[ArmRun], gates: &Gates) -> Value {
 }
 
 fn topology(params: &Params, setup: &Setup, runs: &[ArmRun]) -> Value {
-    let fresh = params.process == super::Process::Fresh;
+    let fresh = params.process == Process::Fresh;
     let devices: Vec<Value> = runs
         .iter()
         .map(|run| {
@@ -346,7 +318,7 @@ pub fn build(params: &Params, setup: &Setup, cx: &Context<'_>, runs: &[ArmRun]) 
     let tok_s = versus(median(hip, |r| r.tok_s), median(auto_run, |r| r.tok_s), "tok_s");
     let ms = versus(median(hip, |r| r.ms_per_token), median(auto_run, |r| r.ms_per_token), "ms");
     let (ratio, delta) = (tok_s["value"]["ratio"].as_f64(), tok_s["value"]["delta_tok_s"].as_f64());
-    let (output_health, unhealthy) = health(runs);
+    let (output_health, unhealthy) = health_of(runs);
     let measured = Measured { ratio, delta_tok_s: delta, invalid: invalid.clone(), unhealthy };
     let mut promotion = cx.declaration.clone();
     if let (Some(target), Value::Object(verdict)) = (promotion.as_object_mut(), params.promotion_rule.judge(&measured))
@@ -364,11 +336,11 @@ pub fn build(params: &Params, setup: &Setup, cx: &Context<'_>, runs: &[ArmRun]) 
     json!({
         "schema": "docs/bench-report.schema.json",
         "utc": cx.utc,
-        "source": super::facts::source(),
+        "source": facts::source(),
         "binary_sha256": binary_digest(),
         "invocation": invocation(cx.to),
-        "host": super::facts::host(),
-        "clocks": super::facts::clocks(setup.device_record.gpu_clock.clone()),
+        "host": facts::host(),
+        "clocks": facts::clocks(setup.device_record.gpu_clock.clone()),
         "device": device,
         "topology": topology(params, setup, runs),
         "model": model,
@@ -380,7 +352,7 @@ pub fn build(params: &Params, setup: &Setup, cx: &Context<'_>, runs: &[ArmRun]) 
             "decode_tokens_per_row": params.tokens, "context": params.context,
             "sampler": {"temperature": params.temperature, "top_k": 0, "top_p": 1.0}, "seed": params.seed,
         },
-        "environment": super::facts::environment(),
+        "environment": facts::environment(),
         "settings": {
             "transport": params.transport, "retained_backend": params.retained_backend,
             "order": params.order, "process": params.process, "warmup": params.warmup, "runs": params.runs,
@@ -407,41 +379,9 @@ pub fn build(params: &Params, setup: &Setup, cx: &Context<'_>, runs: &[ArmRun]) 
     })
 }
 
-/// The summary lines on stderr.
-pub fn print_summary(report: &Value) {
-    for arm in ["hip", "auto"] {
-        let t = &report["arms"][arm]["tok_s"];
-        eprintln!("{arm}: tok/s min {} median {} max {}", t["min"], t["median"], t["max"]);
-    }
-    eprintln!(
-        "ratio auto/hip: {} (delta {} tok/s)",
-        report["ratio_retained_over_ordinary_tok_s"], report["delta_retained_minus_ordinary_tok_s"]
-    );
-    eprintln!("valid: {}", report["valid"]);
-    for reason in report["invalid_reasons"].as_array().into_iter().flatten() {
-        eprintln!("invalid: {}", reason.as_str().unwrap_or_default());
-    }
-    let promotion = &report["promotion"];
-    eprintln!(
-        "promotion: {} under {} ({})",
-        promotion["disposition"].as_str().unwrap_or("?"),
-        promotion["rule"].as_str().unwrap_or("?"),
-        promotion["reason"].as_str().unwrap_or("?")
-    );
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_formatting_matches_known_instants() {
-        assert_eq!(utc_from_unix(0), "1970-01-01T00:00:00Z");
-        // `date -u -d @1796095049` → Tue Dec  1 03:17:29 UTC 2026.
-        assert_eq!(utc_from_unix(1_796_095_049), "2026-12-01T03:17:29Z");
-        assert_eq!(utc_from_unix(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(utc_stamp("2026-12-01T03:17:29Z"), "20261201T031729Z");
-    }
 
     #[test]
     fn token_digest_is_of_little_endian_u32() {

@@ -1,118 +1,28 @@
 //! The bench's orchestration: set up both arms, warm up, settle, time, collect proofs.
 
 use std::path::Path;
-use std::str::FromStr;
+use std::str::FromStr as _;
 
-use crate::select::{DeviceKind, select_for_model};
-use anyhow::{Context as _, Result, bail};
-use engine::admission::AdmissionDecision;
-use engine::model::{GenerateOptions, Session, tokenizer_from_gguf};
-use engine::replay::{ConfigFlags, ReplayConfig};
-use engine::stationarity::{Gate, GateStatus};
-use hal::Device;
+use gguf::Gguf;
+use hal::Device as _;
 use pm4_encoding::Target;
 use serde_json::Value;
 use tokenizer::SamplerConfig;
 
-use super::arm::{Arm, RowRecord, Worker};
-use super::plot::{PlotArm, PlotData};
-use super::{Params, Process, report};
+use super::arm::{Arm, Worker};
+use super::device::Devices;
+use super::error::{BenchError, Unrunnable, chain};
+use super::outcome::{ARMS, ArmRun, Destination, Outcome, PhaseRow, Setup};
+use super::params::{Params, Process};
+use super::plot::PlotData;
+use super::{identity, report, time, worker};
+use crate::admission::load as admissions;
+use crate::admission::model::{Setting, decide};
+use crate::model::{GenerateOptions, Session, tokenizer_from_gguf};
+use crate::replay::{ConfigFlags, ReplayConfig};
+use crate::stationarity::{Gate, GateStatus};
 
-/// Arm names, in schedule order.
-pub const ARMS: [&str; 2] = ["hip", "auto"];
-
-/// A row with its place in the run.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct PhaseRow {
-    /// Row index within the arm.
-    pub index: usize,
-    /// `warmup`, `gate` or `timed`.
-    pub phase: &'static str,
-    /// The measurement.
-    #[serde(flatten)]
-    pub record: RowRecord,
-}
-
-/// One arm's run.
-#[derive(Debug)]
-pub struct ArmRun {
-    /// `hip` or `auto`.
-    pub name: &'static str,
-    /// The controller configuration.
-    pub config: ReplayConfig,
-    /// Every row.
-    pub rows: Vec<PhaseRow>,
-    /// The gate's final status.
-    pub gate: GateStatus,
-    /// Index of the first gate row.
-    pub gate_first_row: usize,
-    /// Route proof after warm-up and gate.
-    pub lifecycle_proof: Value,
-    /// Route proof after the timed rows.
-    pub timed_proof: Value,
-    /// The captured tape's fact after the timed rows ([`super::tape_record::fact`]).
-    pub tape: Value,
-    /// The session's admission decision.
-    pub admission: AdmissionDecision,
-}
-
-/// What the bench set up before its first row.
-#[derive(Debug)]
-pub struct Setup {
-    /// The model file.
-    pub model_path: String,
-    /// Its SHA-256.
-    pub model_sha256: String,
-    /// The prompt's token ids.
-    pub prompt: Vec<u32>,
-    /// Generation options per row.
-    pub options: GenerateOptions,
-    /// The architecture.
-    pub target: Target,
-    /// The device kind and why it was chosen.
-    pub device: (String, String),
-    /// The admission decision for this model and device.
-    pub admission: AdmissionDecision,
-    /// The device's facts.
-    pub device_record: super::identity::DeviceRecord,
-    /// The model's facts beyond path and digest.
-    pub model_record: serde_json::Map<String, Value>,
-    /// The KV cache's layout fact.
-    pub kv_cache: Value,
-}
-
-/// Where the report goes and when the bench started.
-#[derive(Clone, Copy, Debug)]
-pub struct Destination<'a> {
-    /// The start, RFC 3339 UTC.
-    pub utc: &'a str,
-    /// The report file, which holds the predeclared promotion rule before the first timed row
-    /// and the full report at the end (`None`: no file, as for `redline golden`).
-    pub report: Option<&'a Path>,
-    /// The plot file.
-    pub plot: Option<&'a Path>,
-}
-
-/// A finished bench.
-#[derive(Debug)]
-pub struct Outcome {
-    /// When it started, RFC 3339 UTC.
-    pub utc: String,
-    /// The JSON report.
-    pub report: Value,
-    /// The plot's data.
-    pub plot: PlotData,
-}
-
-impl Outcome {
-    /// The report's `valid`.
-    #[must_use]
-    pub fn valid(&self) -> bool {
-        self.report["valid"] == Value::Bool(true)
-    }
-}
-
-fn config(backend: &str, transport: &str) -> Result<ReplayConfig> {
+pub(crate) fn config(backend: &str, transport: &str) -> Result<ReplayConfig, BenchError> {
     // The engine's `shadow` backend is a diagnostic that never routes a forward through its plan;
     // the bench's shadow arm is the retained route validated by the shadow oracle first.
     let validate_first = backend == "shadow";
@@ -127,34 +37,35 @@ fn config(backend: &str, transport: &str) -> Result<ReplayConfig> {
 ///
 /// # Errors
 /// The first unusable parameter, named.
-pub fn validate(params: &Params) -> Result<()> {
-    params.gate().validate().context("stationarity gate")?;
+pub fn validate(params: &Params) -> Result<(), BenchError> {
+    let usage = |message: String| Err(BenchError::Usage(message));
+    params.gate().validate().map_err(BenchError::GateSettings)?;
     if params.tokens == 0 {
-        bail!("--tokens 0: at least 1");
+        return usage("--tokens 0: at least 1".to_owned());
     }
     if params.runs == 0 {
-        bail!("--runs 0: at least 1");
+        return usage("--runs 0: at least 1".to_owned());
     }
     if !["auto", "shadow"].contains(&params.retained_backend.as_str()) {
-        bail!("--retained-backend {:?}: accepted values: auto, shadow", params.retained_backend);
+        return usage(format!("--retained-backend {:?}: accepted values: auto, shadow", params.retained_backend));
     }
     if !["pm4", "aql"].contains(&params.transport.as_str()) {
-        bail!("--transport {:?}: accepted values: pm4, aql", params.transport);
+        return usage(format!("--transport {:?}: accepted values: pm4, aql", params.transport));
     }
     if !(params.temperature.is_finite() && params.temperature >= 0.0) {
-        bail!("--temperature {}: a finite value ≥ 0", params.temperature);
+        return usage(format!("--temperature {}: a finite value ≥ 0", params.temperature));
     }
     Ok(())
 }
 
-/// Runs the bench without a report file. The outer error is a usage or I/O error; the inner
-/// one a model or device that could not run.
+/// Runs the bench on `devices` without a report file. The outer error is a usage or I/O error;
+/// the inner one a model or device that could not run.
 ///
 /// # Errors
 /// As above.
-pub fn execute(params: &Params) -> Result<Result<Outcome, String>> {
-    let utc = report::utc_now();
-    execute_to(params, Destination { utc: &utc, report: None, plot: None })
+pub fn execute<D: Devices>(params: &Params, devices: &D) -> Result<Result<Outcome, Unrunnable>, BenchError> {
+    let utc = time::utc_now();
+    execute_to(params, devices, Destination { utc: &utc, report: None, plot: None })
 }
 
 /// Runs the bench that started at `to.utc` and writes its declaration to `to.report` before the
@@ -162,10 +73,14 @@ pub fn execute(params: &Params) -> Result<Result<Outcome, String>> {
 ///
 /// # Errors
 /// As [`execute`].
-pub fn execute_to(params: &Params, to: Destination<'_>) -> Result<Result<Outcome, String>> {
+pub fn execute_to<D: Devices>(
+    params: &Params,
+    devices: &D,
+    to: Destination<'_>,
+) -> Result<Result<Outcome, Unrunnable>, BenchError> {
     validate(params)?;
     let utc = to.utc.to_owned();
-    let (setup, file) = match prepare(params)? {
+    let (setup, file) = match prepare(params, devices)? {
         Ok(prepared) => prepared,
         Err(message) => return Ok(Err(message)),
     };
@@ -173,62 +88,77 @@ pub fn execute_to(params: &Params, to: Destination<'_>) -> Result<Result<Outcome
     let configs = [config("hip", &params.transport)?, config(&params.retained_backend, &params.transport)?];
     let mut arms = Vec::with_capacity(2);
     for (name, config) in ARMS.into_iter().zip(configs) {
-        let arm = match start_arm(params, &setup, &file, &config) {
+        let arm = match start_arm(params, devices, &setup, &file, &config) {
             Ok(arm) => arm,
-            Err(error) => return Ok(Err(format!("{name} arm: {error:#}"))),
+            Err(error) => return Ok(Err(Unrunnable(format!("{name} arm: {}", arm_failure(&error))))),
         };
         arms.push((name, config, arm));
     }
     let mut declaration = report::declaration(params, to);
     let runs = run_arms(params, &setup, arms, || declare(&mut declaration, to.report))?;
     let report = report::build(params, &setup, &report::Context { utc: &utc, to, declaration: &declaration }, &runs);
-    let plot = PlotData { arms: runs.iter().map(PlotArm::of).collect() };
+    let plot = PlotData { arms: runs.iter().map(ArmRun::plot).collect() };
     Ok(Ok(Outcome { utc, report, plot }))
 }
 
 /// Prints the predeclared promotion rule and writes it to the report file, before the first
 /// timed row.
-fn declare(declaration: &mut Value, report: Option<&Path>) -> Result<()> {
+fn declare(declaration: &mut Value, report: Option<&Path>) -> Result<(), BenchError> {
     report::declare_now(declaration);
     eprintln!("bench: promotion rule (declared before the timed rows): {}", declaration["rule"].as_str().unwrap_or(""));
     if let Some(path) = report {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|source| BenchError::File {
+                what: "creating",
+                path: dir.to_owned(),
+                source,
+            })?;
         }
         let stub = serde_json::json!({"status": "running: timed rows not finished", "promotion": declaration});
-        std::fs::write(path, serde_json::to_string_pretty(&stub)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, serde_json::to_string_pretty(&stub)? + "\n").map_err(|source| BenchError::File {
+            what: "writing",
+            path: path.to_owned(),
+            source,
+        })?;
     }
     Ok(())
 }
 
 /// Resolves the model, tokenizes the prompt, selects the device and decides admission.
-fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
-    let kind = params.model.kind()?;
-    let target = params.model.target()?;
-    let resolved = params.model.resolve()?;
-    let file = gguf::Gguf::open(&resolved.path).with_context(|| format!("reading {}", resolved.path.display()))?;
-    let model_sha256 = crate::model_args::model_sha256(&resolved)?;
+fn prepare<D: Devices>(params: &Params, devices: &D) -> Result<Result<(Setup, Gguf), Unrunnable>, BenchError> {
+    devices.check(&params.device).map_err(|e| BenchError::Usage(format!("--device: {e}")))?;
+    let target = Target::from_str(&params.arch).map_err(|e| BenchError::Usage(format!("--arch: {e}")))?;
+    let resolved = model_files::resolve_model(&params.model, true)
+        .map_err(|source| BenchError::Model { model: params.model.clone(), source: Box::new(source) })?;
+    let file =
+        Gguf::open(&resolved.path).map_err(|source| BenchError::Read { path: resolved.path.clone().into(), source })?;
+    let model_sha256 = resolved.sha256()?;
     let tokenizer = tokenizer_from_gguf(&file)?;
     let prompt = tokenizer.encode(params.prompt_text(), false);
     if prompt.is_empty() {
-        bail!("--prompt: encodes to no tokens");
+        return Err(BenchError::Usage("--prompt: encodes to no tokens".to_owned()));
     }
     let needed = prompt.len() as u64 + u64::from(params.tokens) + 1;
     if needed > u64::from(params.context) {
-        bail!("--context {}: {} prompt tokens + {} tokens + 1 do not fit", params.context, prompt.len(), params.tokens);
+        return Err(BenchError::Usage(format!(
+            "--context {}: {} prompt tokens + {} tokens + 1 do not fit",
+            params.context,
+            prompt.len(),
+            params.tokens
+        )));
     }
     // The arms open their own devices; this one says which device and why, and is the one
     // admission reads (its architecture and topology).
-    let registry = crate::admit::load(None)?;
+    let registry = admissions::load(None)?;
     let transport = config("hip", &params.transport)?.transport;
-    let (kind_name, target, reason, device_record, admission) = match select_for_model(kind, Some(target)) {
+    let (kind_name, target, reason, device_record, admission) = match devices.open(&params.device, target) {
         Ok((device, reason)) => {
-            let setting = crate::admit::Setting { kind: device.kind().name(), context: params.context, transport };
-            let admission = crate::admit::decide(&registry, &file, &model_sha256, &device, setting);
-            (device.kind().name().to_owned(), device.target(), reason, super::identity::device(&device), admission)
+            let kind = devices.kind(&device);
+            let setting = Setting { kind, context: params.context, transport };
+            let admission = decide(&registry, &file, &model_sha256, &device, setting);
+            (kind.to_owned(), device.target(), reason, devices.describe(&device), admission)
         }
-        Err(error) => return Ok(Err(error.to_string())),
+        Err(error) => return Ok(Err(Unrunnable(error.to_string()))),
     };
     let options = GenerateOptions {
         max_tokens: params.tokens + 1,
@@ -247,22 +177,45 @@ fn prepare(params: &Params) -> Result<Result<(Setup, gguf::Gguf), String>> {
             device: (kind_name, reason),
             admission,
             device_record,
-            model_record: super::identity::model(&resolved.path, &file),
-            kv_cache: super::identity::kv_cache(&file, params.context),
+            model_record: identity::model(&resolved.path, &file),
+            kv_cache: identity::kv_cache(&file, params.context),
         },
         file,
     )))
 }
 
-fn start_arm(params: &Params, setup: &Setup, file: &gguf::Gguf, config: &ReplayConfig) -> Result<Arm> {
+/// Why an arm could not start: its device, its session or its worker process.
+#[derive(Debug, thiserror::Error)]
+enum StartError<E: std::error::Error + 'static> {
+    #[error(transparent)]
+    Open(E),
+    #[error(transparent)]
+    Session(Box<crate::model::SessionError>),
+    #[error(transparent)]
+    Worker(#[from] super::error::WorkerError),
+}
+
+/// An arm's one-line failure: the error and its sources.
+fn arm_failure<E: std::error::Error + 'static>(error: &StartError<E>) -> String {
+    chain(error)
+}
+
+fn start_arm<D: Devices>(
+    params: &Params,
+    devices: &D,
+    setup: &Setup,
+    file: &Gguf,
+    config: &ReplayConfig,
+) -> Result<Arm<D::Device>, StartError<D::Error>> {
     match params.process {
         Process::Resident => {
-            let (device, _) = select_for_model(DeviceKind::from_str(&setup.device.0)?, Some(setup.target))?;
+            let (device, _) = devices.open(&setup.device.0, setup.target).map_err(StartError::Open)?;
             let session =
-                Session::with_admission(device, file, params.context, config.clone(), setup.admission.clone())?;
+                Session::with_admission(device, file, params.context, config.clone(), setup.admission.clone())
+                    .map_err(|e| StartError::Session(Box::new(e)))?;
             Ok(Arm::Resident(Box::new(session)))
         }
-        Process::Fresh => Ok(Arm::Fresh(Worker::spawn(&super::worker::command_line(params, setup, config))?)),
+        Process::Fresh => Ok(Arm::Fresh(Worker::spawn(&worker::command_line(params, setup, config))?)),
     }
 }
 
@@ -285,12 +238,12 @@ fn gate_text(status: &GateStatus) -> String {
     }
 }
 
-fn run_arms(
+fn run_arms<D: hal::Device + hal::FaultInjection>(
     params: &Params,
     setup: &Setup,
-    arms: Vec<(&'static str, ReplayConfig, Arm)>,
-    declare: impl FnOnce() -> Result<()>,
-) -> Result<Vec<ArmRun>> {
+    arms: Vec<(&'static str, ReplayConfig, Arm<D>)>,
+    declare: impl FnOnce() -> Result<(), BenchError>,
+) -> Result<Vec<ArmRun>, BenchError> {
     let mut sessions = Vec::new();
     let mut runs = Vec::new();
     for (name, config, mut arm) in arms {
@@ -301,7 +254,7 @@ fn run_arms(
             rows.push(row);
         }
         let gate_first_row = rows.len();
-        let mut gate = Gate::new(params.gate())?;
+        let mut gate = Gate::new(params.gate()).map_err(BenchError::Gate)?;
         while !gate.status().is_final() {
             let record = arm.row(&setup.prompt, &setup.options)?;
             // A failed row has no speed: the gate sees 0 and cannot settle on it.
@@ -329,7 +282,7 @@ fn run_arms(
         sessions[1].inject(fault)?;
     }
     declare()?;
-    for which in super::Order::schedule(params.order, params.runs) {
+    for which in params.order.schedule(params.runs) {
         let record = sessions[which].row(&setup.prompt, &setup.options)?;
         let run = &mut runs[which];
         let row = PhaseRow { index: run.rows.len(), phase: "timed", record };

@@ -4,10 +4,6 @@
 
 use std::fmt::Write as _;
 
-use engine::stationarity::GateStatus;
-
-use super::run::ArmRun;
-
 /// One arm's points.
 #[derive(Clone, Debug)]
 pub struct PlotArm {
@@ -17,21 +13,6 @@ pub struct PlotArm {
     pub rows: Vec<(usize, &'static str, Option<f64>)>,
     /// The settled window, as row indices `start..end`.
     pub settled: Option<(usize, usize)>,
-}
-
-impl PlotArm {
-    /// The points of an arm's run.
-    #[must_use]
-    pub fn of(run: &ArmRun) -> Self {
-        let settled = match run.gate {
-            GateStatus::Passed { settled_start, settled_end } => {
-                Some((run.gate_first_row + settled_start, run.gate_first_row + settled_end))
-            }
-            _ => None,
-        };
-        let rows = run.rows.iter().map(|r| (r.index, r.phase, r.record.tok_s)).collect();
-        Self { name: run.name.to_owned(), rows, settled }
-    }
 }
 
 /// What the plot shows.

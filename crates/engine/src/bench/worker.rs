@@ -2,60 +2,49 @@
 //! `redline bench --process fresh` (protocol in [`super::arm`]).
 
 use std::io::{BufRead as _, Write as _};
-use std::process::ExitCode;
-use std::str::FromStr;
+use std::str::FromStr as _;
 
-use crate::select::AnyDevice;
-use crate::select::{DeviceKind, select_for_model};
-use anyhow::{Context as _, Result, anyhow};
-use engine::model::{GenerateOptions, Session};
-use engine::replay::{ConfigFlags, ReplayConfig};
-use hal::FaultInjection;
+use hal::FaultInjection as _;
 use pm4_encoding::Target;
 use tokenizer::SamplerConfig;
 
-use super::Params;
 use super::arm::{parse_fault, run_row, tape_fact};
-use super::run::Setup;
+use super::device::Devices;
+use super::error::{BenchError, chain};
+use super::outcome::Setup;
+use super::params::Params;
+use crate::admission::load as admissions;
+use crate::admission::model::{Setting, decide};
+use crate::model::{GenerateOptions, Session};
+use crate::replay::{ConfigFlags, ReplayConfig};
 
-/// One bench arm in this process (used by `redline bench --process fresh`).
-#[derive(Debug, clap::Args)]
+/// One bench arm in this process (`redline bench-worker`, used by `redline bench --process
+/// fresh`): what [`command_line`] writes.
+#[derive(Debug, Clone)]
 pub struct Args {
     /// The GGUF file.
-    #[arg(long)]
     pub model: String,
     /// Its SHA-256 (for the admission decision).
-    #[arg(long)]
     pub model_sha256: String,
     /// `sim`.
-    #[arg(long)]
     pub device: String,
     /// Architecture.
-    #[arg(long)]
     pub arch: String,
     /// KV-cache positions.
-    #[arg(long)]
     pub context: u32,
     /// `hip`, `auto` or `shadow`.
-    #[arg(long)]
     pub backend: String,
     /// `pm4` or `aql`.
-    #[arg(long)]
     pub transport: String,
     /// Validate the prepared plan with the shadow oracle before the route is ready.
-    #[arg(long)]
     pub validate_first: bool,
     /// Prompt token ids, comma-separated.
-    #[arg(long, value_delimiter = ',', required = true)]
     pub prompt_ids: Vec<u32>,
     /// New tokens per row (decode tokens + 1).
-    #[arg(long)]
     pub max_tokens: u32,
     /// Sampler temperature.
-    #[arg(long)]
     pub temperature: f32,
     /// Sampler seed.
-    #[arg(long)]
     pub seed: u64,
 }
 
@@ -94,23 +83,33 @@ pub fn command_line(params: &Params, setup: &Setup, config: &ReplayConfig) -> Ve
     .collect()
 }
 
-fn emit(value: &serde_json::Value) -> Result<()> {
+fn emit(value: &serde_json::Value) -> Result<(), BenchError> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", serde_json::to_string(value)?)?;
     out.flush()?;
     Ok(())
 }
 
-/// Runs `redline bench-worker`.
+/// How a worker ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerEnd {
+    /// Its input ended after it served every command.
+    Served,
+    /// Its arm could not start; a `worker_error` line said why.
+    NotStarted,
+}
+
+/// Runs `redline bench-worker` on a device of `devices`: a ready line, then one answer per
+/// command line of standard input until it ends.
 ///
 /// # Errors
-/// Setup failures, also reported as a `worker_error` line.
-pub fn run(args: &Args) -> Result<ExitCode> {
-    let mut session = match start(args) {
+/// Writing to standard output or reading standard input.
+pub fn run<D: Devices>(args: &Args, devices: &D) -> Result<WorkerEnd, BenchError> {
+    let mut session = match start(args, devices) {
         Ok(session) => session,
         Err(error) => {
-            emit(&serde_json::json!({"worker_error": true, "error": format!("{error:#}")}))?;
-            return Ok(ExitCode::from(1));
+            emit(&serde_json::json!({"worker_error": true, "error": chain(&error)}))?;
+            return Ok(WorkerEnd::NotStarted);
         }
     };
     emit(&serde_json::json!({"ready": true, "admission": session.admission()}))?;
@@ -138,23 +137,41 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         };
         emit(&reply)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(WorkerEnd::Served)
 }
 
-fn start(args: &Args) -> Result<Session<AnyDevice>> {
-    let kind = DeviceKind::from_str(&args.device).map_err(|e| anyhow!("--device: {e}"))?;
-    let target = Target::from_str(&args.arch).map_err(|e| anyhow!("--arch: {e}"))?;
+/// Why a worker's arm could not start.
+#[derive(Debug, thiserror::Error)]
+enum StartError<E: std::error::Error + 'static> {
+    #[error(transparent)]
+    Bench(Box<BenchError>),
+    #[error(transparent)]
+    Open(E),
+}
+
+impl<E: std::error::Error + 'static> From<BenchError> for StartError<E> {
+    fn from(error: BenchError) -> Self {
+        Self::Bench(Box::new(error))
+    }
+}
+
+fn start<D: Devices>(args: &Args, devices: &D) -> Result<Session<D::Device>, StartError<D::Error>> {
+    devices.check(&args.device).map_err(|e| BenchError::Usage(format!("--device: {e}")))?;
+    let target = Target::from_str(&args.arch).map_err(|e| BenchError::Usage(format!("--arch: {e}")))?;
     let flags = ConfigFlags {
         backend: Some(args.backend.clone()),
         transport: Some(args.transport.clone()),
         manual_capture: None,
     };
-    let config = ReplayConfig { validate_first: args.validate_first, ..ReplayConfig::resolve(&flags, |_| None)? };
-    let file = gguf::Gguf::open(&args.model).with_context(|| format!("reading {}", args.model))?;
-    let registry = crate::admit::load(None)?;
-    let (device, _) = select_for_model(kind, Some(target))?;
-    let setting =
-        crate::admit::Setting { kind: device.kind().name(), context: args.context, transport: config.transport };
-    let admission = crate::admit::decide(&registry, &file, &args.model_sha256, &device, setting);
-    Ok(Session::with_admission(device, &file, args.context, config, admission)?)
+    let config = ReplayConfig {
+        validate_first: args.validate_first,
+        ..ReplayConfig::resolve(&flags, |_| None).map_err(BenchError::from)?
+    };
+    let file = gguf::Gguf::open(&args.model)
+        .map_err(|source| BenchError::Read { path: std::path::PathBuf::from(&args.model).into(), source })?;
+    let registry = admissions::load(None).map_err(BenchError::from)?;
+    let (device, _) = devices.open(&args.device, target).map_err(StartError::Open)?;
+    let setting = Setting { kind: devices.kind(&device), context: args.context, transport: config.transport };
+    let admission = decide(&registry, &file, &args.model_sha256, &device, setting);
+    Ok(Session::with_admission(device, &file, args.context, config, admission).map_err(BenchError::from)?)
 }

@@ -1,12 +1,47 @@
 //! The sealed-fixture registry (`registry/fixtures.json`): one row per fixture, written by
 //! `redline golden --seal` from a real run, never by hand.
 
-use crate::model_args::{DeviceArgs, ModelDevice};
-use anyhow::{Context as _, Result, bail};
-use engine::stationarity::GateSettings;
 use serde::{Deserialize, Serialize};
 
-use crate::bench::{Order, Params, Process};
+use crate::bench::params::{Order, Params, Process};
+use crate::bench::promotion::PromotionRule;
+use crate::stationarity::{GateSettings, GateSettingsError};
+
+/// Why a fixture registry's text is not a registry.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    /// Not JSON of the registry's shape (serde_json names the line and column).
+    #[error("fixture registry")]
+    Json(#[source] serde_json::Error),
+    /// A fixture without an id.
+    #[error("fixture {index}: field id: empty")]
+    EmptyId {
+        /// Its place in the list.
+        index: usize,
+    },
+    /// Two fixtures with one id.
+    #[error("fixture {id}: field id: duplicate")]
+    DuplicateId {
+        /// The id.
+        id: String,
+    },
+    /// An architecture that is not a target.
+    #[error("fixture {id}: field arch: {error}")]
+    Arch {
+        /// The fixture.
+        id: String,
+        /// Why.
+        error: pm4_encoding::UnknownTarget,
+    },
+    /// Gate settings the gate refuses.
+    #[error("fixture {id}: field bench.gate")]
+    Gate {
+        /// The fixture.
+        id: String,
+        /// Why.
+        source: GateSettingsError,
+    },
+}
 
 /// The file.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -150,17 +185,17 @@ impl Registry {
     /// # Errors
     /// JSON errors with line and column; duplicate or empty ids and unusable fields naming the
     /// fixture and field.
-    pub fn parse(text: &str) -> Result<Self> {
-        let registry: Self = serde_json::from_str(text).context("fixture registry")?;
-        for (i, f) in registry.fixtures.iter().enumerate() {
+    pub fn parse(text: &str) -> Result<Self, RegistryError> {
+        let registry: Self = serde_json::from_str(text).map_err(RegistryError::Json)?;
+        for (index, f) in registry.fixtures.iter().enumerate() {
             if f.id.trim().is_empty() {
-                bail!("fixture {i}: field id: empty");
+                return Err(RegistryError::EmptyId { index });
             }
-            if registry.fixtures[..i].iter().any(|g| g.id == f.id) {
-                bail!("fixture {}: field id: duplicate", f.id);
+            if registry.fixtures[..index].iter().any(|g| g.id == f.id) {
+                return Err(RegistryError::DuplicateId { id: f.id.clone() });
             }
-            f.arch.parse::<pm4_encoding::Target>().map_err(|e| anyhow::anyhow!("fixture {}: field arch: {e}", f.id))?;
-            f.bench.gate.validate().with_context(|| format!("fixture {}: field bench.gate", f.id))?;
+            f.arch.parse::<pm4_encoding::Target>().map_err(|error| RegistryError::Arch { id: f.id.clone(), error })?;
+            f.bench.gate.validate().map_err(|source| RegistryError::Gate { id: f.id.clone(), source })?;
         }
         Ok(registry)
     }
@@ -177,10 +212,9 @@ impl FixtureBench {
     #[must_use]
     pub fn params(&self, model: &str, device: &str, arch: &str) -> Params {
         Params {
-            model: ModelDevice {
-                model: model.to_owned(),
-                device: DeviceArgs { name: device.to_owned(), arch: arch.to_owned() },
-            },
+            model: model.to_owned(),
+            device: device.to_owned(),
+            arch: arch.to_owned(),
             prompt: Some(self.prompt.clone()),
             tokens: self.tokens,
             context: self.context,
@@ -192,13 +226,8 @@ impl FixtureBench {
             runs: self.runs,
             order: self.order,
             process: self.process,
-            gate_window: self.gate.window_rows,
-            gate_slope_pct: self.gate.slope_max_pct,
-            gate_spread_pct: self.gate.spread_max_pct,
-            gate_drift_pct: self.gate.drift_max_pct,
-            gate_confirm: self.gate.confirm_rows,
-            gate_rows_max: self.gate.rows_max,
-            promotion_rule: crate::bench::promotion::PromotionRule::default(),
+            gate: self.gate,
+            promotion_rule: PromotionRule::default(),
             inject_fault: None,
         }
     }

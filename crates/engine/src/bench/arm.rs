@@ -9,13 +9,12 @@
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use crate::select::AnyDevice;
-use anyhow::{Context as _, Result, anyhow, bail};
-use engine::model::{GenerateOptions, Session};
-use hal::FaultInjection;
-use hal::Injection;
+use hal::{Device, FaultInjection, Injection};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::error::{BenchError, WorkerError};
+use crate::model::{GenerateOptions, Session};
 
 /// One timed generation.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -47,7 +46,7 @@ pub struct RowRecord {
 }
 
 /// Runs one row on `session` and measures it against the route proof before and after.
-pub fn run_row(session: &mut Session<AnyDevice>, prompt: &[u32], options: &GenerateOptions) -> RowRecord {
+pub fn run_row<D: Device>(session: &mut Session<D>, prompt: &[u32], options: &GenerateOptions) -> RowRecord {
     let before = session.route_proof().observations;
     let result = session.generate(prompt, options, |_| std::ops::ControlFlow::Continue(()));
     let after = session.route_proof();
@@ -98,7 +97,7 @@ pub fn run_row(session: &mut Session<AnyDevice>, prompt: &[u32], options: &Gener
 
 /// The fact of `session`'s captured tape.
 #[must_use]
-pub fn tape_fact(session: &Session<AnyDevice>) -> Value {
+pub fn tape_fact<D: Device>(session: &Session<D>) -> Value {
     let controller = session.controller();
     super::tape_record::fact(controller.tape(), controller.state().name())
 }
@@ -117,22 +116,22 @@ pub fn parse_fault(s: &str) -> Result<Injection, String> {
 
 /// An arm that can run rows.
 #[derive(Debug)]
-pub enum Arm {
+pub enum Arm<D: Device> {
     /// A session in this process.
-    Resident(Box<Session<AnyDevice>>),
+    Resident(Box<Session<D>>),
     /// A worker process.
     Fresh(Worker),
 }
 
-impl Arm {
+impl<D: Device + FaultInjection> Arm<D> {
     /// Runs one row.
     ///
     /// # Errors
     /// Only a broken worker; a failed generation is a row with an error.
-    pub fn row(&mut self, prompt: &[u32], options: &GenerateOptions) -> Result<RowRecord> {
+    pub fn row(&mut self, prompt: &[u32], options: &GenerateOptions) -> Result<RowRecord, BenchError> {
         match self {
             Arm::Resident(session) => Ok(run_row(session, prompt, options)),
-            Arm::Fresh(worker) => serde_json::from_value(worker.ask("row")?).context("the worker's row"),
+            Arm::Fresh(worker) => Ok(serde_json::from_value(worker.ask("row")?).map_err(WorkerError::Row)?),
         }
     }
 
@@ -140,10 +139,10 @@ impl Arm {
     ///
     /// # Errors
     /// Only a broken worker.
-    pub fn proof(&mut self) -> Result<Value> {
+    pub fn proof(&mut self) -> Result<Value, BenchError> {
         match self {
             Arm::Resident(session) => Ok(serde_json::to_value(session.route_proof())?),
-            Arm::Fresh(worker) => worker.ask("proof"),
+            Arm::Fresh(worker) => Ok(worker.ask("proof")?),
         }
     }
 
@@ -151,10 +150,10 @@ impl Arm {
     ///
     /// # Errors
     /// Only a broken worker.
-    pub fn tape(&mut self) -> Result<Value> {
+    pub fn tape(&mut self) -> Result<Value, BenchError> {
         match self {
             Arm::Resident(session) => Ok(tape_fact(session)),
-            Arm::Fresh(worker) => worker.ask("tape"),
+            Arm::Fresh(worker) => Ok(worker.ask("tape")?),
         }
     }
 
@@ -162,13 +161,13 @@ impl Arm {
     ///
     /// # Errors
     /// Only a broken worker.
-    pub fn inject(&mut self, fault: &str) -> Result<()> {
+    pub fn inject(&mut self, fault: &str) -> Result<(), BenchError> {
         match self {
             Arm::Resident(session) => {
-                let fault = parse_fault(fault).map_err(|e| anyhow!(e))?;
+                let fault = parse_fault(fault).map_err(BenchError::Usage)?;
                 Ok(session.device_mut().inject(fault)?)
             }
-            Arm::Fresh(worker) => worker.ask(&format!("inject {fault}")).map(drop),
+            Arm::Fresh(worker) => Ok(worker.ask(&format!("inject {fault}")).map(drop)?),
         }
     }
 }
@@ -187,38 +186,38 @@ impl Worker {
     ///
     /// # Errors
     /// Spawning, or a worker that exits before it is ready.
-    pub fn spawn(args: &[String]) -> Result<Self> {
-        let exe = std::env::current_exe().context("locating the redline binary")?;
+    pub fn spawn(args: &[String]) -> Result<Self, WorkerError> {
+        let exe = std::env::current_exe().map_err(WorkerError::Locate)?;
         let mut child = Command::new(exe)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .context("spawning a bench worker")?;
-        let stdin = child.stdin.take().context("worker stdin")?;
-        let stdout = BufReader::new(child.stdout.take().context("worker stdout")?);
+            .map_err(WorkerError::Spawn)?;
+        let stdin = child.stdin.take().ok_or(WorkerError::Pipe("stdin"))?;
+        let stdout = BufReader::new(child.stdout.take().ok_or(WorkerError::Pipe("stdout"))?);
         let mut worker = Self { child, stdin: Some(stdin), stdout };
-        worker.read_line().context("the worker did not start")?;
+        worker.read_line().map_err(|e| WorkerError::Start(Box::new(e)))?;
         Ok(worker)
     }
 
-    fn read_line(&mut self) -> Result<Value> {
+    fn read_line(&mut self) -> Result<Value, WorkerError> {
         let mut line = String::new();
-        if self.stdout.read_line(&mut line)? == 0 {
-            bail!("the bench worker exited");
+        if self.stdout.read_line(&mut line).map_err(WorkerError::Read)? == 0 {
+            return Err(WorkerError::Exited);
         }
-        let value: Value = serde_json::from_str(&line).context("a bench worker line")?;
+        let value: Value = serde_json::from_str(&line).map_err(WorkerError::Line)?;
         if let Some(error) = value.get("error").filter(|_| value.get("worker_error").is_some()) {
-            bail!("bench worker: {error}");
+            return Err(WorkerError::Reported(error.to_string()));
         }
         Ok(value)
     }
 
-    fn ask(&mut self, command: &str) -> Result<Value> {
-        let stdin = self.stdin.as_mut().context("the bench worker's input is closed")?;
-        writeln!(stdin, "{command}").context("writing to the bench worker")?;
-        stdin.flush()?;
+    fn ask(&mut self, command: &str) -> Result<Value, WorkerError> {
+        let stdin = self.stdin.as_mut().ok_or(WorkerError::Closed)?;
+        writeln!(stdin, "{command}").map_err(WorkerError::Write)?;
+        stdin.flush().map_err(WorkerError::Flush)?;
         self.read_line()
     }
 }
