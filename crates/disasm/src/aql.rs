@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::input::Words;
 use crate::model::{self, Item, Naming};
 use crate::render;
-use crate::stream::{self, Ended, WriteError};
+use crate::window::{self, Ended, WriteError};
 
 /// AQL packet size in bytes (reference §5).
 const PACKET_BYTES: usize = 64;
@@ -110,10 +110,10 @@ const PACKET_DWORDS: usize = PACKET_BYTES / 4;
 /// Disassembles whole 64-byte packets, a window at a time; stops at a packet or trailing bytes
 /// that do not decode.
 pub(crate) fn run(words: &mut Words, naming: Naming, as_json: bool, out: &mut impl Write) -> Result<Ended, WriteError> {
-    let mut window = Vec::with_capacity(stream::WINDOW);
+    let mut window = Vec::with_capacity(window::WINDOW);
     let mut index = 0;
     loop {
-        let (ended, input_error) = stream::fill(words, &mut window)?;
+        let (ended, input_error) = window::fill(words, &mut window)?;
         let (packets, _) = window.as_chunks::<PACKET_DWORDS>();
         for dwords in packets {
             let mut raw = [0u8; PACKET_BYTES];

@@ -12,7 +12,8 @@
 //! - [`input`]: a file's dwords, little-endian binary or hex text, read on demand.
 //! - `model`: what a decoded packet says, independent of how it is printed; `render`: text
 //!   blocks and JSON objects.
-//! - [`stream`]: a whole stream, a window at a time.
+//! - [`stream`]: a whole stream, a window at a time; [`window`]: what the PM4 and the AQL
+//!   decoding of a stream share.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -22,6 +23,8 @@ pub mod input;
 mod model;
 mod render;
 pub mod stream;
+pub mod window;
 
 pub use model::Naming;
-pub use stream::{Ended, Form, WriteError, disassemble};
+pub use stream::disassemble;
+pub use window::{Ended, Form, WriteError};

@@ -6,43 +6,10 @@ use std::io::Write;
 
 use pm4_encoding::{DecodeError, Decoded, Decoder};
 
-use crate::input::{StreamError, Words};
+use crate::input::Words;
 use crate::model::{self, Naming};
 use crate::render;
-
-/// Dwords decoded at a time: more than the longest PM4 packet (a 14-bit count: 16,386 dwords
-/// with the header), so a packet that runs past the window's end runs past the stream's end once
-/// the window is full.
-pub const WINDOW: usize = 1 << 16;
-
-/// How a stream ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ended {
-    /// Every byte decoded.
-    Whole,
-    /// Decoding stopped; the message says where and why.
-    Stopped(String),
-}
-
-/// Writing the disassembly failed (or reading the stream did, part-way).
-#[derive(Debug, thiserror::Error)]
-pub enum WriteError {
-    /// Reading the input or writing the output.
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-    /// Writing a JSON line.
-    #[error(transparent)]
-    Json(#[from] serde_json::Error),
-}
-
-/// The output form.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
-    /// Text blocks.
-    Text,
-    /// One JSON object per packet (JSON Lines).
-    Json,
-}
+use crate::window::{Ended, Form, WINDOW, WriteError, fill};
 
 /// Disassembles the whole of `words` into `out`: PM4 dwords, or 64-byte AQL packets with `aql`.
 ///
@@ -58,20 +25,6 @@ pub fn disassemble(
 ) -> Result<Ended, WriteError> {
     let as_json = form == Form::Json;
     if aql { crate::aql::run(words, naming, as_json, out) } else { pm4(words, naming, as_json, out) }
-}
-
-/// Fills `window` to [`WINDOW`] dwords or the end of the stream; returns whether the stream
-/// ended, and the input error that ended it, if one did.
-pub(crate) fn fill(words: &mut Words, window: &mut Vec<u32>) -> Result<(bool, Option<String>), WriteError> {
-    while window.len() < WINDOW {
-        match words.read(window, WINDOW - window.len()) {
-            Ok(0) => return Ok((true, None)),
-            Ok(_) => {}
-            Err(StreamError::Input(message)) => return Ok((true, Some(message))),
-            Err(StreamError::Io(e)) => return Err(e.into()),
-        }
-    }
-    Ok((false, None))
 }
 
 /// `error` with its offset moved by `base` dwords (the window's place in the stream).
