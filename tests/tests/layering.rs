@@ -1,6 +1,7 @@
 //! "Nothing above the HAL names a backend": the route crates (the HAL itself, the lowering, the
-//! engine) neither depend on a backend crate nor name a backend type in their sources. Backends
-//! and the daemon (where devices are selected) are below and beside that line.
+//! engine) and the server (`daemon`) neither depend on a backend crate nor name a backend type in
+//! their sources. Backends and the `redline` binary (where devices are selected) are below and
+//! beside that line.
 
 use std::path::{Path, PathBuf};
 
@@ -89,4 +90,17 @@ fn route_sources_name_no_backend() {
     }
     // The scan finds a backend where one is named: the soft device names itself.
     assert!(first_backend_name("soft-device").is_some_and(|(_, name)| name == "SimDevice"));
+}
+
+/// The server runs on whichever device the binary opens for it: like the route, it depends on no
+/// backend and names none.
+#[test]
+fn the_server_names_no_backend() {
+    let manifest = std::fs::read_to_string(workspace().join("crates/daemon/Cargo.toml")).unwrap();
+    let deps = normal_dependencies(&manifest);
+    assert!(deps.iter().any(|d| d == "engine"), "the manifest parser found its dependencies: {deps:?}");
+    for backend in BACKEND_CRATES {
+        assert!(!deps.iter().any(|d| d == backend), "daemon depends on the backend crate {backend}");
+    }
+    assert_eq!(first_backend_name("daemon"), None, "daemon names a backend");
 }
