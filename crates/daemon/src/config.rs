@@ -6,14 +6,11 @@ use engine::admission::AdmissionRegistry;
 use engine::replay::ReplayConfig;
 
 use crate::keys::ApiKeys;
-use crate::worker::OpenedDevice;
 
 /// What the server runs with: the served models, the session every model gets, the device
-/// opener, the address and the limits.
-pub struct Config<D, F>
-where
-    F: FnOnce() -> Result<OpenedDevice<D>, String> + Send + 'static,
-{
+/// opener (`F`: called once, on the generation thread, for an [`crate::OpenedDevice`] or the
+/// message of why none opened), the address and the limits.
+pub struct Config<F> {
     /// The `--model` arguments, in order: the first is loaded at startup.
     pub models: Vec<String>,
     /// KV-cache positions for every model (`None`: each model's default).
@@ -46,14 +43,9 @@ where
     pub max_tokens_limit: Option<u32>,
     /// A device fault armed once the first model is loaded (testing).
     pub inject_fault: Option<hal::Injection>,
-    /// The device type the opener makes.
-    pub device: std::marker::PhantomData<fn() -> D>,
 }
 
-impl<D, F> std::fmt::Debug for Config<D, F>
-where
-    F: FnOnce() -> Result<OpenedDevice<D>, String> + Send + 'static,
-{
+impl<F> std::fmt::Debug for Config<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
             .field("models", &self.models)

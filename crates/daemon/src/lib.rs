@@ -81,7 +81,7 @@ pub fn check_request_body(endpoint: RequestEndpoint, body: &[u8]) -> Result<(), 
 /// # Errors
 /// Usage and I/O errors (exit 2), and a model file that is invalid (exit 1: its error says so);
 /// a model or device that cannot run is reported here and is exit 1.
-pub fn run<D, F>(config: Config<D, F>) -> Result<ExitCode>
+pub fn run<D, F>(config: Config<F>) -> Result<ExitCode>
 where
     D: Device + FaultInjection + 'static,
     F: FnOnce() -> Result<OpenedDevice<D>, String> + Send + 'static,

@@ -11,7 +11,7 @@ use crate::catalog::{self, Limits, Offered, ServedModel};
 use crate::clock::unix_seconds;
 use crate::config::Config;
 use crate::model_file::{ModelFileError, ModelSource};
-use crate::worker::{OpenedDevice, WorkerModel};
+use crate::worker::WorkerModel;
 
 /// A served model, opened at startup: what the handlers need, and what the worker loads.
 pub(crate) struct Opened {
@@ -40,10 +40,7 @@ impl From<anyhow::Error> for OpenFailure {
 /// `earlier` serves, checks the limits against its context, reads its tokenizer and chat
 /// template, checks its weights finite (so that a model that cannot load fails at startup, not
 /// at the first request that switches to it) and hashes it.
-pub(crate) fn open<D, F>(config: &Config<D, F>, spec: &str, earlier: &[Opened]) -> Result<Opened, OpenFailure>
-where
-    F: FnOnce() -> Result<OpenedDevice<D>, String> + Send + 'static,
-{
+pub(crate) fn open<F>(config: &Config<F>, spec: &str, earlier: &[Opened]) -> Result<Opened, OpenFailure> {
     let mut source = None;
     let ModelFile { resolved, file, params, context } = open_model(spec, config.context, |path| {
         let (opened, bytes) = ModelSource::open(path).map_err(ModelFileError::boxed)?;

@@ -58,24 +58,6 @@ pub struct ModelDevice {
     pub device: DeviceArgs,
 }
 
-impl ModelDevice {
-    /// `--device`, parsed.
-    ///
-    /// # Errors
-    /// Not a device kind; the message lists the accepted ones.
-    pub fn kind(&self) -> Result<DeviceKind> {
-        self.device.kind()
-    }
-
-    /// `--arch`, parsed.
-    ///
-    /// # Errors
-    /// Not a supported architecture.
-    pub fn target(&self) -> Result<Target> {
-        self.device.target()
-    }
-}
-
 /// The KV-cache size and the replay route of a session (`generate`, `serve`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct SessionArgs {

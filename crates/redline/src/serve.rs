@@ -166,7 +166,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             .map(|(device, reason)| OpenedDevice { kind: device.kind().name(), device, reason })
             .map_err(|e| e.to_string())
     };
-    daemon::run(Config::<AnyDevice, _> {
+    daemon::run::<AnyDevice, _>(Config {
         models: args.models.clone(),
         context: args.session.context,
         replay: config,
@@ -183,6 +183,5 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         max_prompt_tokens: args.max_prompt_tokens,
         max_tokens_limit: args.max_tokens_limit,
         inject_fault: args.inject_fault,
-        device: std::marker::PhantomData,
     })
 }
