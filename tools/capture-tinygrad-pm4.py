@@ -40,7 +40,7 @@ import types
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "crates" / "daemon" / "tests" / "data" / "external"
+DEFAULT_OUT = REPO / "crates" / "redline" / "tests" / "data" / "external"
 
 # Device descriptions handed to tinygrad through the fake KFD interface.
 #   gfx: KFD gfx_target_version; gc/sdma/nbio: IP discovery versions (major, minor, rev);

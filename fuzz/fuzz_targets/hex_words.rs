@@ -1,7 +1,7 @@
 //! The hex reader of `redline disasm` never panics, and what it accepts re-reads identically.
 #![no_main]
 
-use daemon::disasm::input::parse_hex;
+use disasm::input::parse_hex;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

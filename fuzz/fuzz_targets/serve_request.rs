@@ -2,7 +2,7 @@
 //! 400 with a message, never a panic.
 #![no_main]
 
-use daemon::serve::{RequestEndpoint, check_request_body};
+use daemon::{RequestEndpoint, check_request_body};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -28,5 +28,5 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(tape) = serde_json::from_slice::<Tape>(data) {
         check(&tape);
     }
-    let _ = daemon::tape::load(data);
+    let _ = tape_core::show::load(data);
 });

@@ -4,8 +4,8 @@
 
 use std::io::Cursor;
 
-use daemon::zipread::{extract, find_member};
 use libfuzzer_sys::fuzz_target;
+use model_files::zip::{extract, find_member};
 
 fuzz_target!(|data: &[u8]| {
     let mut reader = Cursor::new(data);

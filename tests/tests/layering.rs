@@ -9,7 +9,8 @@
 //! - `hal` knows devices, not kernels: through normal dependencies it reaches no kernel catalogue
 //!   (`kernels`), no CPU reference (`kernel-refs`), no `rayon` and no GGUF parser.
 //! - Nothing above the HAL names a backend: the route crates (the HAL itself, the lowering, the
-//!   engine) reach no backend crate through normal dependencies and name no backend type.
+//!   engine) and the server (`daemon`) reach no backend crate through normal dependencies and
+//!   name no backend type; the `redline` binary is where devices are selected.
 //! - The pure crates reach no sys crate, and only crates that are `no_std`.
 //! - The CPU references are the soft device's: only it, and what is built over it, depends on
 //!   `kernel-refs`.
@@ -24,10 +25,10 @@ use serde_json::Value;
 /// Every workspace crate and its floor. Lower floors may not depend on higher ones.
 ///
 /// 0: foundations without workspace dependencies; 1: formats and runtime loaders over them;
-/// 2: the tape model; 3: the kernels and the HAL; 4: the CPU references and the lowering;
-/// 5: the backends and the engine; 6: the soft HSA runtime (over the soft device); 7: the binary;
-/// 8: the workspace suite.
-const FLOORS: [(&str, u8); 21] = [
+/// 2: the tape model, disassembly, model files; 3: the kernels and the HAL; 4: the CPU references
+/// and the lowering; 5: the backends and the engine; 6: what is built over a backend and the route
+/// (the soft HSA runtime, bundle export) and the server; 7: the binary; 8: the workspace suite.
+const FLOORS: [(&str, u8); 25] = [
     ("pm4-encoding", 0),
     ("dynload", 0),
     ("infile", 0),
@@ -39,6 +40,8 @@ const FLOORS: [(&str, u8); 21] = [
     ("gguf", 1),
     ("tokenizer", 1),
     ("tape-core", 2),
+    ("disasm", 2),
+    ("model-files", 2),
     ("kernels", 3),
     ("hal", 3),
     ("kernel-refs", 4),
@@ -47,14 +50,17 @@ const FLOORS: [(&str, u8); 21] = [
     ("hsa-device", 5),
     ("engine", 5),
     ("soft-hsa", 6),
-    ("daemon", 7),
+    ("bundle-export", 6),
+    ("daemon", 6),
+    ("redline", 7),
     ("conformance", 8),
 ];
 
 /// Crates nothing may depend on, not even for tests: the binary and the suite.
-const LEAVES: [&str; 2] = ["daemon", "conformance"];
-/// The crates above the HAL line, and the HAL.
-const ROUTE_CRATES: [&str; 3] = ["hal", "lowering", "engine"];
+const LEAVES: [&str; 2] = ["redline", "conformance"];
+/// The crates above the HAL line, the HAL, and the server, which runs on whichever device the
+/// binary opens for it.
+const ROUTE_CRATES: [&str; 4] = ["hal", "lowering", "engine", "daemon"];
 /// Crates that are (or hold) a backend.
 const BACKEND_CRATES: [&str; 6] = ["soft-device", "hsa-device", "soft-hsa", "hsa-sys", "hip-sys", "kmd-direct"];
 /// What the HAL must not reach: the kernel catalogue, the CPU references and what they use.
@@ -262,13 +268,13 @@ fn the_graph_reader_sees_the_edges_it_checks() {
     assert_eq!(reach["pm4-encoding"].first().map(String::as_str), Some(SOFT_DEVICE));
     assert!(graph.reach("pm4-encoding", false).contains_key("thiserror-impl"));
     assert!(!graph.reach("pm4-encoding", true).contains_key("thiserror-impl"));
-    // The daemon reaches every backend but the soft HSA runtime, which it loads only in its
+    // The binary reaches every backend but the soft HSA runtime, which it loads only in its
     // tests (a dev-dependency, not followed); so with the engine and the soft device.
-    let daemon = graph.reach("daemon", true);
+    let binary = graph.reach("redline", true);
     for backend in BACKEND_CRATES {
-        assert_eq!(daemon.contains_key(backend), backend != "soft-hsa", "daemon and {backend}: {:?}", daemon.keys());
+        assert_eq!(binary.contains_key(backend), backend != "soft-hsa", "redline and {backend}: {:?}", binary.keys());
     }
-    assert!(graph.direct("daemon").iter().any(|(n, k)| *n == "soft-hsa" && k.dev && !k.normal));
+    assert!(graph.direct("redline").iter().any(|(n, k)| *n == "soft-hsa" && k.dev && !k.normal));
     assert!(!graph.reach("engine", true).contains_key(SOFT_DEVICE));
 }
 

@@ -388,5 +388,8 @@ fn rename(error: AdmissionError, field: &'static str) -> AdmissionError {
     }
 }
 
+pub mod load;
+pub mod model;
+
 #[cfg(test)]
 mod tests;

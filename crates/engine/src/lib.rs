@@ -7,8 +7,11 @@
 //!   shadow oracle compares.
 //! - [`replay`]: the replay controller and its route proof.
 //! - [`shadow`]: the three-arm shadow oracle.
-//! - [`admission`]: the admissions registry and the default predicate.
+//! - [`admission`]: the admissions registry, the default predicate and the decision for a
+//!   loaded model.
 //! - [`stationarity`]: the bench's stationarity gate.
+//! - [`bench`]: the route-proof A/B bench, its report and the promotion rule.
+//! - [`golden`]: the sealed fixtures (`registry/fixtures.json`): reproduced, or sealed.
 //! - [`model`]: the llama model adapter and the session that runs it.
 //!
 //! The lowering and prepared plans are the `lowering` crate, re-exported as [`lower`] and
@@ -18,8 +21,10 @@
 #![warn(missing_docs)]
 
 pub mod admission;
+pub mod bench;
 pub mod examples;
 pub mod funnel;
+pub mod golden;
 pub mod model;
 pub mod replay;
 pub mod shadow;

@@ -1,7 +1,7 @@
 //! SmolLM2-135M-Instruct (the reference fixture, `REDLINE_SMOLLM2_GGUF`) on the soft device,
 //! ordinary route, against the independent f64 reference
-//! (`crates/daemon/tests/data/smollm2_reference.json`, written by
-//! `crates/daemon/tests/reference/llama_f64.py`): the greedy tokens are the reference's, and
+//! (`crates/redline/tests/data/smollm2_reference.json`, written by
+//! `crates/redline/tests/reference/llama_f64.py`): the greedy tokens are the reference's, and
 //! the top-5 logits of every step agree within [`TOLERANCE`].
 
 use engine::funnel::Funnel;
@@ -38,7 +38,7 @@ fn smollm2_greedy_tokens_and_logits_match_the_f64_reference() {
     let Some(path) = fixture_path() else { return };
     let file = Gguf::open(&path).unwrap();
     let reference: Value = serde_json::from_slice(
-        &std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../daemon/tests/data/smollm2_reference.json")).unwrap(),
+        &std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../redline/tests/data/smollm2_reference.json")).unwrap(),
     )
     .unwrap();
     let mut worst = 0.0f64;
@@ -84,7 +84,7 @@ fn smollm2_batched_prefill_gives_the_step_by_step_bits_and_the_reference_tokens(
     let Some(path) = fixture_path() else { return };
     let file = Gguf::open(&path).unwrap();
     let reference: Value = serde_json::from_slice(
-        &std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../daemon/tests/data/smollm2_reference.json")).unwrap(),
+        &std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../redline/tests/data/smollm2_reference.json")).unwrap(),
     )
     .unwrap();
     let caches = |model: &Llama, device: &mut SimDevice| -> Vec<Vec<u8>> {

@@ -10,6 +10,7 @@
 //!   arguments included.
 //! - [`verdict()`]: whether a kernel can be replayed from a retained PM4 body, with every reason
 //!   it cannot.
+//! - `inspect` (feature `inspect`): a code object as people read it, as JSON and text.
 //!
 //! Facts come from `reference/amd-reference.md` §6 and §7. The crate is `no_std` + `alloc` and
 //! free of `unsafe`; no input makes it panic, and every loop and allocation is bounded by the
@@ -53,6 +54,8 @@ mod code_object;
 pub mod descriptor;
 mod elf;
 mod family;
+#[cfg(feature = "inspect")]
+pub mod inspect;
 pub mod layout;
 pub mod metadata;
 mod msgpack;

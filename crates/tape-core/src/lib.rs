@@ -5,7 +5,8 @@
 //! (dispatch count, unique kernels, ordered sequence hash — see [`hash`]). From the tape's
 //! resource effects, [`deps`] derives what every launch must wait for; [`binding`] and
 //! [`calibrate`] name the few kernarg words and grid sizes that change with the decode position;
-//! [`stability`] compares tapes; [`serial`] stores them.
+//! [`stability`] compares tapes; [`serial`] stores them; `show` (feature `show`) reports them to
+//! people.
 //!
 //! Everything that decides whether a plan is valid is decided here, from data, never from kernel
 //! names. The crate is `no_std` + `alloc` and free of `unsafe`.
@@ -24,6 +25,8 @@ pub mod hash;
 pub mod record;
 pub mod recorder;
 pub mod serial;
+#[cfg(feature = "show")]
+pub mod show;
 pub mod stability;
 pub mod tape;
 

@@ -1,10 +1,16 @@
 //! The model adapter: a llama-family GGUF model as a [`crate::workload::Workload`] whose decode
 //! step is kernel launches through the funnel.
 
+pub mod context;
+pub mod fixed_prompt;
 pub mod llama;
+pub mod open;
 pub mod params;
 
+pub use context::{ContextError, check_context, default_context};
+pub use fixed_prompt::FixedPrompt;
 pub use llama::{KvCacheLayout, Llama, LoadError, PREFILL_CHUNK, rope_table};
+pub use open::{ModelFile, OpenError, open_model};
 pub use params::{LlamaParams, ParamsError};
 pub mod session;
 

@@ -1,0 +1,347 @@
+//! The one generation thread: it owns the device and the [`Session`] (which stay on the thread
+//! that made them) and runs queued jobs in arrival order. A job for another served model than
+//! the loaded one switches models first (a reconfiguration of the same session and device). A
+//! job whose client has gone is skipped, and a generation whose client goes stops at the next
+//! token.
+
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use engine::admission::AdmissionRegistry;
+use engine::admission::model::{Setting, decide};
+use engine::model::{GenerateOptions, Session};
+use engine::replay::ReplayConfig;
+use hal::{Device, FaultInjection};
+use tokio::sync::mpsc;
+
+use super::history::Forwards;
+use super::logprobs::Entry;
+use super::metrics::{Metrics, Progress, Snapshot};
+use super::model_file::ModelSource;
+
+/// One generation to run.
+#[derive(Debug)]
+pub(crate) struct Job {
+    /// The served model to run it with (an index into `--model` order).
+    pub model: usize,
+    /// Prompt token ids (non-empty, fits the context with `options.max_tokens`).
+    pub prompt: Vec<u32>,
+    /// Sampling, stops, length.
+    pub options: GenerateOptions,
+    /// Where the text goes; a closed receiver means the client has gone.
+    pub events: mpsc::UnboundedSender<Event>,
+}
+
+/// What the worker reports about a job.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// The next piece of text.
+    Text(Piece),
+    /// The generation ended.
+    Done(Result<Finished, String>),
+}
+
+/// A piece of a generation's text, with the log-probability entries of the tokens sampled
+/// since the last piece when they were asked for. The text is empty only in a generation's last
+/// piece, which carries the entries of tokens whose text is never shown (see `logprobs`).
+#[derive(Debug)]
+pub(crate) struct Piece {
+    /// The text.
+    pub text: String,
+    /// The entries, in order.
+    pub logprobs: Vec<Entry>,
+}
+
+/// A finished generation's counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Finished {
+    /// Prompt tokens.
+    pub prompt_tokens: usize,
+    /// Generated tokens.
+    pub completion_tokens: usize,
+    /// `stop` or `length`.
+    pub finish_reason: &'static str,
+}
+
+/// A served model as the worker loads it.
+#[derive(Debug)]
+pub(crate) struct WorkerModel {
+    /// The id clients see, for messages and the reconfiguration's detail.
+    pub id: String,
+    /// The GGUF file, for messages.
+    pub path: PathBuf,
+    /// The parsed file while it waits to be loaded: the first model's from startup until it
+    /// is loaded; any model's during a switch to it. Its bytes are dropped once on the device.
+    pub file: Option<gguf::Gguf>,
+    /// The file as opened at startup: a switch reads it again through the same descriptor and
+    /// refuses it if it has changed ([`super::model_file`]).
+    pub source: Arc<ModelSource>,
+    /// Its SHA-256.
+    pub sha256: String,
+    /// KV-cache positions.
+    pub context: u32,
+}
+
+/// A device the caller opened for the server: the device, its kind (`sim`, `hsa`: what
+/// admission rows and the status page name) and why it was chosen.
+#[derive(Debug)]
+pub struct OpenedDevice<D> {
+    /// The device.
+    pub device: D,
+    /// Its kind.
+    pub kind: &'static str,
+    /// Why this device was chosen.
+    pub reason: String,
+}
+
+/// What the worker needs to load the models.
+#[derive(Debug)]
+pub(crate) struct LoadSpec {
+    /// The served models in `--model` order (the index jobs carry); the first is loaded at
+    /// startup.
+    pub models: Vec<WorkerModel>,
+    /// The replay configuration.
+    pub config: ReplayConfig,
+    /// The admissions registry the default route is decided by.
+    pub admissions: AdmissionRegistry,
+    /// A fault armed once the first model is loaded (testing).
+    pub inject_fault: Option<hal::Injection>,
+}
+
+/// The device the models run on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DeviceInfo {
+    /// `sim` or `hsa`.
+    pub kind: &'static str,
+    /// The architecture.
+    pub arch: String,
+    /// Why this device was chosen.
+    pub reason: String,
+}
+
+/// Opens the device with `open` and loads the first model on a new thread and, once it is
+/// loaded, serves `jobs` there until every sender is dropped. Returns the thread and the
+/// device, or the load failure's message.
+pub(crate) fn spawn<D, F>(
+    spec: LoadSpec,
+    open: F,
+    jobs: mpsc::Receiver<Job>,
+    metrics: Arc<Metrics>,
+) -> Result<(JoinHandle<()>, DeviceInfo), String>
+where
+    D: Device + FaultInjection + 'static,
+    F: FnOnce() -> Result<OpenedDevice<D>, String> + Send + 'static,
+{
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("redline-generate".into())
+        .spawn(move || match load(spec, open) {
+            Ok((worker, device)) => {
+                metrics.set_snapshot(worker.snapshot());
+                if ready_tx.send(Ok(device)).is_ok() {
+                    serve_jobs(worker, jobs, &metrics);
+                }
+            }
+            Err(message) => {
+                let _ = ready_tx.send(Err(message));
+            }
+        })
+        .map_err(|e| format!("starting the generation thread: {e}"))?;
+    match ready_rx.recv() {
+        Ok(Ok(device)) => Ok((thread, device)),
+        Ok(Err(message)) => {
+            let _ = thread.join();
+            Err(message)
+        }
+        Err(_) => Err("the generation thread ended while loading the model".to_owned()),
+    }
+}
+
+/// The generation thread's state: one session on one device, holding one served model.
+struct Worker<D: Device> {
+    session: Session<D>,
+    /// The device's kind, as admission rows name it.
+    kind: &'static str,
+    spec: LoadSpec,
+    /// The served model the session holds; `None` after a switch failed midway (the session
+    /// then holds no model it can run, and the next job reloads whichever it asks for).
+    loaded: Option<usize>,
+    /// Switches begun.
+    switches: u64,
+}
+
+/// Opens the device and loads the first model.
+fn load<D, F>(mut spec: LoadSpec, open: F) -> Result<(Worker<D>, DeviceInfo), String>
+where
+    D: Device + FaultInjection,
+    F: FnOnce() -> Result<OpenedDevice<D>, String>,
+{
+    let OpenedDevice { device, kind, reason } = open()?;
+    eprintln!("device: {reason}");
+    let target = device.target();
+    let Some(first) = spec.models.first_mut() else {
+        return Err("no model to serve".to_owned());
+    };
+    eprintln!("loading {} ({} KV positions) onto the {} device ...", first.path.display(), first.context, kind);
+    let start = std::time::Instant::now();
+    let file = match first.file.take() {
+        Some(file) => file,
+        None => read_again(first)?,
+    };
+    let setting = Setting { kind, context: first.context, transport: spec.config.transport };
+    let admission = decide(&spec.admissions, &file, &first.sha256, &device, setting);
+    eprintln!("admission: {}", admission.reason);
+    let mut session = Session::with_admission(device, &file, first.context, spec.config.clone(), admission)
+        .map_err(|e| e.to_string())?;
+    drop(file);
+    eprintln!("model loaded in {:.1} s", start.elapsed().as_secs_f64());
+    if let Some(fault) = spec.inject_fault {
+        hal::FaultInjection::inject(session.device_mut(), fault).map_err(|e| format!("--inject-fault: {e}"))?;
+        eprintln!("armed an injected {fault:?}");
+    }
+    let worker = Worker { session, kind, spec, loaded: Some(0), switches: 0 };
+    Ok((worker, DeviceInfo { kind, arch: target.to_string(), reason }))
+}
+
+impl<D: Device> Worker<D> {
+    /// What the status page shows of the thread's state.
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            proof: self.session.route_proof(),
+            loaded: self.loaded.map(|index| (index, self.session.admission().clone())),
+            switches: self.switches,
+        }
+    }
+
+    /// Makes served model `index` the loaded one. The model already loaded stays as it is (a
+    /// request only begins a new sequence, which keeps a valid plan); another one reconfigures
+    /// the session: the controller releases the old plan, the device reset frees every object
+    /// of the old model, the new one loads and the controller is re-armed from its admission.
+    fn switch_to(&mut self, index: usize, metrics: &Metrics) -> Result<(), String> {
+        if self.loaded == Some(index) {
+            return Ok(());
+        }
+        let from =
+            self.loaded.and_then(|i| self.spec.models.get(i)).map_or("none (a switch failed)", |m| &m.id).to_owned();
+        let served = self.spec.models.len();
+        let Some(to) = self.spec.models.get_mut(index) else {
+            return Err(format!("no served model {index}: {served} are served"));
+        };
+        let why = format!("model switch {from} -> {}", to.id);
+        eprintln!("{why}: loading {} ({} KV positions) ...", to.path.display(), to.context);
+        let start = std::time::Instant::now();
+        // The file is read (and checked unchanged) before the loaded model is touched: a file
+        // that cannot be read again fails this request and leaves the loaded model serving.
+        let file = match to.file.take() {
+            Some(file) => file,
+            None => read_again(to)?,
+        };
+        let to = &self.spec.models[index];
+        let setting = Setting { kind: self.kind, context: to.context, transport: self.spec.config.transport };
+        let admission = decide(&self.spec.admissions, &file, &to.sha256, self.session.device(), setting);
+        eprintln!("admission: {}", admission.reason);
+        self.switches += 1;
+        self.loaded = None;
+        let result = self.session.reconfigure(&file, to.context, admission, &why);
+        drop(file);
+        if result.is_ok() {
+            self.loaded = Some(index);
+            eprintln!("model {} loaded in {:.1} s", to.id, start.elapsed().as_secs_f64());
+        }
+        let result = result.map_err(|e| format!("switching to model '{}': {e}", to.id));
+        // The status page shows the reset (or the failed switch) before the new model's first
+        // forward.
+        metrics.set_snapshot(self.snapshot());
+        result
+    }
+}
+
+/// `model`'s file read again through the descriptor opened at startup, unchanged, and parsed.
+fn read_again(model: &WorkerModel) -> Result<gguf::Gguf, String> {
+    let bytes = model.source.reread().map_err(|e| format!("the model '{}' cannot be loaded: {e}", model.id))?;
+    gguf::Gguf::parse(bytes).map_err(|e| format!("the model '{}': {}: {e}", model.id, model.path.display()))
+}
+
+/// Runs jobs in arrival order until the queue closes, switching models between jobs.
+fn serve_jobs<D: Device>(mut worker: Worker<D>, mut jobs: mpsc::Receiver<Job>, metrics: &Metrics) {
+    while let Some(job) = jobs.blocking_recv() {
+        if job.events.is_closed() {
+            metrics.generation_cancelled(0);
+            continue;
+        }
+        metrics.set_generating(true);
+        let done = match worker.switch_to(job.model, metrics) {
+            Ok(()) => run_job(&mut worker.session, &job, metrics),
+            Err(message) => {
+                metrics.generation_failed();
+                eprintln!("redline: {message}");
+                Some(Err(message))
+            }
+        };
+        // The snapshot is current before the client hears the generation ended.
+        metrics.set_snapshot(worker.snapshot());
+        metrics.set_progress(None);
+        metrics.set_generating(false);
+        if let Some(done) = done {
+            let _ = job.events.send(Event::Done(done));
+        }
+    }
+}
+
+/// One generation, its text sent as it comes; the result to send, unless the client has gone.
+fn run_job<D: Device>(session: &mut Session<D>, job: &Job, metrics: &Metrics) -> Option<Result<Finished, String>> {
+    let before = Forwards::observed(session.controller().observations());
+    // Entries of tokens whose text is still held back; empty (never allocated) without logprobs.
+    let mut pending = Vec::new();
+    let mut progress = Progress::start();
+    let mut published = progress.started;
+    metrics.set_progress(Some(progress));
+    let generation = session.generate_with(&job.prompt, &job.options, |output| {
+        if let Some(record) = output.logprobs {
+            pending.push(Entry::new(output.tokenizer, record));
+        }
+        if output.token.is_some() {
+            progress.token();
+            if published.elapsed() >= Progress::PUBLISH_EVERY {
+                metrics.set_progress(Some(progress));
+                published = std::time::Instant::now();
+            }
+        }
+        if output.text.is_empty() {
+            // Nothing to show yet; still notice a client that has gone.
+            return if job.events.is_closed() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) };
+        }
+        let piece = Piece { text: output.text.to_owned(), logprobs: std::mem::take(&mut pending) };
+        match job.events.send(Event::Text(piece)) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(()),
+        }
+    });
+    Some(match generation {
+        Ok(generation) if generation.finish_reason == "cancelled" => {
+            metrics.prompt_tokens(generation.prompt_tokens);
+            metrics.generation_cancelled(generation.tokens.len());
+            return None;
+        }
+        Ok(generation) => {
+            let forwards = Forwards::observed(session.controller().observations()).since(before);
+            metrics.generation_finished(&generation, forwards);
+            if !pending.is_empty() {
+                // A client gone since is noticed by the send of the outcome as well.
+                let _ = job.events.send(Event::Text(Piece { text: String::new(), logprobs: pending }));
+            }
+            Ok(Finished {
+                prompt_tokens: generation.prompt_tokens,
+                completion_tokens: generation.tokens.len(),
+                finish_reason: generation.finish_reason,
+            })
+        }
+        Err(error) => {
+            metrics.generation_failed();
+            eprintln!("redline: generation failed: {error}");
+            Err(error.to_string())
+        }
+    })
+}

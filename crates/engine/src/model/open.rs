@@ -1,0 +1,90 @@
+//! A model file opened for a session (`redline generate`, `redline serve`): the model argument
+//! resolved (an alias pulled on first use), the file read and parsed, its hyperparameters and
+//! tensor inventory checked, and the KV-cache positions it gets.
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+
+use gguf::Gguf;
+use model_files::{ModelError, ResolvedModel};
+
+use super::context::{ContextError, check_context, default_context};
+use super::params::{LlamaParams, ParamsError};
+
+/// One model file, resolved and open, with the KV-cache positions it gets.
+#[derive(Debug)]
+pub struct ModelFile {
+    /// The model file, pulled when it was an alias not yet fetched.
+    pub resolved: ResolvedModel,
+    /// The opened GGUF.
+    pub file: Gguf,
+    /// Its hyperparameters, checked ([`LlamaParams::from_gguf`]).
+    pub params: LlamaParams,
+    /// KV-cache positions: the context asked for, checked against the file, or its default.
+    pub context: u32,
+}
+
+/// Why a model file could not be opened for a session.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The model argument did not resolve (unknown, not fetched, the cache).
+    #[error("--model {model}")]
+    Resolve {
+        /// The argument.
+        model: String,
+        /// Why (boxed: the error is large).
+        source: Box<ModelError>,
+    },
+    /// The file could not be read or parsed: the reader's own error, whose kind says whether
+    /// the file or this machine is at fault.
+    #[error("reading {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The reader's error.
+        source: Box<dyn Error + Send + Sync>,
+    },
+    /// The file is a GGUF but not a llama model this build runs.
+    #[error("{}", path.display())]
+    Params {
+        /// The file.
+        path: PathBuf,
+        /// Which key or tensor, and why (boxed: the error is large).
+        source: Box<ParamsError>,
+    },
+    /// The context asked for is one the model cannot take.
+    #[error(transparent)]
+    Context(ContextError),
+}
+
+impl OpenError {
+    /// Whether the model file is at fault (its hyperparameters or tensors), as opposed to the
+    /// argument, the context asked for or this machine. A read error's kind is its own to tell.
+    #[must_use]
+    pub const fn is_invalid_input(&self) -> bool {
+        matches!(self, Self::Params { .. })
+    }
+}
+
+/// Resolves `model` (pulling an alias on first use), reads it with `read`, checks its
+/// hyperparameters and tensor inventory ([`LlamaParams::from_gguf`]) and checks `context`
+/// against it (its default when `None`).
+///
+/// # Errors
+/// [`OpenError`], naming the argument or the path.
+pub fn open_model(
+    model: &str,
+    context: Option<u32>,
+    read: impl FnOnce(&Path) -> Result<Gguf, Box<dyn Error + Send + Sync>>,
+) -> Result<ModelFile, OpenError> {
+    let resolved = model_files::resolve_model(model, true)
+        .map_err(|source| OpenError::Resolve { model: model.to_owned(), source: Box::new(source) })?;
+    let file = read(&resolved.path).map_err(|source| OpenError::Read { path: resolved.path.clone(), source })?;
+    let params = LlamaParams::from_gguf(&file)
+        .map_err(|source| OpenError::Params { path: resolved.path.clone(), source: Box::new(source) })?;
+    let context = match context {
+        Some(context) => check_context(&file, context).map_err(OpenError::Context)?,
+        None => default_context(&file),
+    };
+    Ok(ModelFile { resolved, file, params, context })
+}

