@@ -2,7 +2,7 @@
 //! [`hal::Device`], that every backend passes. [`suite!`] instantiates them as `#[test]`s for a
 //! device factory; `tests/soft_device.rs` runs them on the soft device and `tests/hsa_backend.rs`
 //! on the HSA backend over the soft HSA runtime. Each body states one clause of the trait's
-//! documented meaning (`crates/hal/src/lib.rs`) and fails when a backend gives it another.
+//! documented meaning (`hal/src/lib.rs`) and fails when a backend gives it another.
 
 #![forbid(unsafe_code)]
 

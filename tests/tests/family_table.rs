@@ -8,15 +8,14 @@ use std::path::{Path, PathBuf};
 
 /// Files that are the tables (or decode any family's words for display), relative to the
 /// workspace root.
-const TABLE_FILES: [&str; 3] =
-    ["crates/pm4-encoding/src/family.rs", "crates/pm4-encoding/src/regs/", "crates/pm4-encoding/src/decoder.rs"];
+const TABLE_FILES: [&str; 3] = ["pm4-encoding/src/family.rs", "pm4-encoding/src/regs/", "pm4-encoding/src/decoder.rs"];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// Every `.rs` file below `dir` that is not test code (a `tests/` or `benches/` directory, a
-/// `tests.rs` module, a fuzz target, a build tool's `target/`).
+/// Every `.rs` file below `dir` that is not test code (a `tests/` or `benches/` directory, which
+/// holds the workspace suite too, a `tests.rs` module, a fuzz target, build output in `target/`).
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -97,7 +96,7 @@ fn dispatch_on_family(line: &str) -> Option<&'static str> {
 fn findings() -> Vec<(String, &'static str)> {
     let root = workspace();
     let mut files = Vec::new();
-    sources(&root.join("crates"), &mut files);
+    sources(&root, &mut files);
     files.sort();
     assert!(files.len() > 100, "the scan found the workspace's sources ({} files)", files.len());
     let mut out = Vec::new();

@@ -391,7 +391,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// The first line of `krate`'s sources naming a backend identifier, as `(file:line, name)`.
 fn first_backend_name(krate: &str) -> Option<(String, &'static str)> {
     let mut files = Vec::new();
-    rust_files(&workspace().join("crates").join(krate).join("src"), &mut files);
+    rust_files(&workspace().join(krate).join("src"), &mut files);
     assert!(!files.is_empty(), "{krate} has sources");
     files.sort();
     for file in files {

@@ -1,0 +1,151 @@
+//! `redline golden` end to end: every sealed fixture reproduces on the soft device with the
+//! reference model (`REDLINE_SMOLLM2_GGUF`; under `CI=true` its absence is a failure), a
+//! tampered registry row fails naming the fixture and each tampered field, and malformed
+//! registries are refused. The registries in the repository are checked against each other and
+//! the model catalogue.
+
+mod common;
+
+use common::{redline, reference_model};
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+fn repo_file(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
+}
+
+fn registry() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(repo_file("registry/fixtures.json")).unwrap()).unwrap()
+}
+
+fn temp_file(name: &str, value: &Value) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("redline-golden-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(value).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn every_sealed_fixture_reproduces() {
+    let Some(model) = reference_model() else { return };
+    let out = redline(&["golden", "--model", &model, "--device", "sim"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for fixture in registry()["fixtures"].as_array().unwrap() {
+        let id = fixture["id"].as_str().unwrap();
+        assert!(stderr.contains(&format!("golden: {id}: ok")), "{id}: {stderr}");
+    }
+}
+
+#[test]
+fn a_tampered_row_fails_naming_the_fixture_and_each_field() {
+    let Some(model) = reference_model() else { return };
+    let mut reg = registry();
+    let fixture = &mut reg["fixtures"][1];
+    let id = fixture["id"].as_str().unwrap().to_owned();
+    fixture["tape"]["sequence_hash"] = Value::from("00".repeat(32));
+    fixture["submission"]["dispatches"] = Value::from(fixture["submission"]["dispatches"].as_u64().unwrap() + 1);
+    fixture["floors"]["min_retained_tok_s"] = Value::from(1.0e6);
+    let path = temp_file("tampered.json", &reg);
+    let out =
+        redline(&["golden", "--id", &id, "--registry", path.to_str().unwrap(), "--model", &model, "--device", "sim"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    for field in ["tape.sequence_hash", "submission.dispatches", "floors.min_retained_tok_s"] {
+        assert!(stderr.contains(&format!("golden: {id}: FAIL {field}")), "{field}: {stderr}");
+    }
+    assert!(!stderr.contains("tape.dispatch_count"), "an untampered field passes: {stderr}");
+}
+
+#[test]
+fn malformed_registries_and_unknown_ids_are_refused() {
+    let reg = registry();
+    let mut unknown_field = reg.clone();
+    unknown_field["fixtures"][0]["colour"] = Value::from("red");
+    let mut empty_id = reg.clone();
+    empty_id["fixtures"][0]["id"] = Value::from("");
+    let mut duplicate = reg.clone();
+    duplicate["fixtures"][1]["id"] = reg["fixtures"][0]["id"].clone();
+    let mut bad_gate = reg.clone();
+    bad_gate["fixtures"][0]["bench"]["gate"]["window_rows"] = Value::from(1);
+    let cases = [
+        (unknown_field, "colour"),
+        (empty_id, "field id: empty"),
+        (duplicate, "field id: duplicate"),
+        (bad_gate, "bench.gate"),
+    ];
+    for (i, (value, needle)) in cases.into_iter().enumerate() {
+        let path = temp_file(&format!("bad{i}.json"), &value);
+        let out = redline(&["golden", "--registry", path.to_str().unwrap(), "--device", "sim"]);
+        assert_eq!(out.status.code(), Some(1), "an invalid registry is invalid input: {needle}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+    let out = redline(&["golden", "--id", "no-such-fixture", "--device", "sim"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-fixture"));
+}
+
+#[test]
+fn the_registries_hold_one_sealed_fixture_per_architecture_with_its_admission() {
+    let fixtures = registry();
+    let admissions: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo_file("registry/admissions.json")).unwrap()).unwrap();
+    // One per target of the target table.
+    let archs = pm4_encoding::Target::ALL.map(pm4_encoding::Target::name);
+    let fixtures = fixtures["fixtures"].as_array().unwrap();
+    let admissions = admissions["admissions"].as_array().unwrap();
+    // The engine's KV-cache layout scheme (it does not depend on the sizes).
+    let tiny = gguf::Gguf::parse(gguf::tiny_llama(&gguf::TinyLlamaConfig::default())).unwrap();
+    let params = engine::model::LlamaParams::from_gguf(&tiny).unwrap();
+    let kv_layout = engine::model::KvCacheLayout::of(&params, 1).scheme();
+    assert_eq!(kv_layout, "f32:layer,position,kv_head,head_dim");
+    assert_eq!(fixtures.len(), archs.len());
+    assert_eq!(admissions.len(), archs.len());
+    for arch in archs {
+        let fixture = fixtures.iter().find(|f| f["arch"] == arch).unwrap_or_else(|| panic!("no fixture for {arch}"));
+        let id = fixture["id"].as_str().unwrap();
+        assert_eq!(id, format!("smollm2-135m-{arch}-sim"));
+        assert_eq!(fixture["device_kind"], "sim");
+        // The pinned digest of the catalogue's smollm2-135m (model-files/src/catalogue.rs).
+        let sha = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+        assert_eq!(fixture["model"]["sha256"], sha);
+        assert!(fixture["tape"]["dispatch_count"].as_u64().unwrap() > 0);
+        assert!(
+            fixture["floors"]["min_retained_tok_s"].as_f64().unwrap()
+                < fixture["sealed"]["retained_tok_s"].as_f64().unwrap()
+        );
+        assert!(fixture["floors"]["min_ratio"].as_f64().unwrap() < fixture["sealed"]["ratio"].as_f64().unwrap());
+        let row = admissions.iter().find(|r| r["arch"] == arch).unwrap_or_else(|| panic!("no admission for {arch}"));
+        assert_eq!(row["fixture"], id);
+        assert_eq!(row["model_sha256"], sha);
+        assert_eq!(row["device_kind"], "sim");
+        // The row claims no more than its evidence ran: its context, transport and KV layout.
+        assert_eq!(row["max_context"], fixture["bench"]["context"], "{id}");
+        assert_eq!(row["transport"], fixture["bench"]["transport"], "{id}");
+        assert_eq!(row["kv_layout"].as_str(), Some(kv_layout.as_str()), "{id}");
+    }
+    // The binary parses the embedded admissions against the embedded fixtures: a generate run
+    // with a registry naming an unknown fixture is refused naming the row and field.
+    let mut bad = serde_json::json!({"admissions": admissions});
+    bad["admissions"][2]["fixture"] = Value::from("smollm2-135m-gfx9000-sim");
+    let path = temp_file("bad-admissions.json", &bad);
+    let out = redline(&["generate", "--admissions", path.to_str().unwrap(), "--model", "x.gguf", "--prompt", "x"]);
+    assert_eq!(out.status.code(), Some(1), "an invalid registry is invalid input");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("admissions row 2") && stderr.contains("fixture"), "{stderr}");
+}
+
+#[test]
+fn registries_that_are_not_regular_files_are_io_errors() {
+    let golden: &[&str] = &["golden", "--registry", "/dev/zero", "--device", "sim"];
+    let generate: &[&str] = &["generate", "--admissions", "/dev/zero", "--model", "x.gguf", "--prompt", "x"];
+    for args in [golden, generate] {
+        let out = redline(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("/dev/zero is a character device, not a regular file"), "{args:?}: {stderr}");
+    }
+}
