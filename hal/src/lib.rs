@@ -158,6 +158,7 @@ pub struct LaunchRequest<'a> {
 mod errors;
 
 pub use errors::*;
+pub use memory::{FaultReason, MemoryFault};
 
 /// An AQL queue of a device: what [`Device::create_queue`] returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

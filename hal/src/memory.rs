@@ -1,11 +1,44 @@
-//! The range check of a device's allocation table: which allocation holds an access, or the
-//! [`MemoryFault`] that says why none does. Every backend's address space runs its accesses
-//! through it (the soft device's, the HSA backend's allocation table), so a fault means the same
-//! on each.
+//! Memory faults ([`MemoryFault`], [`FaultReason`]) and the range check of a device's allocation
+//! table: which allocation holds an access, or the [`MemoryFault`] that says why none does. Every
+//! backend's address space runs its accesses through it (the soft device's, the HSA backend's
+//! allocation table), so a fault means the same on each.
 
 use std::collections::BTreeMap;
 
-use crate::{FaultReason, MemoryFault};
+/// Why a memory access faulted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FaultReason {
+    /// No allocation contains the first byte of the access.
+    #[error("no allocation contains the first byte")]
+    Unmapped,
+    /// The access starts inside an allocation and runs past its end.
+    #[error("the access runs past the end of the allocation at {base:#x} of {size} bytes")]
+    OutOfBounds {
+        /// First byte of the allocation.
+        base: u64,
+        /// Size of the allocation in bytes.
+        size: u64,
+    },
+    /// The last byte of the access would lie beyond the end of the 64-bit address space.
+    #[error("the access wraps around the end of the address space")]
+    AddressWraps,
+    /// A direct host store into memory the host reaches only through copies (device memory).
+    #[error("the allocation is not host-visible")]
+    NotHostVisible,
+}
+
+/// A device memory access (a copy, a host store, a packet or kernarg read by the packet
+/// processor) that the device's address space refused; nothing was transferred.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("memory fault on {len} bytes at {address:#x}: {reason}")]
+pub struct MemoryFault {
+    /// First byte of the access.
+    pub address: u64,
+    /// Length of the access in bytes.
+    pub len: u64,
+    /// Why it faulted.
+    pub reason: FaultReason,
+}
 
 /// The allocation of `allocations` (keyed by first address, sized by `size`, not overlapping)
 /// holding all of `[address, address + len)`: its first address and the offset of `address` in
