@@ -36,15 +36,9 @@ pub const LDS_ENCODE_GRANULE_BYTES: u32 = 512;
 /// Granule the hardware allocates LDS in (reference §3 "Other register semantics", §9: Mesa
 /// `lds_alloc_granularity` = 1024 bytes on GFX10.3+).
 pub const LDS_ALLOC_GRANULE_BYTES: u32 = 1024;
-/// Largest encodable LDS size: the all-ones `LDS_SIZE` times [`LDS_ENCODE_GRANULE_BYTES`].
-pub const LDS_SIZE_MAX_BYTES: u32 = ComputePgmRsrc2::from_raw(u32::MAX).lds_size() * LDS_ENCODE_GRANULE_BYTES;
 /// Bytes per unit of `COMPUTE_TMPRING_SIZE.WAVESIZE`: 1024 (256 dwords) on gfx10.3 (reference §3
 /// "Other register semantics").
 pub const TMPRING_WAVESIZE_UNIT_BYTES: u32 = 1024;
-/// Largest encodable scratch size per wave: the all-ones `WAVESIZE` times
-/// [`TMPRING_WAVESIZE_UNIT_BYTES`].
-pub const TMPRING_WAVESIZE_MAX_BYTES: u32 =
-    ComputeTmpringSize::from_raw(u32::MAX).wavesize() * TMPRING_WAVESIZE_UNIT_BYTES;
 
 crate::bitfield32! {
     /// `COMPUTE_DISPATCH_INITIATOR` on gfx10.3 (reference §3): no bits above 15.
@@ -267,7 +261,7 @@ mod tests {
         // WAVES=0x100 [11:0], WAVESIZE=0x1FFF [24:12].
         let w = ComputeTmpringSize::default().with_waves(0x100).with_wavesize(0x1FFF);
         assert_eq!(w.raw(), 0x01FF_F100);
-        assert_eq!(TMPRING_WAVESIZE_MAX_BYTES, 0x1FFF * 1024);
+        assert_eq!(FACTS.tmpring_wavesize_max_bytes, 0x1FFF * 1024);
     }
 
     #[test]

@@ -37,15 +37,9 @@ pub const LDS_ENCODE_GRANULE_BYTES: u32 = 512;
 /// Granule the hardware allocates LDS in (reference §3 "Other register semantics", §9: Mesa
 /// `lds_alloc_granularity` = 1024 bytes on GFX10.3+).
 pub const LDS_ALLOC_GRANULE_BYTES: u32 = 1024;
-/// Largest encodable LDS size: the all-ones `LDS_SIZE` times [`LDS_ENCODE_GRANULE_BYTES`].
-pub const LDS_SIZE_MAX_BYTES: u32 = ComputePgmRsrc2::from_raw(u32::MAX).lds_size() * LDS_ENCODE_GRANULE_BYTES;
 /// Bytes per unit of `COMPUTE_TMPRING_SIZE.WAVESIZE`: 256 (64 dwords) on gfx11 (reference §3
 /// "Other register semantics").
 pub const TMPRING_WAVESIZE_UNIT_BYTES: u32 = 256;
-/// Largest encodable scratch size per wave: the all-ones `WAVESIZE` times
-/// [`TMPRING_WAVESIZE_UNIT_BYTES`].
-pub const TMPRING_WAVESIZE_MAX_BYTES: u32 =
-    ComputeTmpringSize::from_raw(u32::MAX).wavesize() * TMPRING_WAVESIZE_UNIT_BYTES;
 
 crate::bitfield32! {
     /// `COMPUTE_DISPATCH_INITIATOR` on gfx11 (reference §3): adds bits 16 and 17 to gfx10.3.
@@ -290,7 +284,7 @@ mod tests {
     fn tmpring_wavesize_is_15_bits() {
         let w = ComputeTmpringSize::default().with_waves(1).with_wavesize(0x7FFF);
         assert_eq!(w.raw(), 0x07FF_F001);
-        assert_eq!(TMPRING_WAVESIZE_MAX_BYTES, 0x7FFF * 256);
+        assert_eq!(FACTS.tmpring_wavesize_max_bytes, 0x7FFF * 256);
     }
 
     #[test]

@@ -34,15 +34,9 @@ pub const LDS_ENCODE_GRANULE_BYTES: u32 = 512;
 /// Granule the hardware allocates LDS in (reference §3 "Other register semantics", §9: Mesa
 /// `lds_alloc_granularity` = 1024 bytes on GFX10.3+).
 pub const LDS_ALLOC_GRANULE_BYTES: u32 = 1024;
-/// Largest encodable LDS size: the all-ones `LDS_SIZE` times [`LDS_ENCODE_GRANULE_BYTES`].
-pub const LDS_SIZE_MAX_BYTES: u32 = ComputePgmRsrc2::from_raw(u32::MAX).lds_size() * LDS_ENCODE_GRANULE_BYTES;
 /// Bytes per unit of `COMPUTE_TMPRING_SIZE.WAVESIZE`: 256 (64 dwords) on gfx12 (reference §3
 /// "Other register semantics").
 pub const TMPRING_WAVESIZE_UNIT_BYTES: u32 = 256;
-/// Largest encodable scratch size per wave: the all-ones `WAVESIZE` times
-/// [`TMPRING_WAVESIZE_UNIT_BYTES`].
-pub const TMPRING_WAVESIZE_MAX_BYTES: u32 =
-    ComputeTmpringSize::from_raw(u32::MAX).wavesize() * TMPRING_WAVESIZE_UNIT_BYTES;
 
 crate::bitfield32! {
     /// `COMPUTE_DISPATCH_INITIATOR` on gfx12 (reference §3): bit 12 `PING_PONG_EN`, bits 16..18
@@ -329,7 +323,7 @@ mod tests {
     fn tmpring_wavesize_is_18_bits() {
         let w = ComputeTmpringSize::default().with_waves(0xFFF).with_wavesize(0x3_FFFF);
         assert_eq!(w.raw(), 0x3FFF_FFFF);
-        assert_eq!(TMPRING_WAVESIZE_MAX_BYTES, 0x3_FFFF * 256);
+        assert_eq!(FACTS.tmpring_wavesize_max_bytes, 0x3_FFFF * 256);
     }
 
     #[test]

@@ -106,9 +106,11 @@ macro_rules! family_facts {
             dims_in_work_items: DISPATCH_DIMS_IN_WORK_ITEMS,
             lds_encode_granule_bytes: LDS_ENCODE_GRANULE_BYTES,
             lds_alloc_granule_bytes: LDS_ALLOC_GRANULE_BYTES,
-            lds_size_max_bytes: LDS_SIZE_MAX_BYTES,
+            // The field's all-ones value times its unit, from the family's own word.
+            lds_size_max_bytes: ComputePgmRsrc2::from_raw(u32::MAX).lds_size() * LDS_ENCODE_GRANULE_BYTES,
             tmpring_wavesize_unit_bytes: TMPRING_WAVESIZE_UNIT_BYTES,
-            tmpring_wavesize_max_bytes: TMPRING_WAVESIZE_MAX_BYTES,
+            tmpring_wavesize_max_bytes: ComputeTmpringSize::from_raw(u32::MAX).wavesize()
+                * TMPRING_WAVESIZE_UNIT_BYTES,
             flat_scratch: $flat_scratch,
             descriptor_zero_bits: $zero,
         };
