@@ -20,7 +20,7 @@ use kernarg_abi::layout::ArgValue;
 use pm4_encoding::Target;
 use tape_core::calibrate::GridRule;
 
-use crate::funnel::{Funnel, Kernel, Launch, Use};
+use crate::funnel::{DeclaredArg, Funnel, Kernel, Launch, Rule, Use};
 use crate::workload::{GUARD_BYTES, Surface, Workload, WorkloadError, check_position};
 use hal::Device;
 
@@ -130,7 +130,10 @@ impl Workload for Chain {
         let bytes = 4 * u64::from(Self::N);
         let (n, wg) = (Self::N, Self::WG);
         let args = [ArgValue::Pointer(y), ArgValue::F32(1.5), ArgValue::U32(position + Self::N_ADDEND)];
-        funnel.launch(device, &Launch::linear(&self.fill, &args, n, wg, &[Use::write(y, bytes)]))?;
+        let declared = [DeclaredArg { name: "y.fill.n", arg: 2, rule: Rule::Offset { addend: Self::N_ADDEND.into() } }];
+        let uses = [Use::write(y, bytes)];
+        let launch = Launch::linear(&self.fill, &args, n, wg, &uses).declaring(&declared);
+        funnel.launch(device, &launch)?;
         let args = [ArgValue::Pointer(z), ArgValue::F32(-2.0), ArgValue::U32(n)];
         funnel.launch(device, &Launch::linear(&self.fill, &args, n, wg, &[Use::write(z, bytes)]))?;
         let args = [ArgValue::Pointer(y), ArgValue::Pointer(x), ArgValue::F32(2.0), ArgValue::U32(n)];
@@ -252,14 +255,19 @@ impl Workload for Window {
         let len = position + 1;
         let args = [ArgValue::Pointer(hist), ArgValue::F32(0.25), ArgValue::U32(len)];
         let uses = [Use::write(hist, bytes(Self::HISTORY))];
-        funnel.launch(device, &Launch::linear(&self.fill, &args, Self::HISTORY, Self::WG, &uses))?;
+        let declared = [DeclaredArg { name: "history.fill.n", arg: 2, rule: Rule::Offset { addend: 1 } }];
+        funnel
+            .launch(device, &Launch::linear(&self.fill, &args, Self::HISTORY, Self::WG, &uses).declaring(&declared))?;
 
         let wg = u32::from(Self::WG);
         let groups = len.div_ceil(wg);
         let args = [ArgValue::Pointer(partials), ArgValue::Pointer(hist), ArgValue::U32(len)];
         let uses = [Use::write(partials, bytes(Self::PARTIALS)), Use::read(hist, bytes(Self::HISTORY))];
-        let launch =
-            Launch { dynamic_lds: 4 * wg, ..Launch::linear(&self.block_sum, &args, groups * wg, Self::WG, &uses) };
+        let declared = [DeclaredArg { name: "history.block_sum.n", arg: 2, rule: Rule::Offset { addend: 1 } }];
+        let launch = Launch {
+            dynamic_lds: 4 * wg,
+            ..Launch::linear(&self.block_sum, &args, groups * wg, Self::WG, &uses).declaring(&declared)
+        };
         funnel.launch(device, &launch)?;
 
         let partial_wg = u16::try_from(Self::PARTIALS).unwrap_or(u16::MAX);
@@ -330,7 +338,10 @@ impl Workload for Wide {
             #[allow(clippy::cast_precision_loss)]
             let value = i as f32;
             let args = [ArgValue::Pointer(va), ArgValue::F32(value), ArgValue::U32(n)];
-            funnel.launch(device, &Launch::linear(&self.fill, &args, 1, 1, &[Use::write(va, 4)]))?;
+            let declared = [DeclaredArg { name: "fill0.n", arg: 2, rule: Rule::Offset { addend: 1 } }];
+            let declared = if i == 0 { &declared[..] } else { &[] };
+            funnel
+                .launch(device, &Launch::linear(&self.fill, &args, 1, 1, &[Use::write(va, 4)]).declaring(declared))?;
         }
         Ok(())
     }

@@ -8,12 +8,20 @@
 //! is recorded with [`Effects::Unknown`], which the dependency derivation serialises against
 //! everything (fail closed).
 //!
+//! Every argument that follows the decode position is declared at its launch
+//! ([`Launch::declaring`], a name and a rule per argument): the recorder checks each declaration
+//! against the value passed and the tape carries it as a binding; calibration confirms it and
+//! refuses any word that moves undeclared. A rule such as `max(0, position + 1 - window)` is
+//! constant through early positions, so only its declaration keeps it bound.
+//!
 //! The funnel counts what it issued ([`Funnel::launches`], [`Funnel::externals`]): the route
 //! proof uses the counts to show that a retained token issued no ordinary launch.
 
 use kernarg_abi::KernargLayout;
 use kernarg_abi::layout::{ArgValue, DispatchGeometry};
 use kernarg_abi::metadata::ValueKind;
+pub use tape_core::binding::Rule;
+pub use tape_core::recorder::DeclaredArg;
 use tape_core::recorder::{RecordError, Recorder};
 use tape_core::tape::Tape;
 use tape_core::{Access, ArtifactId, Effect, Effects, Geometry, LaunchRecord, Lds, PointerArg};
@@ -176,13 +184,23 @@ pub struct Launch<'a> {
     pub dynamic_lds: u32,
     /// Declared effects; empty = unknown (serialised against everything).
     pub uses: &'a [Use],
+    /// The explicit arguments that follow the decode position, each with its name and rule
+    /// ([`DeclaredArg`]); every other argument is the same at every position. Recorded as the
+    /// tape's bindings, which calibration confirms (`tape_core::calibrate::calibrate_declared`).
+    pub declared: &'a [DeclaredArg<'a>],
 }
 
 impl<'a> Launch<'a> {
     /// A 1-D launch of `grid` work-items in groups of `workgroup`, without dynamic LDS.
     #[must_use]
     pub fn linear(kernel: &'a Kernel, args: &'a [ArgValue], grid: u32, workgroup: u16, uses: &'a [Use]) -> Self {
-        Self { kernel, args, grid: [grid, 1, 1], workgroup: [workgroup, 1, 1], dynamic_lds: 0, uses }
+        Self { kernel, args, grid: [grid, 1, 1], workgroup: [workgroup, 1, 1], dynamic_lds: 0, uses, declared: &[] }
+    }
+
+    /// The same launch with `declared` as its position-dependent arguments.
+    #[must_use]
+    pub fn declaring(self, declared: &'a [DeclaredArg<'a>]) -> Self {
+        Self { declared, ..self }
     }
 
     fn geometry(&self) -> DispatchGeometry {
@@ -316,7 +334,7 @@ impl Funnel {
         if self.recorder.is_open() {
             let record = Self::record(device, launch, blob);
             // A failure poisons the capture; `finish_capture` reports it.
-            let _ = self.recorder.record(record, &kernel.layout);
+            let _ = self.recorder.record_declared(record, &kernel.layout, launch.declared);
         }
         Ok(())
     }

@@ -4,9 +4,11 @@
 //! suite (`tests/src/route.rs`).
 
 use engine::examples::{self, EXAMPLES};
-use engine::funnel::{Funnel, Kernel, Launch, Use};
+use engine::funnel::{DeclaredArg, Funnel, Kernel, Launch, Rule, Use};
 use engine::plan::Transport;
-use engine::replay::{Backend, ForwardError, ReplayConfig, ReplayController, Route, State, Step};
+use engine::replay::{
+    Backend, CaptureFailure, FallbackReason, ForwardError, ReplayConfig, ReplayController, Route, State, Step,
+};
 use engine::workload::{GUARD_BYTES, Surface, Workload, WorkloadError};
 use hal::Device;
 use kernarg_abi::layout::ArgValue;
@@ -215,10 +217,12 @@ fn configuration_comes_from_flags_then_environment_and_refuses_unknown_values() 
 }
 
 /// A step with more bound words than the plan's mailbox line holds: 40 `fill`s whose `n` each
-/// follow the position with their own addend, writing `n` floats of a 64-float row each.
+/// follow the position with their own addend, writing `n` floats of a 64-float row each. Each
+/// `n` is declared (`row{i}.fill.n`), but the launch `undeclared`, when set.
 struct ManyBindings {
     fill: Kernel,
     surfaces: Vec<Surface>,
+    undeclared: Option<u32>,
 }
 
 impl ManyBindings {
@@ -241,7 +245,10 @@ impl Workload for ManyBindings {
             // n = position + i % 7 + 1: a different addend per launch, at most ROW at max_position.
             let args = [ArgValue::Pointer(row), ArgValue::F32(value), ArgValue::U32(position + i % 7 + 1)];
             let uses = [Use::write(row, 4 * u64::from(Self::ROW))];
-            funnel.launch(device, &Launch::linear(&self.fill, &args, Self::ROW, 64, &uses))?;
+            let name = format!("row{i}.fill.n");
+            let declared = [DeclaredArg { name: &name, arg: 2, rule: Rule::Offset { addend: i64::from(i % 7 + 1) } }];
+            let declared = if self.undeclared == Some(i) { &[][..] } else { &declared[..] };
+            funnel.launch(device, &Launch::linear(&self.fill, &args, Self::ROW, 64, &uses).declaring(declared))?;
         }
         Ok(())
     }
@@ -262,7 +269,7 @@ fn more_bindings_than_the_mailbox_holds_replay_bit_exact_on_both_transports() {
         let fill = Kernel::load_all(device, bytes, &["fill"]).unwrap().remove(0);
         let floats = u64::from(ManyBindings::LAUNCHES * ManyBindings::ROW);
         let surfaces = vec![Surface::allocate(device, "rows", 4 * floats, GUARD_BYTES).unwrap()];
-        Box::new(ManyBindings { fill, surfaces })
+        Box::new(ManyBindings { fill, surfaces, undeclared: None })
     };
     for transport in [Transport::Pm4, Transport::Aql] {
         let mut device = SimDevice::new(Target::Gfx1201);
@@ -291,6 +298,117 @@ fn more_bindings_than_the_mailbox_holds_replay_bit_exact_on_both_transports() {
             reference.step(&mut reference_device, &mut funnel, p).unwrap();
         }
         let expected = reference.surfaces()[0].snapshot(&mut reference_device).unwrap();
+        assert_eq!(r.surfaces()[0], expected, "{transport:?}");
+    }
+}
+
+/// A launch whose position-dependent argument is left undeclared: the capture is refused, the
+/// controller falls back for good, and the reason names the launch, its kernel, the word and its
+/// two values.
+#[test]
+fn an_undeclared_position_word_refuses_the_capture_by_name() {
+    let mut device = SimDevice::new(Target::Gfx1100);
+    let bytes = kernels::artifact(&format!("{}/fill.co", device.target())).unwrap().bytes;
+    let fill = Kernel::load_all(&mut device, bytes, &["fill"]).unwrap().remove(0);
+    let floats = u64::from(ManyBindings::LAUNCHES * ManyBindings::ROW);
+    let surfaces = vec![Surface::allocate(&mut device, "rows", 4 * floats, GUARD_BYTES).unwrap()];
+    let workload = Box::new(ManyBindings { fill, surfaces, undeclared: Some(12) });
+    let mut r = Run {
+        device,
+        funnel: Funnel::new(64),
+        workload,
+        controller: ReplayController::new(config(Backend::Auto, Transport::Pm4)),
+    };
+    r.controller.configure_model_default(true);
+    let routes = r.decode(1..8);
+    assert!(routes.iter().all(|&x| x != Route::Retained), "{routes:?}");
+    let State::Fallback { reason: FallbackReason::CaptureAborted { failure, detail } } = r.controller.state() else {
+        panic!("{:?}", r.controller.state())
+    };
+    assert_eq!(*failure, CaptureFailure::Declaration);
+    // Launch 12, fill's n at kernarg offset 12: 12 % 7 + 1 = 6 past the position (1 → 7, 2 → 8).
+    assert!(
+        detail.contains("launch 12 (fill): kernarg word at 12 went 7 -> 8 between positions 1 and 2")
+            && detail.contains("no binding declares it"),
+        "{detail}"
+    );
+}
+
+/// A sliding window: `fill(row, 2.5, n = max(0, position + 1 - WINDOW))` writes the keys that
+/// have left the window. Calibrated at positions 1 to 3, where `n` is 0 in every recording, the
+/// declared rule keeps it bound, and the retained route crosses the window's start (position
+/// `WINDOW`) bit-exact with the ordinary one on both transports.
+struct SlidingWindow {
+    fill: Kernel,
+    surfaces: Vec<Surface>,
+}
+
+impl SlidingWindow {
+    const WINDOW: u32 = 8;
+    const ROW: u32 = 64;
+}
+
+impl Workload for SlidingWindow {
+    fn name(&self) -> &str {
+        "sliding-window"
+    }
+
+    fn step(&mut self, device: &mut dyn Device, funnel: &mut Funnel, position: u32) -> Result<(), WorkloadError> {
+        let row = self.surfaces[0].va;
+        let n = (position + 1).saturating_sub(Self::WINDOW);
+        let args = [ArgValue::Pointer(row), ArgValue::F32(2.5), ArgValue::U32(n)];
+        let uses = [Use::write(row, 4 * u64::from(Self::ROW))];
+        let rule = Rule::Clamped { addend: 1 - i64::from(Self::WINDOW) };
+        let declared = [DeclaredArg { name: "window.first_key", arg: 2, rule }];
+        funnel
+            .launch(device, &Launch::linear(&self.fill, &args, Self::ROW, 64, &uses).declaring(&declared))
+            .map_err(WorkloadError::from)
+    }
+
+    fn surfaces(&self) -> &[Surface] {
+        &self.surfaces
+    }
+
+    fn max_position(&self) -> u32 {
+        Self::ROW + Self::WINDOW - 2
+    }
+}
+
+#[test]
+fn a_declared_clamped_word_replays_past_the_calibration_window() {
+    let build = |device: &mut SimDevice| -> Box<dyn Workload> {
+        let bytes = kernels::artifact(&format!("{}/fill.co", device.target())).unwrap().bytes;
+        let fill = Kernel::load_all(device, bytes, &["fill"]).unwrap().remove(0);
+        let surfaces = vec![Surface::allocate(device, "row", 4 * u64::from(SlidingWindow::ROW), GUARD_BYTES).unwrap()];
+        Box::new(SlidingWindow { fill, surfaces })
+    };
+    for transport in [Transport::Pm4, Transport::Aql] {
+        let mut device = SimDevice::new(Target::Gfx1201);
+        let workload = build(&mut device);
+        let mut r = Run {
+            device,
+            funnel: Funnel::new(64),
+            workload,
+            controller: ReplayController::new(config(Backend::Auto, transport)),
+        };
+        r.controller.configure_model_default(true);
+        let positions = 1..40;
+        let routes = r.decode(positions.clone());
+        assert_eq!(routes[..3], [Route::Recorded; 3], "{transport:?}");
+        assert!(routes[3..].iter().all(|&x| x == Route::Retained), "{transport:?}: {routes:?}");
+        let plan = r.controller.plan().unwrap();
+        assert_eq!(plan.patch_sites().len(), 1, "the window's word is patched although it was 0 in every recording");
+
+        let mut reference_device = SimDevice::new(Target::Gfx1201);
+        let mut reference = build(&mut reference_device);
+        let mut funnel = Funnel::new(64);
+        for p in std::iter::once(0).chain(positions.clone()) {
+            reference.step(&mut reference_device, &mut funnel, p).unwrap();
+        }
+        let expected = reference.surfaces()[0].snapshot(&mut reference_device).unwrap();
+        // 39 + 1 - 8 = 32 keys have left the window: 32 floats hold 2.5.
+        let written = expected.chunks(4).filter(|w| *w == 2.5f32.to_le_bytes()).count();
+        assert_eq!(written, 32);
         assert_eq!(r.surfaces()[0], expected, "{transport:?}");
     }
 }

@@ -409,7 +409,9 @@ pub(crate) fn patch_sites(
             // INVARIANT: the tape checked that the owning launch exists.
             let launch = usize::try_from(b.launch).expect("launch index fits usize");
             let target = match b.kind {
-                BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. } => {
+                BindingKind::KernargU32 { offset, .. }
+                | BindingKind::KernargGridWorkgroups { offset, .. }
+                | BindingKind::KernargU32Clamped { offset, .. } => {
                     PatchTarget::KernargU32 { va: kernarg_vas[launch] + u64::from(offset) }
                 }
                 BindingKind::GridAxis { axis, .. } => {

@@ -402,7 +402,9 @@ fn lower_for_aql<D: Device + ?Sized>(
                     workgroup_work_items: u32::from(record.geometry.workgroup_work_items[usize::from(axis.min(2))]),
                 },
             }),
-            BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. } => {
+            BindingKind::KernargU32 { offset, .. }
+            | BindingKind::KernargGridWorkgroups { offset, .. }
+            | BindingKind::KernargU32Clamped { offset, .. } => {
                 patch_sites.push(PatchSite {
                     binding,
                     launch,

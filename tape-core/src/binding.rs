@@ -11,7 +11,11 @@
 //!   `max_workgroups`): a kernarg word that follows a grid axis, such as a code-object v5
 //!   `hidden_block_count_{x,y,z}` argument. The launch must have a [`BindingKind::GridAxis`]
 //!   binding on the same axis with the same `addend`, `divisor` and `max_workgroups`, so the
-//!   word and the grid always agree.
+//!   word and the grid always agree;
+//! - [`BindingKind::KernargU32Clamped`]: the little-endian `u32` at `offset` is
+//!   `max(0, position + addend)`, such as the first key of a sliding attention window. Such a
+//!   word is constant through every position below `-addend`, so calibration cannot see it: its
+//!   owner declares it (see [`calibrate`](crate::calibrate)'s declared bindings).
 //!
 //! Where a bound value is written decides its unit ([`DimUnit`]): a kernarg word holds the value as
 //! bound, a grid binding's `DISPATCH_DIRECT` `DIM` dword counts work-items on a family whose
@@ -68,6 +72,14 @@ pub enum BindingKind {
         divisor: u32,
         /// Hard maximum, in work-groups.
         max_workgroups: u32,
+    },
+    /// `u32` kernarg word at byte `offset` = `max(0, position + addend)`. Last variant, so the
+    /// serialized indices of the others do not change.
+    KernargU32Clamped {
+        /// Byte offset in the kernarg blob; the 4 bytes lie inside it.
+        offset: u32,
+        /// Added to the position before the clamp at 0.
+        addend: i64,
     },
 }
 
@@ -170,6 +182,7 @@ impl BindingKind {
         };
         Ok(match *self {
             BindingKind::KernargU32 { addend, .. } => Rule::Offset { addend },
+            BindingKind::KernargU32Clamped { addend, .. } => Rule::Clamped { addend },
             BindingKind::GridAxis { axis, addend, divisor: d, .. } => {
                 Rule::Grid { addend, divisor: divisor(axis, d)?, unit: grid }
             }
@@ -187,7 +200,7 @@ impl BindingKind {
     /// or a grid in work-items that overflows `u32`.
     pub fn value_in(&self, position: u32, grid: DimUnit) -> Result<u32, BindingError> {
         let max_workgroups = match *self {
-            BindingKind::KernargU32 { .. } => u32::MAX,
+            BindingKind::KernargU32 { .. } | BindingKind::KernargU32Clamped { .. } => u32::MAX,
             BindingKind::GridAxis { max_workgroups, .. }
             | BindingKind::KernargGridWorkgroups { max_workgroups, .. } => max_workgroups,
         };
@@ -208,7 +221,9 @@ impl BindingKind {
     #[must_use]
     pub fn kernarg_offset(&self) -> Option<u32> {
         match *self {
-            BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. } => Some(offset),
+            BindingKind::KernargU32 { offset, .. }
+            | BindingKind::KernargGridWorkgroups { offset, .. }
+            | BindingKind::KernargU32Clamped { offset, .. } => Some(offset),
             BindingKind::GridAxis { .. } => None,
         }
     }
@@ -225,6 +240,22 @@ mod tests {
         assert_eq!(
             BindingKind::KernargU32 { offset: 0, addend: -5 }.value_at(4),
             Err(BindingError::OutOfRange { position: 4, addend: -5 })
+        );
+    }
+
+    /// A sliding window's first key: constant 0 through position 511 (where an unclamped rule
+    /// would already fail), then one further per position; the kernarg offset is the word's.
+    #[test]
+    fn clamped_kernarg_word() {
+        let k = BindingKind::KernargU32Clamped { offset: 20, addend: -511 };
+        for (position, value) in [(0, 0), (8, 0), (510, 0), (511, 0), (512, 1), (513, 2), (700, 189), (2047, 1536)] {
+            assert_eq!(k.value_at(position), Ok(value), "position {position}");
+        }
+        assert_eq!(k.kernarg_offset(), Some(20));
+        assert_eq!(k.rule(DimUnit::Workgroups), Ok(Rule::Clamped { addend: -511 }));
+        assert_eq!(
+            BindingKind::KernargU32Clamped { offset: 0, addend: i64::from(u32::MAX) }.value_at(1),
+            Err(BindingError::OutOfRange { position: 1, addend: i64::from(u32::MAX) })
         );
     }
 

@@ -48,6 +48,22 @@
 //! prepared for; a grid binding's `max_workgroups` is its value there (`ceil` of a non-decreasing
 //! argument, so it bounds every position up to `max_position`).
 //!
+//! # Declared bindings
+//! [`calibrate`] infers the position words; [`calibrate_declared`], the mode the engine captures
+//! in, is given them: the launch's owner declared each word that follows the position (a
+//! [`DeclaredArg`](crate::recorder::DeclaredArg), recorded as a binding of the tape), and rule 4
+//! becomes:
+//! - a declared word must lie on a whole word off the pointer slots, and its rule must give the
+//!   word recorded at `p0` **and** at `p1` ([`CalibrationError::DeclarationDisagrees`]), whether
+//!   the two differ or not: a `max(0, position + A)` word is 0 in both samples while both
+//!   positions are below `-A`, and only the declaration says it will move;
+//! - a differing word without a declaration is refused by name ([`CalibrationError::Undeclared`],
+//!   with the launch, its kernel and the two values), even when it fits `position + A`, unless
+//!   it is the hidden work-group count of an axis rule 5 binds (bound as in [`calibrate`]).
+//!
+//! Calibration confirms the declarations; it does not replace them. The declared bindings keep
+//! their names, in launch order then offset order among the launch's other bindings.
+//!
 //! # Names
 //! Deterministic and unique within the step: `launch{i}.kernarg@{offset}`,
 //! `launch{i}.kernarg@{offset}.grid.{x|y|z}` and `launch{i}.grid.{x|y|z}` ([`kernarg_name`],
@@ -61,7 +77,7 @@
 
 use alloc::boxed::Box;
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::ops::Range;
 
@@ -400,6 +416,55 @@ pub enum CalibrationError {
         /// Why.
         error: BindingError,
     },
+    /// A kernarg word that moves with the position, with no declaration
+    /// ([`calibrate_declared`]).
+    #[error(
+        "launch {launch} ({kernel}): kernarg word at {offset} went {a} -> {b} between positions {p0} and {p1}, \
+         and no binding declares it"
+    )]
+    Undeclared {
+        /// The launch.
+        launch: usize,
+        /// Its kernel's symbol.
+        kernel: String,
+        /// Byte offset of the aligned word.
+        offset: u32,
+        /// The word at `p0`.
+        a: u32,
+        /// The word at `p1`.
+        b: u32,
+        /// First position.
+        p0: u32,
+        /// Second position.
+        p1: u32,
+    },
+    /// A declared binding whose rule does not give what a sample recorded.
+    #[error(
+        "launch {launch}: declared binding {name:?} ({rule}) gives {bound:?} at position {position}, recorded {recorded}"
+    )]
+    DeclarationDisagrees {
+        /// The launch.
+        launch: usize,
+        /// The binding's name.
+        name: String,
+        /// Its rule.
+        rule: String,
+        /// The sample's position.
+        position: u32,
+        /// The rule's value there (`None`: it has none).
+        bound: Option<u32>,
+        /// The recorded word.
+        recorded: u32,
+    },
+    /// A declaration calibration cannot take: not a kernarg word, not on an aligned word inside
+    /// the blob, on a pointer, on a launch that does not exist, or on a word declared twice.
+    #[error("declared binding {name:?}: {problem}")]
+    BadDeclaration {
+        /// The binding's name.
+        name: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// More bindings than [`BINDINGS_MAX`].
     #[error("more than {limit} bindings")]
     TooManyBindings {
@@ -444,6 +509,40 @@ pub fn calibrate(
     grid_rules: &[GridRule],
     max_position: u32,
 ) -> Result<Vec<Binding>, CalibrationError> {
+    calibrate_with(a, b, None, grid_rules, max_position)
+}
+
+/// As [`calibrate`], with the step's kernarg words declared by their owners instead of inferred:
+/// the mode the engine captures in (see the module documentation, *Declared bindings*).
+///
+/// `declared` are kernarg bindings ([`BindingKind::KernargU32`] or
+/// [`BindingKind::KernargU32Clamped`], as the recorder makes them from
+/// [`DeclaredArg`](crate::recorder::DeclaredArg)s). Each must give, at both positions, the word
+/// recorded there (equal or not) and have a value at `max_position`; it is returned under its
+/// own name. A word that differs between the samples without a declaration is refused
+/// ([`CalibrationError::Undeclared`]) unless it is the hidden work-group count of a bound grid
+/// axis, which the kernarg ABI implies (a [`BindingKind::KernargGridWorkgroups`], as in
+/// [`calibrate`]).
+///
+/// # Errors
+/// The first [`CalibrationError`] found, launches in order.
+pub fn calibrate_declared(
+    a: Sample<'_>,
+    b: Sample<'_>,
+    declared: &[Binding],
+    grid_rules: &[GridRule],
+    max_position: u32,
+) -> Result<Vec<Binding>, CalibrationError> {
+    calibrate_with(a, b, Some(declared), grid_rules, max_position)
+}
+
+fn calibrate_with(
+    a: Sample<'_>,
+    b: Sample<'_>,
+    declared: Option<&[Binding]>,
+    grid_rules: &[GridRule],
+    max_position: u32,
+) -> Result<Vec<Binding>, CalibrationError> {
     let positions = Positions { p0: a.position, p1: b.position, max: max_position };
     if positions.p0 >= positions.p1 {
         return Err(CalibrationError::PositionsNotIncreasing { p0: positions.p0, p1: positions.p1 });
@@ -459,6 +558,7 @@ pub fn calibrate(
         return Err(CalibrationError::TooManyLaunches { launches, limit: LAUNCHES_MAX });
     }
     let rules = rules_by_launch(grid_rules, launches)?;
+    let declared = declared.map(|d| declarations_by_launch(d, launches)).transpose()?;
     let mut out = Bindings(Vec::new());
     for (launch, ((ra, rb), rules)) in a.launches.iter().zip(b.launches).zip(&rules).enumerate() {
         let pair = Pair { launch, a: ra, b: rb };
@@ -466,7 +566,11 @@ pub fn calibrate(
         pair.check_pointers()?;
         pair.check_effects()?;
         let grids = pair.grid_bindings(rules, positions);
-        pair.kernarg_bindings(positions, &grids, &mut out)?;
+        let words = match &declared {
+            None => Words::Inferred,
+            Some(by_launch) => Words::Declared(by_launch.get(launch).map_or(&[][..], Vec::as_slice)),
+        };
+        pair.kernarg_bindings(positions, &grids, words, &mut out)?;
         for (axis, grid) in (0u8..3).zip(grids) {
             if let Some(kind) = grid? {
                 out.push(launch, grid_name(launch, axis), kind)?;
@@ -474,6 +578,48 @@ pub fn calibrate(
         }
     }
     Ok(out.0)
+}
+
+/// How rule 4 binds the kernarg words of one launch.
+#[derive(Clone, Copy)]
+enum Words<'d> {
+    /// A differing word that moves with the position is a `KernargU32` (as [`calibrate`] says).
+    Inferred,
+    /// The launch's declared bindings, by offset; any other differing word is refused (but a
+    /// hidden grid word).
+    Declared(&'d [&'d Binding]),
+}
+
+/// The declarations grouped by launch, sorted by offset, checked: kernarg words on 4-byte
+/// boundaries, launches that exist, no word declared twice.
+fn declarations_by_launch(declared: &[Binding], launches: usize) -> Result<Vec<Vec<&Binding>>, CalibrationError> {
+    if declared.len() > BINDINGS_MAX {
+        return Err(CalibrationError::TooManyBindings { limit: BINDINGS_MAX });
+    }
+    let bad = |b: &Binding, problem: String| CalibrationError::BadDeclaration { name: b.name.clone(), problem };
+    let mut grouped: Vec<Vec<&Binding>> = alloc::vec![Vec::new(); launches];
+    for binding in declared {
+        let offset = match binding.kind {
+            BindingKind::KernargU32 { offset, .. } | BindingKind::KernargU32Clamped { offset, .. } => offset,
+            kind => {
+                return Err(bad(binding, format!("{kind:?} is not a declared kernarg word (grids follow grid rules)")));
+            }
+        };
+        if offset % 4 != 0 {
+            return Err(bad(binding, format!("kernarg offset {offset} is not on a 4-byte word")));
+        }
+        let slot = usize::try_from(binding.launch).ok().and_then(|i| grouped.get_mut(i)).ok_or_else(|| {
+            bad(binding, format!("launch {} does not exist (the samples have {launches})", binding.launch))
+        })?;
+        slot.push(binding);
+    }
+    for list in &mut grouped {
+        list.sort_by_key(|b| b.kind.kernarg_offset());
+        if let Some(pair) = list.windows(2).find(|p| p[0].kind.kernarg_offset() == p[1].kind.kernarg_offset()) {
+            return Err(bad(pair[1], format!("declares the same word as {:?}", pair[0].name)));
+        }
+    }
+    Ok(grouped)
 }
 
 /// The two sample positions and the prepared maximum.
@@ -613,19 +759,39 @@ impl Pair<'_> {
         &self,
         positions: Positions,
         grids: &[Result<Option<BindingKind>, CalibrationError>; 3],
+        words: Words<'_>,
         out: &mut Bindings,
     ) -> Result<(), CalibrationError> {
         let launch = self.launch;
         let (words_a, tail_a) = self.a.kernarg.as_chunks::<WORD_BYTES>();
         let (words_b, tail_b) = self.b.kernarg.as_chunks::<WORD_BYTES>();
+        if let Words::Declared(declared) = words {
+            self.check_declarations(declared, words_a.len(), positions)?;
+        }
+        let mut next_declared = 0;
         for (index, (wa, wb)) in words_a.iter().zip(words_b).enumerate() {
+            let start = index * WORD_BYTES;
+            let (offset, a, b) = (small_u32(start), u32::from_le_bytes(*wa), u32::from_le_bytes(*wb));
+            if let Words::Declared(declared) = words
+                && let Some(binding) = declared.get(next_declared).filter(|d| d.kind.kernarg_offset() == Some(offset))
+            {
+                next_declared += 1;
+                out.push(launch, binding.name.clone(), binding.kind)?;
+                continue;
+            }
             if wa == wb {
                 continue;
             }
-            let start = index * WORD_BYTES;
             self.check_not_pointer(start..start + WORD_BYTES)?;
-            let (offset, a, b) = (small_u32(start), u32::from_le_bytes(*wa), u32::from_le_bytes(*wb));
             let (p0, p1) = (positions.p0, positions.p1);
+            if let Words::Declared(_) = words {
+                let (axis, kind) = grid_word(grids, offset, (a, b), positions).ok_or_else(|| {
+                    let kernel = self.a.artifact.symbol.clone();
+                    CalibrationError::Undeclared { launch, kernel, offset, a, b, p0, p1 }
+                })?;
+                out.push(launch, kernarg_grid_name(launch, offset, axis), kind)?;
+                continue;
+            }
             if i64::from(b) - i64::from(a) != i64::from(p1) - i64::from(p0) {
                 let (axis, kind) = grid_word(grids, offset, (a, b), positions)
                     .ok_or(CalibrationError::InconsistentDelta { launch, offset, a, b, p0, p1 })?;
@@ -650,6 +816,60 @@ impl Pair<'_> {
                 launch,
                 range: small_u32(range.start)..small_u32(range.end),
             });
+        }
+        Ok(())
+    }
+
+    /// Every declaration of this launch (sorted by offset) lies on a whole word of the blob,
+    /// off the pointer slots, gives the recorded word at both positions and has a value at the
+    /// maximum.
+    fn check_declarations(
+        &self,
+        declared: &[&Binding],
+        words: usize,
+        positions: Positions,
+    ) -> Result<(), CalibrationError> {
+        let launch = self.launch;
+        for binding in declared {
+            let bad = |problem: String| CalibrationError::BadDeclaration { name: binding.name.clone(), problem };
+            let offset = binding.kind.kernarg_offset().unwrap_or(u32::MAX);
+            let start = usize::try_from(offset).unwrap_or(usize::MAX);
+            if start / WORD_BYTES >= words {
+                let len = self.a.kernarg.len();
+                return Err(bad(format!("kernarg offset {offset} is not a whole word of the {len}-byte blob")));
+            }
+            if let Some(p) = self.a.pointers.iter().find(|p| {
+                slot_range(p.kernarg_offset, self.a.kernarg.len())
+                    .is_some_and(|slot| slot.start < start + WORD_BYTES && start < slot.end)
+            }) {
+                return Err(bad(format!("kernarg offset {offset} lies in the pointer at {}", p.kernarg_offset)));
+            }
+            for (position, blob) in [(positions.p0, &self.a.kernarg), (positions.p1, &self.b.kernarg)] {
+                let recorded = u32::from_le_bytes([blob[start], blob[start + 1], blob[start + 2], blob[start + 3]]);
+                let bound = binding.kind.value_at(position).ok();
+                if bound != Some(recorded) {
+                    let rule = binding
+                        .kind
+                        .rule(crate::binding::DimUnit::Workgroups)
+                        .map_or_else(|e| e.to_string(), |r| r.to_string());
+                    let name = binding.name.clone();
+                    return Err(CalibrationError::DeclarationDisagrees {
+                        launch,
+                        name,
+                        rule,
+                        position,
+                        bound,
+                        recorded,
+                    });
+                }
+            }
+            let kind = binding.kind;
+            kind.value_at(positions.max).map_err(|error| CalibrationError::UnreachableMaximum {
+                launch,
+                kind,
+                max_position: positions.max,
+                error,
+            })?;
         }
         Ok(())
     }

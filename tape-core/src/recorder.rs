@@ -12,6 +12,13 @@
 //! their bound is the capacity given to [`Recorder::new`], a run-time value, and a list typed at
 //! [`RECORDER_CAPACITY_MAX`] launches would hold megabytes inline.
 //!
+//! A launch's owner declares the kernarg arguments that follow the position
+//! ([`DeclaredArg`], through [`Recorder::record_declared`]): each becomes a named
+//! [`Binding`](crate::binding::Binding) of that launch, checked at once against the value the
+//! launch passes at the capture's position, and the finished tape carries them. Calibration then
+//! confirms the declarations against a second recording and refuses any word that moves without
+//! one ([`calibrate_declared`](crate::calibrate::calibrate_declared)).
+//!
 //! [`check_launch`] holds the checks a launch record must pass without its layout (they are
 //! repeated on every tape that is deserialized); [`check_launch_with_layout`] adds those against
 //! the layout, which only the recording side (or [`Tape::check_layouts`]) has.
@@ -25,8 +32,9 @@ use kernarg_abi::KernargLayout;
 use kernarg_abi::layout::{KERNARG_SEGMENT_MAX_BYTES, KernargArg};
 use kernarg_abi::metadata::ValueKind;
 
+use crate::binding::{Binding, BindingError, BindingKind, Rule};
 use crate::record::{Effects, LaunchRecord};
-use crate::tape::{ExternalCount, TAPE_KERNARG_BYTES_MAX, TAPE_LAUNCHES_MAX, Tape, TapeError};
+use crate::tape::{BINDINGS_MAX, ExternalCount, TAPE_KERNARG_BYTES_MAX, TAPE_LAUNCHES_MAX, Tape, TapeError};
 
 /// Largest capacity a recorder accepts, in launches: [`TAPE_LAUNCHES_MAX`].
 pub const RECORDER_CAPACITY_MAX: usize = TAPE_LAUNCHES_MAX;
@@ -428,6 +436,78 @@ impl fmt::Display for Operation {
     }
 }
 
+/// A kernarg argument of one launch that follows the decode position, declared by the launch's
+/// owner: explicit argument `arg` (a 4-byte by-value argument) holds `rule` at every position.
+/// A [`Rule::Offset`] becomes a [`BindingKind::KernargU32`], a [`Rule::Clamped`] a
+/// [`BindingKind::KernargU32Clamped`]; grids are not kernarg arguments (a launch's grid follows
+/// the position through calibration's grid rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeclaredArg<'a> {
+    /// The binding's name, unique within the step (`layer3.attention.n`).
+    pub name: &'a str,
+    /// Index among the kernel's explicit arguments.
+    pub arg: usize,
+    /// What the argument holds at a position.
+    pub rule: Rule,
+}
+
+/// What is wrong with a declared argument.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DeclaredProblem {
+    /// The kernel has no explicit argument with that index.
+    #[error("the kernel has {explicit} explicit arguments, not an argument {arg}")]
+    NoSuchArgument {
+        /// The index declared.
+        arg: usize,
+        /// Explicit arguments of the kernel.
+        explicit: usize,
+    },
+    /// The argument is not a 4-byte by-value argument.
+    #[error("argument {arg} is a {kind} of {size} bytes, not a 4-byte by-value word")]
+    NotAWord {
+        /// The index declared.
+        arg: usize,
+        /// Its value kind, as the metadata names it.
+        kind: String,
+        /// Its size, bytes.
+        size: u32,
+    },
+    /// A grid rule declared for a kernarg argument.
+    #[error("rule `{rule}` is a grid rule: a kernarg argument holds `position + A` or `max(0, position + A)`")]
+    GridRule {
+        /// The rule.
+        rule: Rule,
+    },
+    /// The rule has no value at the capture's position.
+    #[error("rule `{rule}` has no value at position {position}: {error}")]
+    NoValue {
+        /// The rule.
+        rule: Rule,
+        /// The capture's position.
+        position: u32,
+        /// Why.
+        error: BindingError,
+    },
+    /// The launch passes another value than the rule gives.
+    #[error("rule `{rule}` gives {bound} at position {position}, the launch passes {passed}")]
+    Disagrees {
+        /// The rule.
+        rule: Rule,
+        /// The capture's position.
+        position: u32,
+        /// The rule's value.
+        bound: u32,
+        /// The word in the kernarg blob.
+        passed: u32,
+    },
+    /// More declarations in the capture than a tape may hold.
+    #[error("more than {limit} declared bindings in one capture")]
+    TooMany {
+        /// [`BINDINGS_MAX`].
+        limit: usize,
+    },
+}
+
 /// Why a capture failed. Every variant but [`RecordError::Poisoned`] poisons the recorder.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RecordError {
@@ -456,6 +536,16 @@ pub enum RecordError {
         index: usize,
         /// What is wrong with it.
         error: LaunchError,
+    },
+    /// A declared argument that is not what its declaration says.
+    #[error("launch {index}: declared binding {name:?}: {problem}")]
+    Declared {
+        /// Index of the launch in the tape.
+        index: usize,
+        /// The declared name, cut to 64 characters.
+        name: String,
+        /// What is wrong.
+        problem: DeclaredProblem,
     },
     /// Kernarg bytes of the capture above [`TAPE_KERNARG_BYTES_MAX`].
     #[error("capture holds {total} kernarg bytes, above the {limit}-byte limit")]
@@ -502,9 +592,61 @@ struct Capture {
     external: heapless::Vec<ExternalCount, EXTERNAL_NAMES_MAX>,
     external_launches: u32,
     kernarg_bytes: usize,
+    /// Declared bindings, in launch order.
+    bindings: Vec<Binding>,
 }
 
 impl Capture {
+    /// The bindings `declared` for the launch about to be recorded as `index`, checked against
+    /// its blob at the capture's position.
+    fn declare(
+        &self,
+        index: usize,
+        launch: &LaunchRecord,
+        layout: &KernargLayout,
+        declared: &[DeclaredArg<'_>],
+    ) -> Result<Vec<Binding>, RecordError> {
+        let mut out = Vec::with_capacity(declared.len());
+        for d in declared {
+            let fail = |problem| RecordError::Declared { index, name: cut_name(d.name), problem };
+            if self.bindings.len() + out.len() >= BINDINGS_MAX {
+                return Err(fail(DeclaredProblem::TooMany { limit: BINDINGS_MAX }));
+            }
+            let explicit = layout.explicit_args().count();
+            let arg = layout
+                .explicit_args()
+                .nth(d.arg)
+                .ok_or_else(|| fail(DeclaredProblem::NoSuchArgument { arg: d.arg, explicit }))?;
+            if arg.kind != ValueKind::ByValue || arg.size != 4 {
+                return Err(fail(DeclaredProblem::NotAWord {
+                    arg: d.arg,
+                    kind: String::from(arg.kind.as_str()),
+                    size: arg.size,
+                }));
+            }
+            let (offset, rule, position) = (arg.offset, d.rule, self.position);
+            let kind = match rule {
+                Rule::Offset { addend } => BindingKind::KernargU32 { offset, addend },
+                Rule::Clamped { addend } => BindingKind::KernargU32Clamped { offset, addend },
+                Rule::Grid { .. } => return Err(fail(DeclaredProblem::GridRule { rule })),
+            };
+            let bound =
+                kind.value_at(position).map_err(|error| fail(DeclaredProblem::NoValue { rule, position, error }))?;
+            // The layout check of the launch (run before) keeps every argument inside the blob.
+            let passed = usize::try_from(offset)
+                .ok()
+                .and_then(|at| launch.kernarg.get(at..at.checked_add(4)?))
+                .map_or(0, |w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+            if bound != passed {
+                return Err(fail(DeclaredProblem::Disagrees { rule, position, bound, passed }));
+            }
+            // CAST: `index` is below the recorder's capacity, at most TAPE_LAUNCHES_MAX.
+            let launch = u32::try_from(index).unwrap_or(u32::MAX);
+            out.push(Binding { name: String::from(d.name), launch, kind });
+        }
+        Ok(out)
+    }
+
     fn record(&mut self, launch: LaunchRecord, layout: &KernargLayout, capacity: usize) -> Result<(), RecordError> {
         let index = self.launches.len();
         if index >= capacity {
@@ -602,6 +744,7 @@ impl Recorder {
                     external: heapless::Vec::new(),
                     external_launches: 0,
                     kernarg_bytes: 0,
+                    bindings: Vec::new(),
                 }));
                 Ok(())
             }
@@ -623,6 +766,38 @@ impl Recorder {
         result.map_err(|e| self.poison(e))
     }
 
+    /// Appends one launch as [`Recorder::record`] does, with the kernarg arguments its owner
+    /// declares to follow the position ([`DeclaredArg`]): each becomes a binding of this launch,
+    /// named as declared, whose rule must give the value the launch passes at the capture's
+    /// position. The finished tape carries them.
+    ///
+    /// # Errors
+    /// As [`Recorder::record`], and [`RecordError::Declared`] (poisons) for a declaration that
+    /// names no 4-byte argument, holds a grid rule, or disagrees with the launch.
+    pub fn record_declared(
+        &mut self,
+        launch: LaunchRecord,
+        layout: &KernargLayout,
+        declared: &[DeclaredArg<'_>],
+    ) -> Result<(), RecordError> {
+        let result = match &mut self.state {
+            State::Poisoned(first) => return Err(poisoned(first)),
+            State::Idle => Err(RecordError::NotOpen { operation: Operation::Record }),
+            State::Open(capture) => {
+                let index = capture.launches.len();
+                let checked = check_launch_with_layout(&launch, layout)
+                    .map_err(|error| RecordError::Launch { index, error })
+                    .and_then(|()| capture.declare(index, &launch, layout, declared));
+                checked.and_then(|bindings| {
+                    capture.record(launch, layout, self.capacity_launches)?;
+                    capture.bindings.extend(bindings);
+                    Ok(())
+                })
+            }
+        };
+        result.map_err(|e| self.poison(e))
+    }
+
     /// Counts one launch deliberately kept off the tape, under `name` (the token embedding, ...).
     ///
     /// # Errors
@@ -637,10 +812,12 @@ impl Recorder {
         result.map_err(|e| self.poison(e))
     }
 
-    /// Closes the capture into a tape without bindings.
+    /// Closes the capture into a tape whose bindings are the declared ones
+    /// ([`Recorder::record_declared`]), none when nothing was declared.
     ///
     /// # Errors
-    /// [`RecordError::NotOpen`] or [`RecordError::Tape`] (an empty capture; each poisons), or
+    /// [`RecordError::NotOpen`] or [`RecordError::Tape`] (an empty capture, or declarations the
+    /// tape refuses: duplicate names, overlapping words; each poisons), or
     /// [`RecordError::Poisoned`].
     pub fn finish(&mut self) -> Result<Tape, RecordError> {
         let capture = match core::mem::replace(&mut self.state, State::Idle) {
@@ -652,7 +829,7 @@ impl Recorder {
             State::Idle => return Err(self.poison(RecordError::NotOpen { operation: Operation::Finish })),
             State::Open(capture) => *capture,
         };
-        Tape::from_parts(capture.position, capture.launches, capture.external.into_iter().collect(), Vec::new())
+        Tape::from_parts(capture.position, capture.launches, capture.external.into_iter().collect(), capture.bindings)
             .map_err(|e| self.poison(RecordError::Tape(e)))
     }
 
@@ -666,6 +843,14 @@ impl Recorder {
         assert!(!matches!(error, RecordError::Poisoned { .. }), "a Poisoned error never poisons");
         self.state = State::Poisoned(error.clone());
         error
+    }
+}
+
+/// A declared name as messages show it: at most 64 characters.
+fn cut_name(name: &str) -> String {
+    match name.char_indices().nth(64) {
+        None => String::from(name),
+        Some((at, _)) => String::from(&name[..at]),
     }
 }
 

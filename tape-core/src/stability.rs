@@ -250,9 +250,9 @@ impl Owned {
         let mut owned = Owned { axes: BTreeSet::new(), words: BTreeSet::new() };
         for binding in a.bindings().iter().chain(b.bindings()) {
             match binding.kind {
-                BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. } => {
-                    owned.words.insert((binding.launch, offset))
-                }
+                BindingKind::KernargU32 { offset, .. }
+                | BindingKind::KernargGridWorkgroups { offset, .. }
+                | BindingKind::KernargU32Clamped { offset, .. } => owned.words.insert((binding.launch, offset)),
                 BindingKind::GridAxis { axis, .. } => owned.axes.insert((binding.launch, axis)),
             };
         }
@@ -391,7 +391,9 @@ fn check_prediction(report: &mut StabilityReport, binding: &Binding, tape: &Tape
     let position = tape.position();
     let value = binding.kind.value_at(position).ok();
     let (predicted, recorded) = match binding.kind {
-        BindingKind::KernargU32 { offset, .. } | BindingKind::KernargGridWorkgroups { offset, .. } => {
+        BindingKind::KernargU32 { offset, .. }
+        | BindingKind::KernargGridWorkgroups { offset, .. }
+        | BindingKind::KernargU32Clamped { offset, .. } => {
             let Some(word) =
                 usize::try_from(offset).ok().and_then(|start| launch_record.kernarg.get(start..start.checked_add(4)?))
             else {

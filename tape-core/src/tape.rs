@@ -481,7 +481,7 @@ fn check_bindings(position: u32, launches: &[LaunchRecord], bindings: &[Binding]
             }
         })?;
         let (site, start, end) = match binding.kind {
-            BindingKind::KernargU32 { offset, .. } => {
+            BindingKind::KernargU32 { offset, .. } | BindingKind::KernargU32Clamped { offset, .. } => {
                 check_kernarg_binding(position, launch, binding, offset)?;
                 (0, u64::from(offset), u64::from(offset) + 4)
             }

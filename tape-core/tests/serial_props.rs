@@ -88,6 +88,7 @@ fn arb_raw_binding() -> impl Strategy<Value = Binding> {
                 max_workgroups
             }
         ),
+        (any::<u32>(), any::<i64>()).prop_map(|(offset, addend)| BindingKind::KernargU32Clamped { offset, addend }),
     ];
     (any::<String>(), any::<u32>(), kind).prop_map(|(name, launch, kind)| Binding { name, launch, kind })
 }

@@ -5,7 +5,9 @@
 //!
 //! The token id is written to device memory by [`Workload::prepare_step`] (the named external
 //! boundary); everything that follows the position (RoPE's `pos`, the cache row, attention's `n`)
-//! is a `u32` kernarg, calibrated by tape-core as a dynamic binding.
+//! is a `u32` kernarg declared at its launch as a binding (`layer{L}.rope.position`,
+//! `layer{L}.rope_store.position`, `layer{L}.kv_store.position`, `layer{L}.attention.n`), which
+//! calibration confirms.
 //!
 //! A prompt runs as batched passes of up to [`PREFILL_CHUNK`] tokens ([`Workload::prefill`]):
 //! the same sequence over all the pass's tokens at once, with the batched kernels of the
@@ -20,7 +22,7 @@ use super::params::{LlamaParams, ParamsError};
 use hal::Device;
 use kernarg_abi::layout::ArgValue;
 
-use crate::funnel::{Funnel, Kernel, Launch, Use};
+use crate::funnel::{DeclaredArg, Funnel, Kernel, Launch, Rule, Use};
 use crate::workload::{GUARD_BYTES, Surface, Workload, WorkloadError, check_position};
 
 mod prefill;
@@ -431,7 +433,10 @@ impl Llama {
             ArgValue::U32(p.head_dim),
         ];
         let uses = [Use::read_write(q, 4 * u64::from(d)), Use::read(table, table_bytes)];
-        funnel.launch(device, &Launch::linear(&self.kernels.rope, &args, pairs, LINEAR_BLOCK, &uses))?;
+        let name = format!("layer{index}.rope.position");
+        let declared = [DeclaredArg { name: &name, arg: 2, rule: Rule::Offset { addend: 0 } }];
+        let launch = Launch::linear(&self.kernels.rope, &args, pairs, LINEAR_BLOCK, &uses).declaring(&declared);
+        funnel.launch(device, &launch)?;
 
         let kv_pairs = p.kv_heads * p.head_dim / 2;
         let args = [
@@ -444,11 +449,20 @@ impl Llama {
         ];
         let uses =
             [Use::write(k_cache, cache_row_bytes), Use::read(k, 4 * u64::from(kv)), Use::read(table, table_bytes)];
-        funnel.launch(device, &Launch::linear(&self.kernels.rope_store, &args, kv_pairs, LINEAR_BLOCK, &uses))?;
+        let name = format!("layer{index}.rope_store.position");
+        let declared = [DeclaredArg { name: &name, arg: 3, rule: Rule::Offset { addend: 0 } }];
+        let launch =
+            Launch::linear(&self.kernels.rope_store, &args, kv_pairs, LINEAR_BLOCK, &uses).declaring(&declared);
+        funnel.launch(device, &launch)?;
 
         let args = [ArgValue::Pointer(v_cache), ArgValue::Pointer(v), ArgValue::U32(position), ArgValue::U32(kv)];
         let uses = [Use::write(v_cache, cache_row_bytes), Use::read(v, 4 * u64::from(kv))];
-        funnel.launch(device, &Launch::linear(&self.kernels.kv_store, &args, kv, LINEAR_BLOCK, &uses))?;
+        let name = format!("layer{index}.kv_store.position");
+        let declared = [DeclaredArg { name: &name, arg: 2, rule: Rule::Offset { addend: 0 } }];
+        funnel.launch(
+            device,
+            &Launch::linear(&self.kernels.kv_store, &args, kv, LINEAR_BLOCK, &uses).declaring(&declared),
+        )?;
 
         // CAST: head sizes are at most 64, exact in f64 and f32.
         #[allow(clippy::cast_possible_truncation)]
@@ -474,7 +488,10 @@ impl Llama {
             Use::read_write(scores, self.surfaces[s::SCORES].bytes),
         ];
         let grid = p.heads * u32::from(ATTENTION_BLOCK);
-        funnel.launch(device, &Launch::linear(&self.kernels.attention, &args, grid, ATTENTION_BLOCK, &uses))?;
+        let name = format!("layer{index}.attention.n");
+        let declared = [DeclaredArg { name: &name, arg: 5, rule: Rule::Offset { addend: 1 } }];
+        let launch = Launch::linear(&self.kernels.attention, &args, grid, ATTENTION_BLOCK, &uses).declaring(&declared);
+        funnel.launch(device, &launch)?;
 
         self.matvec(device, funnel, (tmp, layer.out, att), (d, d))?;
         self.residual(device, funnel, (x, tmp, 1))

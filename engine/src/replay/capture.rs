@@ -3,7 +3,7 @@
 //! positions ([`capture_tape`], for tools and tests).
 
 use hal::Device;
-use tape_core::calibrate::{Sample, calibrate};
+use tape_core::calibrate::{CalibrationError, Sample, calibrate_declared};
 use tape_core::stability;
 use tape_core::tape::Tape;
 
@@ -12,7 +12,10 @@ use crate::funnel::Funnel;
 use crate::workload::Workload;
 use lowering::lower::{slot_by_artifact, with_hidden_grid_bindings};
 
-/// The tape of a step from recordings of it at increasing positions (at least two): bindings
+/// The tape of a step from recordings of it at increasing positions (at least two), each carrying
+/// the bindings its launches declared (the funnel records them): every recording must declare
+/// the same bindings, and calibration confirms them (`tape_core::calibrate::calibrate_declared`:
+/// a word that moves undeclared, or not as declared, refuses the capture by name); bindings
 /// calibrated from the first two recordings must come out identical from every later
 /// consecutive pair; the bindings the kernarg ABI implies for grid bindings are added
 /// ([`with_hidden_grid_bindings`]); consecutive recordings with those bindings must be stable
@@ -33,11 +36,28 @@ pub fn calibrate_samples<D: Device>(
     }
     let rules = workload.grid_rules();
     let max = workload.max_position();
+    let declared = samples[0].bindings().to_vec();
+    if let Some(other) = samples.iter().find(|t| t.bindings() != declared.as_slice()) {
+        return Err(CaptureError::new(
+            CaptureFailure::Declaration,
+            format!(
+                "the recordings at positions {} and {} declare different bindings",
+                samples[0].position(),
+                other.position()
+            ),
+        ));
+    }
     let mut first_bindings = None;
     for pair in samples.windows(2) {
-        let bindings = calibrate(sample(&pair[0]), sample(&pair[1]), rules, max).map_err(|e| {
+        let bindings = calibrate_declared(sample(&pair[0]), sample(&pair[1]), &declared, rules, max).map_err(|e| {
+            let failure = match e {
+                CalibrationError::Undeclared { .. }
+                | CalibrationError::DeclarationDisagrees { .. }
+                | CalibrationError::BadDeclaration { .. } => CaptureFailure::Declaration,
+                _ => CaptureFailure::Calibration,
+            };
             let detail = format!("calibrating positions {} and {}: {e}", pair[0].position(), pair[1].position());
-            CaptureError::new(CaptureFailure::Calibration, detail)
+            CaptureError::new(failure, detail)
         })?;
         match &first_bindings {
             None => first_bindings = Some(bindings),

@@ -45,6 +45,8 @@ pub enum CaptureFailure {
     Calibration,
     /// Consecutive calibrated recordings differ where no binding explains it.
     Stability,
+    /// A value that follows the position is not declared by its owner, or not as declared.
+    Declaration,
 }
 
 impl CaptureFailure {
@@ -71,6 +73,9 @@ impl CaptureFailure {
             CaptureFailure::Stability => {
                 "Capture aborted: capture contract broken: consecutive recordings are not stable."
             }
+            CaptureFailure::Declaration => {
+                "Capture aborted: capture contract broken: a value that follows the position is not declared by its owner, or not as declared."
+            }
         }
     }
 
@@ -81,6 +86,7 @@ impl CaptureFailure {
             RecordError::CapacityExceeded { .. } => CaptureFailure::RecorderCapacity,
             RecordError::KernargTotal { .. } => CaptureFailure::KernargCapacity,
             RecordError::Launch { .. } => CaptureFailure::InvalidLaunch,
+            RecordError::Declared { .. } => CaptureFailure::Declaration,
             RecordError::External(_) => CaptureFailure::InvalidExternal,
             RecordError::Tape(_) => CaptureFailure::EmptyCapture,
             RecordError::Poisoned { first } => Self::of_record_error(first),

@@ -5,6 +5,11 @@
 //!
 //! - `position`, `position + A`, `position - A`: a kernarg word that follows the position
 //!   ([`Rule::Offset`], a [`KernargU32`](super::BindingKind::KernargU32) binding);
+//! - `max(0, position + A)` (or `- A`): a kernarg word that follows the position once the
+//!   position passes `-A` and is 0 before, such as the first key of a sliding attention window,
+//!   `max(0, position + 1 - window)` ([`Rule::Clamped`], a
+//!   [`KernargU32Clamped`](super::BindingKind::KernargU32Clamped) binding). Constant while the
+//!   position is below `-A`, so no pair of early recordings shows it: only a declaration does;
 //! - `ceil((position + A) / D)` (or `- A`): a work-group count that grows with the position
 //!   ([`Rule::Grid`] in [`DimUnit::Workgroups`]: a [`GridAxis`](super::BindingKind::GridAxis)
 //!   binding's `DIM` in work-groups, or a kernarg word that follows it);
@@ -29,8 +34,8 @@ use alloc::vec::Vec;
 use super::{BindingError, DimUnit};
 
 /// The accepted forms, for messages.
-pub const FORMS: &str = "`position`, `position + A`, `ceil((position + A) / D)` or `ceil((position + A) / D) * W` \
-     (A a decimal i64, `- A` also accepted; D and W decimal u32 of at least 1)";
+pub const FORMS: &str = "`position`, `position + A`, `max(0, position + A)`, `ceil((position + A) / D)` or \
+     `ceil((position + A) / D) * W` (A a decimal i64, `- A` also accepted; D and W decimal u32 of at least 1)";
 
 /// Offending text longer than this many characters is cut in messages.
 pub const SHOWN_CHARS_MAX: usize = 64;
@@ -52,6 +57,11 @@ pub enum Rule {
         /// Work-groups, or work-items with the work-group size.
         unit: DimUnit,
     },
+    /// `max(0, position + addend)`: 0 while `position + addend` is negative.
+    Clamped {
+        /// Added to the position.
+        addend: i64,
+    },
 }
 
 impl Rule {
@@ -67,16 +77,19 @@ impl Rule {
     /// exceed `max_workgroups` (a grid binding's prepared maximum; an offset ignores it).
     ///
     /// # Errors
-    /// [`BindingError::OutOfRange`] when `position + addend` is outside `u32`,
+    /// [`BindingError::OutOfRange`] when `position + addend` is outside `u32` (for
+    /// [`Rule::Clamped`], above it),
     /// [`BindingError::GridAboveMax`] when the work-group count exceeds `max_workgroups`,
     /// [`BindingError::WorkItemsOverflow`] when the count in work-items does not fit `u32`.
     pub fn value_within(&self, position: u32, max_workgroups: u32) -> Result<u32, BindingError> {
-        let (Rule::Offset { addend } | Rule::Grid { addend, .. }) = *self;
+        let (Rule::Offset { addend } | Rule::Grid { addend, .. } | Rule::Clamped { addend }) = *self;
         // Checked: an addend near i64::MAX must be refused, not overflow i64.
-        let shifted = i64::from(position)
-            .checked_add(addend)
-            .and_then(|v| u32::try_from(v).ok())
-            .ok_or(BindingError::OutOfRange { position, addend })?;
+        let sum = i64::from(position).checked_add(addend);
+        let sum = match (*self, sum) {
+            (Rule::Clamped { .. }, Some(v)) => Some(v.max(0)),
+            (_, sum) => sum,
+        };
+        let shifted = sum.and_then(|v| u32::try_from(v).ok()).ok_or(BindingError::OutOfRange { position, addend })?;
         let Rule::Grid { divisor, unit, .. } = *self else { return Ok(shifted) };
         let workgroups = shifted.div_ceil(divisor.get());
         if workgroups > max_workgroups {
@@ -95,6 +108,7 @@ impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Rule::Offset { addend } => write!(f, "position + {addend}"),
+            Rule::Clamped { addend } => write!(f, "max(0, position + {addend})"),
             Rule::Grid { addend, divisor, unit } => {
                 write!(f, "ceil((position + {addend}) / {divisor})")?;
                 match unit {
@@ -164,7 +178,7 @@ pub enum RuleProblem {
 pub enum Found {
     /// The end of the text.
     End,
-    /// One of `+ - * / ( )`.
+    /// One of `+ - * / ( ) ,`.
     Punct(char),
     /// A word or a number, quoted and cut to [`SHOWN_CHARS_MAX`] characters.
     Text(String),
@@ -234,7 +248,7 @@ fn tokens(text: &str) -> Result<Vec<(usize, Token<'_>)>, RuleProblem> {
                 chars.next();
             }
             out.push((at, Token::Number(&text[at..end])));
-        } else if "+-*/()".contains(c) {
+        } else if "+-*/(),".contains(c) {
             out.push((at, Token::Punct(c)));
             chars.next();
         } else {
@@ -339,10 +353,18 @@ impl<'a> Parser<'a> {
                 DimUnit::WorkItems { workgroup_work_items: self.positive("the work-group size W")?.get() }
             };
             Rule::Grid { addend, divisor, unit }
+        } else if self.peek() == Some(Token::Word("max")) {
+            self.next += 1;
+            self.expect(Token::Punct('('), "'(' after \"max\"")?;
+            self.expect(Token::Number("0"), "0 as the first argument of \"max\"")?;
+            self.expect(Token::Punct(','), "',' after \"max(0\"")?;
+            let addend = self.position_plus()?;
+            self.expect(Token::Punct(')'), "')' closing \"max(\"")?;
+            Rule::Clamped { addend }
         } else if self.peek() == Some(Token::Word("position")) {
             Rule::Offset { addend: self.position_plus()? }
         } else {
-            return Err(self.missing("\"position\" or \"ceil\""));
+            return Err(self.missing("\"position\", \"max\" or \"ceil\""));
         };
         if !self.at_end() {
             return Err(self.missing("the end"));
@@ -383,6 +405,7 @@ mod tests {
     fn any_rule() -> impl Strategy<Value = Rule> {
         prop_oneof![
             any::<i64>().prop_map(|addend| Rule::Offset { addend }),
+            any::<i64>().prop_map(|addend| Rule::Clamped { addend }),
             (any::<i64>(), 1..=u32::MAX, any_unit()).prop_map(|(addend, divisor, unit)| Rule::Grid {
                 addend,
                 divisor: nz(divisor),
@@ -394,8 +417,11 @@ mod tests {
     /// The rule's value computed in i128, independently of [`Rule::value_within`]: `None` where
     /// the rule has no value.
     fn reference(rule: Rule, position: u32, max_workgroups: u32) -> Option<u32> {
-        let (Rule::Offset { addend } | Rule::Grid { addend, .. }) = rule;
-        let shifted = i128::from(position) + i128::from(addend);
+        let (Rule::Offset { addend } | Rule::Grid { addend, .. } | Rule::Clamped { addend }) = rule;
+        let mut shifted = i128::from(position) + i128::from(addend);
+        if matches!(rule, Rule::Clamped { .. }) && shifted < 0 {
+            shifted = 0;
+        }
         if !(0..=i128::from(u32::MAX)).contains(&shifted) {
             return None;
         }
@@ -426,7 +452,7 @@ mod tests {
             addend in any::<i64>(),
             divisor in 1..=u32::MAX,
             w in 1..=u32::MAX,
-            form in 0..3u8,
+            form in 0..4u8,
             spaces in "[ ]{0,2}",
         ) {
             let plus = if addend < 0 {
@@ -436,6 +462,7 @@ mod tests {
             };
             let text = match form {
                 0 => plus,
+                3 => format!("max({spaces}0{spaces},{spaces}{plus}{spaces})"),
                 1 => format!("ceil(({plus}){spaces}/{spaces}{divisor})"),
                 _ => format!("ceil(({plus}) / {divisor}){spaces}*{spaces}{w}"),
             };
@@ -474,6 +501,7 @@ mod tests {
         ) {
             for rule in [
                 Rule::Offset { addend },
+                Rule::Clamped { addend },
                 Rule::Grid { addend, divisor: nz(divisor), unit: DimUnit::Workgroups },
                 Rule::Grid { addend, divisor: nz(divisor), unit: DimUnit::WorkItems { workgroup_work_items: w } },
             ] {
@@ -509,7 +537,13 @@ mod tests {
     #[test]
     fn the_documented_forms_parse_and_evaluate() {
         let items = |w| DimUnit::WorkItems { workgroup_work_items: w };
-        let cases: [(&str, Rule, u32, Option<u32>); 8] = [
+        let cases: [(&str, Rule, u32, Option<u32>); 12] = [
+            // A sliding window of 512 keys starts at max(0, position + 1 - 512): 0 through
+            // position 511, then one further per position.
+            ("max(0, position - 511)", Rule::Clamped { addend: -511 }, 0, Some(0)),
+            ("max(0,position-511)", Rule::Clamped { addend: -511 }, 511, Some(0)),
+            ("max(0, position + -511)", Rule::Clamped { addend: -511 }, 512, Some(1)),
+            ("max(0, position + 4294967296)", Rule::Clamped { addend: 1 << 32 }, 0, None),
             ("position", Rule::Offset { addend: 0 }, 5, Some(5)),
             ("position + 1000", Rule::Offset { addend: 1000 }, 7, Some(1007)),
             ("position+ -3", Rule::Offset { addend: -3 }, 7, Some(4)),
@@ -623,8 +657,12 @@ mod tests {
         let cases = [
             ("position ** banana", "expected the end at offset 9, found '*'"),
             ("position + banana", "expected the addend A (a decimal i64) at offset 11, found \"banana\""),
-            ("", "expected \"position\" or \"ceil\" at offset 0, found the end"),
-            ("pos + 1", "expected \"position\" or \"ceil\" at offset 0, found \"pos\""),
+            ("", "expected \"position\", \"max\" or \"ceil\" at offset 0, found the end"),
+            ("pos + 1", "expected \"position\", \"max\" or \"ceil\" at offset 0, found \"pos\""),
+            ("max(1, position)", "expected 0 as the first argument of \"max\" at offset 4, found \"1\""),
+            ("max(0 position)", "expected ',' after \"max(0\" at offset 6, found \"position\""),
+            ("max(0, position + 2", "expected ')' closing \"max(\" at offset 19, found the end"),
+            ("max(0, position) + 1", "expected the end at offset 17, found '+'"),
             ("position + 1 + 2", "expected the end at offset 13, found '+'"),
             ("ceil((position + 1) / 0)", "the divisor D at offset 22 is 0"),
             ("ceil((position + 1) / 4294967296)", "the divisor D 4294967296 at offset 22 is outside u32"),

@@ -444,7 +444,7 @@ impl<'a> Reader<'a> {
     }
 
     fn binding_kind(&mut self) -> Result<BindingKind> {
-        let (index, name) = self.variant(&["KernargU32", "GridAxis", "KernargGridWorkgroups"])?;
+        let (index, name) = self.variant(&["KernargU32", "GridAxis", "KernargGridWorkgroups", "KernargU32Clamped"])?;
         self.field(name, |r| {
             Ok(match index {
                 0 => {
@@ -459,13 +459,18 @@ impl<'a> Reader<'a> {
                     let max_workgroups = r.field("max_workgroups", Self::u32)?;
                     BindingKind::GridAxis { axis, addend, divisor, max_workgroups }
                 }
-                _ => {
+                2 => {
                     let offset = r.field("offset", Self::u32)?;
                     let axis = r.field("axis", Self::u8)?;
                     let addend = r.field("addend", Self::i64)?;
                     let divisor = r.field("divisor", Self::u32)?;
                     let max_workgroups = r.field("max_workgroups", Self::u32)?;
                     BindingKind::KernargGridWorkgroups { offset, axis, addend, divisor, max_workgroups }
+                }
+                _ => {
+                    let offset = r.field("offset", Self::u32)?;
+                    let addend = r.field("addend", Self::i64)?;
+                    BindingKind::KernargU32Clamped { offset, addend }
                 }
             })
         })

@@ -85,6 +85,9 @@ pub fn binding_kind(k: &BindingKind) -> Value {
         BindingKind::KernargGridWorkgroups { offset, axis, addend, divisor, max_workgroups } => {
             json!({"kind": "kernarg_grid_workgroups", "offset": offset, "axis": axis, "addend": addend, "divisor": divisor, "max_workgroups": max_workgroups})
         }
+        BindingKind::KernargU32Clamped { offset, addend } => {
+            json!({"kind": "kernarg_u32_clamped", "offset": offset, "addend": addend})
+        }
     }
 }
 
