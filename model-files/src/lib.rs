@@ -16,5 +16,5 @@ pub mod pull;
 pub mod resolve;
 pub mod zip;
 
-pub use catalogue::{CATALOGUE, CatalogueEntry, DEFAULT_ALIAS, TINY_ALIAS, lookup};
+pub use catalogue::{CATALOGUE, CatalogueEntry, DEFAULT_ALIAS, TINY_ALIAS, WheelPart, lookup};
 pub use resolve::{ModelError, ResolvedModel, resolve_model};

