@@ -29,6 +29,14 @@
 //! widened with [`crate::f16::f16_to_f32`], which quiets a signalling NaN; the payload of a NaN
 //! that an operation produces is the platform's (on x86-64 the same as ggml's and numpy's).
 //!
+//! gguf-py's numpy code computes the same expressions in the same order for every type here
+//! (`tests/quant_gguf_py.rs` compares every value of random and special-scale blocks bit for
+//! bit). It differs from ggml, and this crate, only at the edges: numpy's float16 casts keep a
+//! signalling NaN signalling (F16 tensors decode `0x7c01` to `0x7f80_2000` there, `0x7fc0_2000`
+//! here and in ggml's F16C conversion), its encoders let NaN win `min`/`max`/`argmax` where
+//! ggml's comparisons skip it, and its Q4_0/Q5_0 encoders take an all-zero block's sign from the
+//! block's first value where ggml starts from `+0.0`.
+//!
 //! **Encoding**: F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 follow ggml's `quantize_row_*_ref`
 //! bit for bit on finite input (where C leaves a float-to-integer conversion undefined, NaN or
 //! infinite input, levels are clamped into range). The k-quant encoders are simpler than ggml's
