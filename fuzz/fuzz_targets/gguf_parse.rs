@@ -1,6 +1,6 @@
 //! Any bytes as a GGUF file: a validated file or a typed error, never a panic; every value of
-//! an accepted file can be walked, every tensor of a supported type checked for finite weights
-//! and dequantized.
+//! an accepted file can be walked, every tensor of a supported type (every encoding
+//! `gguf::quant` decodes) checked for finite weights and dequantized.
 #![no_main]
 
 use gguf::{Gguf, Value};

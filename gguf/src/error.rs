@@ -237,8 +237,8 @@ pub enum GgufError {
         /// Its type.
         ty: GgmlType,
     },
-    /// A weight that is NaN or infinite: an element of an F32/F16 tensor, or the f16 scale or
-    /// minimum of a quantised block.
+    /// A weight that is NaN or infinite: an element of an F32/F16/BF16 tensor, or an f16 scale
+    /// or minimum of a quantised block.
     #[error(
         "tensor {tensor:?} ({ty}): {field} of {unit} {index} at byte offset {offset} is {value}; weights must be finite"
     )]
@@ -247,11 +247,12 @@ pub enum GgufError {
         tensor: String,
         /// Its type.
         ty: GgmlType,
-        /// `element` (F32, F16) or `block` (quantised types).
+        /// `element` (F32, F16, BF16) or `block` (quantised types).
         unit: &'static str,
         /// The element's or block's index within the tensor.
         index: u64,
-        /// What holds the value: `value` for an element, `scale d` or `minimum m` for a block.
+        /// What holds the value: `value` for an element; `scale d`, `minimum m` (Q4_1, Q5_1) or
+        /// `minimum scale dmin` (Q2_K, Q4_K, Q5_K) for a block.
         field: &'static str,
         /// The value (NaN or ±inf).
         value: f32,

@@ -5,14 +5,10 @@ use core::fmt;
 use std::path::Path;
 
 use crate::error::GgufError;
-use crate::f16;
 use crate::parse::{Layout, TensorInfo, parse_layout};
 use crate::quant::{self, QuantError};
 use crate::types::GgmlType;
 use crate::value::{Value, ValueType};
-
-/// The exponent bits of an f16: all set is an infinity or a NaN.
-const F16_EXP: u16 = 0x7c00;
 
 /// The bytes a [`Gguf`] was parsed from.
 enum Storage {
@@ -253,8 +249,8 @@ impl Gguf {
     /// The tensor called `name` with its data.
     ///
     /// # Errors
-    /// [`GgufError::NoSuchTensor`], or [`GgufError::UnsupportedType`] for a type other than
-    /// F32, F16, Q4_1 and Q8_0.
+    /// [`GgufError::NoSuchTensor`], or [`GgufError::UnsupportedType`] for a type
+    /// [`GgmlType::is_supported`] refuses.
     pub fn tensor(&self, name: &str) -> Result<TensorView<'_>, GgufError> {
         let info = self.tensor_info(name).ok_or_else(|| GgufError::NoSuchTensor { name: name.to_owned() })?;
         let unsupported = || GgufError::UnsupportedType { tensor: info.name.clone(), ty: info.ty };
@@ -314,65 +310,26 @@ impl<'a> TensorView<'a> {
         self.start
     }
 
-    /// Checks that every weight is finite, without decoding: each element of an F32 or F16
-    /// tensor, and the f16 scale `d` (and, for Q4_1, the minimum `m`) of each quantised block,
-    /// which are the only parts of a Q4_1 or Q8_0 block that can be NaN or infinite. One pass over
-    /// the bytes reading a few bits per value: for a Q4_1 model, one block per 32 weights.
+    /// Checks that every weight is finite, without decoding: each element of an F32, F16 or
+    /// BF16 tensor, and the f16 fields of each quantised block that scale its integer levels
+    /// (`d`, and the minimum `m` of Q4_1/Q5_1 or the minimum scale `dmin` of Q2_K, Q4_K and
+    /// Q5_K), which are the only parts of a block that can be NaN or infinite. One pass over the
+    /// bytes reading a few bits per value: for a Q4_1 model, one block per 32 weights.
     ///
     /// # Errors
     /// [`GgufError::NonFinite`] for the first non-finite value, naming the tensor, the element
     /// or block index, the field, the value and its byte offset in the file.
     pub fn check_finite(&self) -> Result<(), GgufError> {
-        // One test per item on the raw bits (exponent all ones), the item found first and
-        // described after: this loop is all the check costs.
-        let bytes = self.bytes;
-        let (unit, size, found) = match self.info.ty {
-            GgmlType::F32 => {
-                ("element", 4, bytes.chunks_exact(4).position(|c| c[3] & 0x7f == 0x7f && c[2] & 0x80 == 0x80))
-            }
-            GgmlType::F16 => ("element", 2, bytes.chunks_exact(2).position(|c| c[1] & 0x7c == 0x7c)),
-            // The f16 `d` is bytes 0..2 and `m` bytes 2..4 of a block: the exponent is in the
-            // high byte of each.
-            GgmlType::Q4_1 => (
-                "block",
-                quant::BLOCK_Q4_1_BYTES,
-                bytes.chunks_exact(quant::BLOCK_Q4_1_BYTES).position(|b| b[1] & 0x7c == 0x7c || b[3] & 0x7c == 0x7c),
-            ),
-            GgmlType::Q8_0 => (
-                "block",
-                quant::BLOCK_Q8_0_BYTES,
-                bytes.chunks_exact(quant::BLOCK_Q8_0_BYTES).position(|b| b[1] & 0x7c == 0x7c),
-            ),
-            // `Gguf::tensor` hands out views of the four types above only.
-            _ => ("element", 1, None),
-        };
-        let Some(index) = found else { return Ok(()) };
-        let at = index * size;
-        let item = bytes.get(at..at + size).unwrap_or_default();
-        let f16_at = |i: usize| match item.get(i..i + 2) {
-            Some(&[lo, hi]) => u16::from_le_bytes([lo, hi]),
-            _ => 0,
-        };
-        let (field, within, value) = match self.info.ty {
-            GgmlType::F32 => {
-                let value = match *item {
-                    [a, b, c, d] => f32::from_le_bytes([a, b, c, d]),
-                    _ => f32::NAN,
-                };
-                ("value", 0, value)
-            }
-            GgmlType::F16 => ("value", 0, f16::f16_to_f32(f16_at(0))),
-            GgmlType::Q4_1 if f16_at(0) & F16_EXP != F16_EXP => ("minimum m", 2, f16::f16_to_f32(f16_at(2))),
-            _ => ("scale d", 0, f16::f16_to_f32(f16_at(0))),
-        };
+        let Some(found) = quant::first_non_finite(self.info.ty, self.bytes) else { return Ok(()) };
+        let per_block = self.info.ty.layout().map_or(1, |l| l.block_elems);
         Err(GgufError::NonFinite {
             tensor: self.info.name.clone(),
             ty: self.info.ty,
-            unit,
-            index: u64::try_from(index).unwrap_or(u64::MAX),
-            field,
-            value,
-            offset: self.start.saturating_add(u64::try_from(at + within).unwrap_or(u64::MAX)),
+            unit: if per_block == 1 { "element" } else { "block" },
+            index: u64::try_from(found.index).unwrap_or(u64::MAX),
+            field: found.field,
+            value: found.value,
+            offset: self.start.saturating_add(u64::try_from(found.offset).unwrap_or(u64::MAX)),
         })
     }
 

@@ -4,8 +4,9 @@
 //!   [`Gguf::parse`]) and validates all of it before handing anything out; errors name the key
 //!   or tensor and the byte offset. Metadata is typed ([`Value`]); tensors are [`TensorInfo`]s
 //!   and, for the supported types, [`TensorView`]s over their bytes.
-//! - [`quant`] holds ggml's Q4_1 and Q8_0 block formats, bit-exact with its reference code,
-//!   and [`f16`](mod@f16) the exact binary16 conversions they rest on.
+//! - [`quant`] holds ggml's tensor encodings, bit-exact with its reference code and gguf-py:
+//!   F32, F16, BF16, the 32-value blocks Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the k-quants Q2_K to
+//!   Q6_K; [`f16`](mod@f16) holds the exact binary16 conversions they rest on.
 //! - [`GgufWriter`] writes files; [`tiny_llama`] generates a deterministic tiny model in the
 //!   shape of the SmolLM2 fixture.
 //!

@@ -139,10 +139,11 @@ ggml_types! {
 }
 
 impl GgmlType {
-    /// Whether this crate gives access to the type's data (F32, F16, Q4_1, Q8_0).
+    /// Whether this crate decodes and encodes the type's data: F32, F16, BF16, Q4_0, Q4_1,
+    /// Q5_0, Q5_1, Q8_0 and the k-quants Q2_K to Q6_K (the table in [`crate::quant`]).
     #[must_use]
     pub fn is_supported(self) -> bool {
-        matches!(self, Self::F32 | Self::F16 | Self::Q4_1 | Self::Q8_0)
+        crate::quant::is_supported(self)
     }
 
     /// Bytes taken by `elems` elements, `None` when the type's layout is unknown, `elems` is

@@ -52,7 +52,7 @@ pub enum WriteError {
         /// The limit.
         limit: usize,
     },
-    /// A type other than F32, F16, Q4_1 and Q8_0.
+    /// A type [`GgmlType::is_supported`] refuses.
     #[error("tensor {name:?}: unsupported type {ty}")]
     UnsupportedType {
         /// The tensor.
@@ -198,8 +198,8 @@ impl GgufWriter {
         self.tensors.iter_mut().find(|t| t.name == name).map(|t| t.data.as_mut_slice())
     }
 
-    /// Adds a tensor of type F32, F16, Q4_1 or Q8_0 from its encoded bytes; `dims` row length
-    /// first (ggml's `ne`).
+    /// Adds a tensor of a supported type ([`GgmlType::is_supported`]) from its encoded bytes;
+    /// `dims` row length first (ggml's `ne`).
     ///
     /// # Errors
     /// [`WriteError`] naming the tensor when its name, type, dimensions or data length would

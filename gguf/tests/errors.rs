@@ -216,12 +216,13 @@ fn tensor_data_errors() {
 #[test]
 fn unsupported_types_parse_but_refuse_data_access() {
     let mut r = Raw::header(3, 2, 0);
-    r.tensor("q4k", &[256], 12, 0).tensor("new", &[7], 999, 160);
+    // IQ2_XXS (id 16): 66 bytes per 256 values, no decoder here.
+    r.tensor("iq2", &[256], 16, 0).tensor("new", &[7], 999, 96);
     let g = Gguf::parse(r.data(200)).unwrap();
-    assert_eq!(g.tensor_info("q4k").unwrap().byte_len(), Some(144));
+    assert_eq!(g.tensor_info("iq2").unwrap().byte_len(), Some(66));
     assert_eq!(g.tensor_info("new").unwrap().ty(), GgmlType::Unknown(999));
-    let err = g.tensor("q4k").unwrap_err();
-    assert_eq!(err.to_string(), "unsupported type Q4_K for tensor \"q4k\"");
+    let err = g.tensor("iq2").unwrap_err();
+    assert_eq!(err.to_string(), "unsupported type IQ2_XXS for tensor \"iq2\"");
     assert!(matches!(g.tensor("new"), Err(GgufError::UnsupportedType { ty: GgmlType::Unknown(999), .. })));
 }
 
@@ -319,6 +320,44 @@ fn non_finite_weights_are_found_with_their_index() {
         matches!(&err, GgufError::NonFinite { unit: "block", index: 0, field: "scale d", value, .. } if *value == f32::INFINITY),
         "{err}"
     );
+
+    // BF16: 0x3f80 is 1.0, 0xff80 is -inf, 0x7fc1 a NaN.
+    let (g, at) = one_tensor(GgmlType::Bf16, 3, &[0x80, 0x3f, 0xc1, 0x7f, 0x80, 0xff]);
+    let err = g.tensor("w").unwrap().check_finite().unwrap_err();
+    assert!(
+        matches!(&err, GgufError::NonFinite { unit: "element", index: 1, field: "value", offset, value, .. }
+            if *offset == u64::try_from(at + 2).unwrap() && value.is_nan()),
+        "{err}"
+    );
+
+    // The k-quants keep their f16 fields at the end (Q2_K: d at 80, dmin at 82 of 84 bytes;
+    // Q3_K: d at 108 of 110; Q6_K: d at 208 of 210) or the start (Q4_K, Q5_K: d at 0, dmin at
+    // 2). Each case: two blocks, the second's field set to -inf (0xfc00).
+    let cases = [
+        (GgmlType::Q2K, 84, 82, "minimum scale dmin"),
+        (GgmlType::Q2K, 84, 80, "scale d"),
+        (GgmlType::Q3K, 110, 108, "scale d"),
+        (GgmlType::Q4K, 144, 2, "minimum scale dmin"),
+        (GgmlType::Q5K, 176, 0, "scale d"),
+        (GgmlType::Q6K, 210, 208, "scale d"),
+        (GgmlType::Q4_0, 18, 0, "scale d"),
+        (GgmlType::Q5_0, 22, 0, "scale d"),
+        (GgmlType::Q5_1, 24, 2, "minimum m"),
+    ];
+    for (ty, block, field_at, name) in cases {
+        let elems = 2 * ty.layout().unwrap().block_elems;
+        let mut q = gguf::quant::quantize(ty, &vec![0.5; usize::try_from(elems).unwrap()]).unwrap();
+        g_ok(ty, elems, &q);
+        q[block + field_at..block + field_at + 2].copy_from_slice(&0xfc00u16.to_le_bytes());
+        let (g, at) = one_tensor(ty, elems, &q);
+        let err = g.tensor("w").unwrap().check_finite().unwrap_err();
+        assert!(
+            matches!(&err, GgufError::NonFinite { unit: "block", index: 1, field, offset, value, .. }
+                if *field == name && *offset == u64::try_from(at + block + field_at).unwrap()
+                    && *value == f32::NEG_INFINITY),
+            "{ty}: {err}"
+        );
+    }
 }
 
 fn g_ok(ty: GgmlType, elems: u64, data: &[u8]) {

@@ -1,4 +1,5 @@
-//! Files written by this crate, read by gguf-py. Needs `REDLINE_GGUF_PY` naming a Python
+//! Files written by this crate, read by gguf-py: metadata of every value type and a tensor of
+//! every supported type, and the tiny llama model. Needs `REDLINE_GGUF_PY` naming a Python
 //! interpreter with the `gguf` package; without it the test says so and passes (under `CI=true`
 //! it fails).
 
@@ -7,6 +8,23 @@ use std::path::Path;
 use std::process::Command;
 
 use gguf::{Array, GgmlType, Gguf, GgufWriter, TinyLlamaConfig, Value, ValueType, quant, tiny_llama};
+
+/// Every type the crate supports, one tensor each in the sample file.
+const SUPPORTED: [GgmlType; 13] = [
+    GgmlType::F32,
+    GgmlType::F16,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q2K,
+    GgmlType::Q3K,
+    GgmlType::Q4K,
+    GgmlType::Q5K,
+    GgmlType::Q6K,
+    GgmlType::Bf16,
+];
 
 fn sample() -> Vec<u8> {
     let mut w = GgufWriter::new();
@@ -30,11 +48,12 @@ fn sample() -> Vec<u8> {
         })
         .and_then(|w| w.add(gguf::ALIGNMENT_KEY, Value::U32(64)))
         .unwrap();
-    let x: Vec<f32> = (0..128u8).map(|i| f32::from(i) * 0.37 - 20.0).collect();
-    for (name, ty) in
-        [("f32", GgmlType::F32), ("f16", GgmlType::F16), ("q4_1", GgmlType::Q4_1), ("q8_0", GgmlType::Q8_0)]
-    {
-        w.add_tensor(name, &[64, 2], ty, quant::quantize(ty, &x).unwrap()).unwrap();
+    // Two rows of 256 (a whole k-quant super-block each): a ramp with a wiggle, so that
+    // sub-blocks differ in range and sign.
+    let x: Vec<f32> = (0..512u16).map(|i| f32::from(i) * 0.037 - 9.0 + (f32::from(i) * 0.7).sin() * 3.0).collect();
+    for ty in SUPPORTED {
+        let name = ty.to_string().to_lowercase();
+        w.add_tensor(name, &[256, 2], ty, quant::quantize(ty, &x).unwrap()).unwrap();
     }
     w.to_bytes()
 }
@@ -114,4 +133,13 @@ fn gguf_py_reads_written_files() {
     eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "gguf-py disagrees");
     assert_eq!(stdout.lines().filter(|l| l.ends_with("all values equal")).count(), 2);
+    assert!(stdout.contains(&format!("and {} tensors", SUPPORTED.len())), "every type's tensor was read");
+}
+
+#[test]
+fn the_sample_covers_every_supported_type() {
+    for id in 0..64 {
+        let ty = GgmlType::from_id(id);
+        assert_eq!(SUPPORTED.contains(&ty), ty.is_supported(), "{ty}");
+    }
 }
