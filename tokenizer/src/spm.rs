@@ -1,32 +1,5 @@
 //! SentencePiece-style tokenization (`tokenizer.ggml.model = "llama"`, Gemma 3), as llama.cpp's
-//! SPM tokenizer does it.
-//!
-//! Encoding (`encode(text, parse_special)`):
-//! 1. Special tokens are split out of the text ([`crate::spm_specials`]): user-defined tokens
-//!    always, control and unknown tokens when `parse_special` is set, longest first.
-//! 2. Each stretch of text between them becomes one symbol sequence: a space is put in front when
-//!    `add_space_prefix` is set and the stretch starts the input or follows a special token;
-//!    every space becomes `▁` (U+2581, nothing else is escaped); the text is cut into its
-//!    characters.
-//! 3. Adjacent symbols whose concatenation is a vocabulary piece (of any type) are candidates; the
-//!    candidate whose piece has the highest score merges first, the leftmost on equal scores, and
-//!    the merged symbol forms new candidates with its neighbours. A priority queue of candidates
-//!    makes this O(n log n) in the characters of the stretch; there is no pre-tokenizer, so the
-//!    whole stretch is one sequence.
-//! 4. Each final symbol is its piece's id. A single character that is not a piece is written as
-//!    its UTF-8 bytes in byte pieces (`<0xNN>`, upper-case hex, or failing that the one-byte piece
-//!    itself); a character one of whose bytes has no piece becomes the unknown token (llama.cpp
-//!    gives up on the whole text there), or nothing when the vocabulary names none.
-//!
-//! Decoding gives normal pieces with `▁` as a space, byte pieces as their byte, user-defined
-//! tokens as their text, control and unknown tokens as their text only when asked, unused tokens
-//! as nothing; a whole-sequence decode drops one leading space when `add_space_prefix` is set
-//! (see [`Tokenizer::decode`]).
-//!
-//! Token types are taken from the vocabulary, with one adjustment llama.cpp makes when it loads a
-//! vocabulary: a token whose text is on its end-of-generation list is a control token (Gemma 3's
-//! user-defined `</s>` is therefore only split out with `parse_special`, and decodes to nothing
-//! without `special`).
+//! SPM tokenizer does it; the rules are documented on [`Tokenizer::new_spm`].
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -92,8 +65,38 @@ fn byte_piece_value(piece: &str) -> Option<u8> {
 }
 
 impl Tokenizer {
-    /// Validates a SentencePiece-style `vocab` and builds its tokenizer. Building the hash map of a
-    /// quarter million pieces is the main cost (see the Gemma 3 reference test for a measurement).
+    /// Validates a SentencePiece-style `vocab` and builds its tokenizer, which encodes and decodes
+    /// as llama.cpp's SPM tokenizer does. Indexing a quarter million pieces is the main cost of
+    /// building (the Gemma 3 reference test measures it).
+    ///
+    /// Encoding (`encode(text, parse_special)`):
+    /// 1. Special tokens are split out of the text: user-defined tokens always, control and
+    ///    unknown tokens when `parse_special` is set. The longest goes first and claims all its
+    ///    occurrences, leftmost first, in the text not yet claimed; then the next longest (equal
+    ///    lengths in id order). So with specials `ab` and `bcd`, `abcd` is `a` + `bcd`.
+    /// 2. Each stretch of text between them becomes one symbol sequence: a space is put in front when
+    ///    `add_space_prefix` is set and the stretch starts the input or follows a special token;
+    ///    every space becomes `▁` (U+2581, nothing else is escaped); the text is cut into its
+    ///    characters.
+    /// 3. Adjacent symbols whose concatenation is a vocabulary piece (of any type) are candidates; the
+    ///    candidate whose piece has the highest score merges first, the leftmost on equal scores, and
+    ///    the merged symbol forms new candidates with its neighbours. A priority queue of candidates
+    ///    makes this O(n log n) in the characters of the stretch; there is no pre-tokenizer, so the
+    ///    whole stretch is one sequence.
+    /// 4. Each final symbol is its piece's id. A single character that is not a piece is written as
+    ///    its UTF-8 bytes in byte pieces (`<0xNN>`, upper-case hex, or failing that the one-byte piece
+    ///    itself); a character one of whose bytes has no piece becomes the unknown token (llama.cpp
+    ///    gives up on the whole text there).
+    ///
+    /// Decoding gives normal pieces with `▁` as a space, byte pieces as their byte, user-defined
+    /// tokens as their text, control and unknown tokens as their text only when asked, unused tokens
+    /// as nothing; a whole-sequence decode drops one leading space when `add_space_prefix` is set
+    /// (see [`Tokenizer::decode`]).
+    ///
+    /// Token types are taken from the vocabulary, with one adjustment llama.cpp makes when it loads a
+    /// vocabulary: a token whose text is on its end-of-generation list is a control token (Gemma 3's
+    /// user-defined `</s>` is therefore only split out with `parse_special`, and decodes to nothing
+    /// without `special`).
     pub fn new_spm(vocab: SpmVocab) -> Result<Self, SpmVocabError> {
         let SpmVocab { tokens, scores, token_types, bos, eos, unk, pad, add_bos, add_eos, add_space_prefix } = vocab;
         let size = tokens.len();

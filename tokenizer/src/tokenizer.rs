@@ -1,5 +1,5 @@
 //! The tokenizer shared by both vocabulary models: token texts, types and decoded bytes, the
-//! special ids, decoding; encoding dispatches to the model ([`crate::bpe`] or [`crate::spm`]).
+//! special ids, decoding; encoding dispatches to the model (`bpe` or `spm`).
 
 use crate::bpe::Bpe;
 use crate::error::TokenizerError;
@@ -321,7 +321,7 @@ impl Tokenizer {
     /// tokenized like any other. BPE: where literal tokens overlap, the longest wins; bytes whose
     /// byte-level symbol is not in the vocabulary are dropped (see [`Tokenizer::missing_bytes`]).
     /// SPM: special tokens are split out longest first (llama.cpp's order), and the text between
-    /// them is encoded as described in [`crate::spm`].
+    /// them is encoded as [`Tokenizer::new_spm`] describes.
     pub fn encode(&self, text: &str, parse_special: bool) -> Vec<u32> {
         match &self.model {
             Model::Bpe(bpe) => bpe.encode(self, text, parse_special),
