@@ -172,7 +172,6 @@ fn gemma3_matches_llama_cpp() {
         cases.len()
     );
     assert!(mismatches.is_empty(), "{} of {} cases differ:\n{}", mismatches.len(), cases.len(), mismatches.join("\n"));
-    assert_eq!(round_trips, cases.len() / 2 - 10, "only the 5 strings with a `▁` differ, with and without specials");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 """Gemma 3 tokenizer reference vectors from llama.cpp's own SPM tokenizer.
 
 Loads the Gemma 3 270M GGUF with llama-cpp-python (vocab_only=True) and, for every string of
-CORPUS, records llama.cpp's `llama_tokenize(text, add_special, parse_special)` for all four
+CORPUS and RANDOM_STRINGS seeded random mixtures, records llama.cpp's `llama_tokenize(text, add_special, parse_special)` for all four
 combinations, and `llama_detokenize(ids, remove_special=False, unparse_special=parse_special)` of
 each result -> gemma3_expected.json. The Rust test (tests/gemma3_reference.rs) builds the tokenizer
 from the same file's metadata (env REDLINE_GEMMA3_GGUF) and must agree on every vector.
@@ -19,6 +19,8 @@ import ctypes
 import hashlib
 import json
 import sys
+
+import random
 
 import llama_cpp
 
@@ -265,6 +267,60 @@ CORPUS = [
     "Summarize: The mitochondria is the powerhouse of the cell.",
 ] + LONG
 
+# Seeded random mixtures of the above kinds (runs of spaces, newlines and tabs; specials, parts
+# of specials and `▁`; words of several scripts; random code points of every plane), for the
+# interactions between them. The texts are stored in the JSON, so the test does not depend on
+# Python's generator.
+SPECIALS = ["<bos>", "<eos>", "<pad>", "<unk>", "<mask>", "[multimodal]", "<start_of_turn>", "<end_of_turn>",
+            "<start_of_image>", "</s>", "<s>", "<b>", "</b>", "<table>", "<unused0>", "<unused6241>", "<h1>",
+            "<0x41>", "\u2581"]
+PARTS = ["<start_of", "turn>", "<", ">", "<unused", "<0x", "_", "\u2581\u2581", "[", "]"]
+WORDS = ["the", "Hello", " world", "ing", "tion", "café", "naïve", "Größe", "日本", "语言", "한국", "😀",
+         "👨\u200d👩\u200d👧", "🇫🇷", "\u0301", "\u200d", "\ufe0f", "def", "fn", "{", "}", "(", ")", ";", "==",
+         "->", "12", "3.5", "don't", "'s"]
+RANDOM_STRINGS = 100
+
+
+def random_strings(seed, count, avoid):
+    rng = random.Random(seed)
+
+    def code_point():
+        while True:
+            c = rng.choice([rng.randint(0x20, 0x7E), rng.randint(0xA0, 0x2FFF), rng.randint(0x3000, 0x9FFF),
+                            rng.randint(0xAC00, 0xD7A3), rng.randint(0xE000, 0xFFFF),
+                            rng.randint(0x10000, 0x10FFFF), rng.randint(0, 0x1F)])
+            if not 0xD800 <= c <= 0xDFFF:
+                return chr(c)
+
+    def one():
+        out = []
+        for _ in range(rng.randint(1, 25)):
+            k = rng.random()
+            if k < 0.15:
+                out.append(" " * rng.randint(1, 40))
+            elif k < 0.22:
+                out.append("\n" * rng.randint(1, 35))
+            elif k < 0.27:
+                out.append("\t" * rng.randint(1, 33))
+            elif k < 0.40:
+                out.append(rng.choice(SPECIALS))
+            elif k < 0.47:
+                out.append(rng.choice(PARTS))
+            elif k < 0.75:
+                out.append(rng.choice(WORDS))
+            elif k < 0.85:
+                out.append(rng.choice("abcdefghijklmnopqrstuvwxyz") * rng.randint(1, 12))
+            else:
+                out.append("".join(code_point() for _ in range(rng.randint(1, 5))))
+        return "".join(out)
+
+    found = []
+    while len(found) < count:
+        text = one()
+        if text not in avoid and text not in found:
+            found.append(text)
+    return found
+
 
 def vocab_of(path):
     params = llama_cpp.llama_model_default_params()
@@ -306,8 +362,9 @@ def main():
         sha256 = hashlib.file_digest(f, "sha256").hexdigest()
     model, vocab = vocab_of(path)
     assert len(CORPUS) == len(set(CORPUS)), "duplicate corpus entries"
+    corpus = CORPUS + random_strings(2025, RANDOM_STRINGS, set(CORPUS))
     cases = []
-    for text in CORPUS:
+    for text in corpus:
         for add_special in (False, True):
             for parse_special in (False, True):
                 ids = tokenize(vocab, text, add_special, parse_special)
@@ -322,13 +379,13 @@ def main():
     doc = {
         "source": f"llama.cpp via llama-cpp-python {llama_cpp.__version__}",
         "gguf_sha256": sha256,
-        "strings": len(CORPUS),
+        "strings": len(corpus),
         "cases": cases,
     }
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(doc, f, ensure_ascii=True, indent=None, separators=(",", ":"))
         f.write("\n")
-    print(f"{len(CORPUS)} strings, {len(cases)} cases -> {out_path}")
+    print(f"{len(corpus)} strings, {len(cases)} cases -> {out_path}")
 
 
 if __name__ == "__main__":
