@@ -70,7 +70,10 @@ impl Utf8Stream {
     }
 }
 
-/// Decodes token ids one at a time into complete UTF-8 text.
+/// Decodes token ids one at a time into complete UTF-8 text: each token's
+/// [`Tokenizer::token_bytes`], as llama.cpp's `token_to_piece` streams them. Unlike
+/// [`Tokenizer::decode`] it keeps the leading space an SPM vocabulary with `add_space_prefix`
+/// writes before the first word (a stream may continue text that came before it).
 #[derive(Debug, Clone)]
 pub struct Decoder<'t> {
     tokenizer: &'t Tokenizer,

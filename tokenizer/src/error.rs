@@ -3,7 +3,8 @@
 
 use thiserror::Error;
 
-/// Why a vocabulary could not become a [`crate::Tokenizer`], or why an id could not be decoded.
+/// Why a byte-level vocabulary could not become a [`crate::Tokenizer`], or why an id could not be
+/// decoded.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum TokenizerError {
     /// The pre-tokenizer name is not one this crate implements.
@@ -110,6 +111,104 @@ pub enum TokenizerError {
         /// Vocabulary size.
         vocab_size: usize,
     },
+}
+
+/// Why a SentencePiece-style vocabulary ([`crate::SpmVocab`]) could not become a
+/// [`crate::Tokenizer`]. [`SpmVocabError::key`] names the GGUF metadata key at fault.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SpmVocabError {
+    /// The vocabulary is empty or has more ids than fit a `u32`.
+    #[error("vocabulary size {size} is outside 1..={limit}")]
+    VocabSize {
+        /// Number of tokens given.
+        size: usize,
+        /// Largest accepted size.
+        limit: u64,
+    },
+    /// `scores` does not hold one score per token.
+    #[error("vocabulary has {tokens} tokens but {scores} scores")]
+    ScoreCountMismatch {
+        /// Number of token strings.
+        tokens: usize,
+        /// Number of scores.
+        scores: usize,
+    },
+    /// `token_types` does not hold one type per token.
+    #[error("vocabulary has {tokens} tokens but {token_types} token types")]
+    TypeCountMismatch {
+        /// Number of token strings.
+        tokens: usize,
+        /// Number of token types.
+        token_types: usize,
+    },
+    /// A token string is empty.
+    #[error("token {index} is empty")]
+    EmptyToken {
+        /// Token index.
+        index: usize,
+    },
+    /// The same token string appears twice.
+    #[error("token {index} {token:?} duplicates token {first}")]
+    DuplicateToken {
+        /// Index of the second occurrence.
+        index: usize,
+        /// Index of the first occurrence.
+        first: usize,
+        /// The token string.
+        token: String,
+    },
+    /// A token type value outside 1..=6.
+    #[error(
+        "token {index} has unsupported token type {value} (1..=6: normal, unknown, control, user-defined, unused, byte)"
+    )]
+    UnsupportedTokenType {
+        /// Token index.
+        index: usize,
+        /// The raw type value.
+        value: i32,
+    },
+    /// A score is NaN, which orders no merge.
+    #[error("token {index} has a NaN score")]
+    NanScore {
+        /// Token index.
+        index: usize,
+    },
+    /// A token of type byte is not spelled `<0xNN>` with two hex digits.
+    #[error("byte token {index} {token:?} is not of the form <0xNN>")]
+    MalformedBytePiece {
+        /// Token index.
+        index: usize,
+        /// The token string.
+        token: String,
+    },
+    /// A special token id (bos, eos, unk, pad), given or defaulted, is out of range.
+    #[error("{name} id {id} is out of range for a vocabulary of {vocab_size} tokens")]
+    SpecialIdOutOfRange {
+        /// Which special id (e.g. "bos").
+        name: &'static str,
+        /// The id.
+        id: u32,
+        /// Vocabulary size.
+        vocab_size: usize,
+    },
+}
+
+impl SpmVocabError {
+    /// The GGUF metadata key whose value is at fault (`tokenizer.ggml.tokens`, `.scores`, ...).
+    pub fn key(&self) -> &'static str {
+        match self {
+            Self::VocabSize { .. } | Self::EmptyToken { .. } | Self::DuplicateToken { .. } => "tokenizer.ggml.tokens",
+            Self::MalformedBytePiece { .. } => "tokenizer.ggml.tokens",
+            Self::ScoreCountMismatch { .. } | Self::NanScore { .. } => "tokenizer.ggml.scores",
+            Self::TypeCountMismatch { .. } | Self::UnsupportedTokenType { .. } => "tokenizer.ggml.token_type",
+            Self::SpecialIdOutOfRange { name, .. } => match *name {
+                "bos" => "tokenizer.ggml.bos_token_id",
+                "eos" => "tokenizer.ggml.eos_token_id",
+                "unk" => "tokenizer.ggml.unknown_token_id",
+                _ => "tokenizer.ggml.padding_token_id",
+            },
+        }
+    }
 }
 
 /// Why a chat template could not be used.
