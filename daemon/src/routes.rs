@@ -133,7 +133,7 @@ async fn completions(
 ) -> Result<Response, ApiError> {
     let request = request::completion(&body(raw)?)?;
     let (model, offered) = state.catalog.select(request.model.as_deref())?;
-    let prompt = offered.tokenizer.encode(&request.prompt, false);
+    let prompt = offered.tokenizer.encode_special(&request.prompt, true, false);
     let job = Queued { model, offered, endpoint: Endpoint::Completions, prompt_param: "prompt" };
     generate(&state, job, prompt, request.sampling).await
 }

@@ -20,6 +20,7 @@ mod file;
 mod parse;
 pub mod quant;
 pub mod tiny;
+pub mod tiny_gemma3;
 mod types;
 mod value;
 mod writer;
@@ -35,6 +36,7 @@ pub use parse::{
 };
 pub use quant::QuantError;
 pub use tiny::{TinyLlamaConfig, tiny_llama, tiny_llama_writer, write_tiny_llama};
+pub use tiny_gemma3::{TinyGemma3Config, tiny_gemma3, tiny_gemma3_writer, write_tiny_gemma3};
 pub use types::{BlockLayout, GgmlType};
 pub use value::{Array, MixedArray, Value, ValueType};
 pub use writer::{GgufWriter, WRITE_VERSION, WriteError};

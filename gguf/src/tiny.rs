@@ -176,10 +176,10 @@ pub fn tiny_vocab() -> TinyVocab {
 }
 
 /// splitmix64: a tiny, well-mixed generator whose output is the same on every platform.
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -188,14 +188,14 @@ impl SplitMix64 {
     }
 
     /// Uniform in [-1, 1), from 23 random mantissa bits (exact, no libm).
-    fn uniform(&mut self) -> f32 {
+    pub(crate) fn uniform(&mut self) -> f32 {
         let man = u32::try_from(self.next_u64() >> 41).unwrap_or(0);
         f32::from_bits(0x3f80_0000 | man) * 2.0 - 3.0
     }
 
     /// Approximately standard normal: the sum of three uniforms on [-1, 1) has variance 1.
     /// Pure arithmetic, so weights are bit-identical across machines (libm's `ln`/`cos` are not).
-    fn normal(&mut self) -> f32 {
+    pub(crate) fn normal(&mut self) -> f32 {
         self.uniform() + self.uniform() + self.uniform()
     }
 }

@@ -112,7 +112,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         return one(&mut session, &ids, &options, args.json, &model);
     }
     let Some(prompt) = &args.prompt else { bail!("give --prompt TEXT, or --chat for a conversation") };
-    let ids = session.tokenizer().encode(prompt, false);
+    let ids = session.tokenizer().encode_special(prompt, true, false);
     one(&mut session, &ids, &options, args.json, &model)
 }
 

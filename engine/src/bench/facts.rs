@@ -130,11 +130,12 @@ pub fn clocks(gpu: Value) -> Value {
 
 /// Every `REDLINE_*` environment variable the workspace reads, with who reads it. The unit test
 /// `every_redline_variable_the_workspace_names_is_listed` keeps it complete.
-pub const REDLINE_VARIABLES: [(&str, &str); 16] = [
+pub const REDLINE_VARIABLES: [(&str, &str); 17] = [
     ("REDLINE_API_KEY", "redline serve: the API key clients must send (its value is never recorded)"),
     ("REDLINE_BLESS", "tape-core tests: rewrite the golden files"),
     ("REDLINE_CLANG", "kernels build (build-kernels): the clang to compile the kernels with"),
     ("REDLINE_CONFORMANCE_CHILD", "conformance suite (tests/): marks its child process"),
+    ("REDLINE_GEMMA3_GGUF", "tests: the Gemma 3 270M model file"),
     ("REDLINE_GGUF_PY", "tests: the Python with the gguf package for the reference checks"),
     ("REDLINE_HIP_LIBRARY", "hip-sys: the HIP runtime library to load"),
     ("REDLINE_HOME", "redline: the model cache root (models, pull)"),

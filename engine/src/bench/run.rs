@@ -134,7 +134,7 @@ fn prepare<D: Devices>(params: &Params, devices: &D) -> Result<Result<(Setup, Gg
         Gguf::open(&resolved.path).map_err(|source| BenchError::Read { path: resolved.path.clone().into(), source })?;
     let model_sha256 = resolved.sha256()?;
     let tokenizer = tokenizer_from_gguf(&file)?;
-    let prompt = tokenizer.encode(params.prompt_text(), false);
+    let prompt = tokenizer.encode_special(params.prompt_text(), true, false);
     if prompt.is_empty() {
         return Err(BenchError::Usage("--prompt: encodes to no tokens".to_owned()));
     }

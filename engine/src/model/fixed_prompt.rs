@@ -10,7 +10,7 @@ use hal::Device;
 use tape_core::calibrate::GridRule;
 
 use crate::funnel::Funnel;
-use crate::model::Llama;
+use crate::model::LanguageModel;
 use crate::workload::{Surface, Workload, WorkloadError};
 
 /// Multiplier of the prompt's token sequence: the 1000th prime, so that consecutive positions
@@ -20,13 +20,13 @@ pub const TOKEN_STRIDE: u64 = 7919;
 /// The model with its fixed prompt.
 #[derive(Debug)]
 pub struct FixedPrompt<'a> {
-    model: &'a mut Llama,
+    model: &'a mut dyn LanguageModel,
     bos: u32,
 }
 
 impl<'a> FixedPrompt<'a> {
     /// `model` fed the fixed prompt that starts with `bos`.
-    pub fn new(model: &'a mut Llama, bos: u32) -> Self {
+    pub fn new(model: &'a mut dyn LanguageModel, bos: u32) -> Self {
         Self { model, bos }
     }
 
@@ -37,7 +37,7 @@ impl<'a> FixedPrompt<'a> {
         if position == 0 {
             return self.bos;
         }
-        let vocab = u64::from(self.model.params().vocab);
+        let vocab = u64::from(self.model.vocab());
         // The remainder is below the vocabulary size, so it fits.
         u32::try_from(u64::from(position) * TOKEN_STRIDE % vocab).unwrap_or(0)
     }

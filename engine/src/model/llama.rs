@@ -577,6 +577,28 @@ impl Workload for Llama {
     }
 }
 
+impl super::language::LanguageModel for Llama {
+    fn architecture(&self) -> &'static str {
+        "llama"
+    }
+
+    fn vocab(&self) -> u32 {
+        self.params.vocab
+    }
+
+    fn context(&self) -> u32 {
+        self.context
+    }
+
+    fn set_token(&mut self, token: u32) -> Result<(), WorkloadError> {
+        Llama::set_token(self, token)
+    }
+
+    fn logits(&self, device: &mut dyn Device) -> Result<Vec<f32>, WorkloadError> {
+        Llama::logits(self, device)
+    }
+}
+
 fn load_kernels(device: &mut dyn Device) -> Result<Kernels, WorkloadError> {
     let module = |device: &mut dyn Device, module: &str, names: &[&str]| -> Result<Vec<Kernel>, WorkloadError> {
         let path = format!("{}/{module}.co", device.target());
@@ -643,11 +665,19 @@ fn allocate_surfaces(device: &mut dyn Device, p: &LlamaParams, context: u32) -> 
 /// runs on the device).
 #[must_use]
 pub fn rope_table(p: &LlamaParams, context: u32) -> Vec<f32> {
-    let half = p.head_dim / 2;
-    let mut table = Vec::with_capacity(usize::try_from(u64::from(context) * u64::from(p.head_dim)).unwrap_or(0));
+    rope_table_of(p.rope_base, p.head_dim, context)
+}
+
+/// [`rope_table`] for any RoPE base and head size: `(cos, sin)` of `pos * base^(-2i / head_dim)`
+/// for every position below `context` and pair `i < head_dim / 2`, computed in f64 and rounded
+/// once to f32.
+#[must_use]
+pub fn rope_table_of(base: f32, head_dim: u32, context: u32) -> Vec<f32> {
+    let half = head_dim / 2;
+    let mut table = Vec::with_capacity(usize::try_from(u64::from(context) * u64::from(head_dim)).unwrap_or(0));
     for pos in 0..context {
         for i in 0..half {
-            let theta = f64::from(p.rope_base).powf(-2.0 * f64::from(i) / f64::from(p.head_dim));
+            let theta = f64::from(base).powf(-2.0 * f64::from(i) / f64::from(head_dim));
             let angle = f64::from(pos) * theta;
             // CAST: rounding to the kernels' f32 is the point.
             #[allow(clippy::cast_possible_truncation)]
@@ -657,7 +687,7 @@ pub fn rope_table(p: &LlamaParams, context: u32) -> Vec<f32> {
     table
 }
 
-fn f32_bytes(values: &[f32]) -> Vec<u8> {
+pub(super) fn f32_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 

@@ -3,13 +3,17 @@
 
 pub mod context;
 pub mod fixed_prompt;
+pub mod gemma3;
+pub mod language;
 pub mod llama;
 pub mod open;
 pub mod params;
 
 pub use context::{ContextError, check_context, default_context};
 pub use fixed_prompt::FixedPrompt;
-pub use llama::{KvCacheLayout, Llama, LoadError, PREFILL_CHUNK, rope_table};
+pub use gemma3::{Gemma3, Gemma3Params};
+pub use language::{ARCHITECTURES, LanguageModel};
+pub use llama::{KvCacheLayout, Llama, LoadError, PREFILL_CHUNK, rope_table, rope_table_of};
 pub use open::{ModelFile, OpenError, open_model};
 pub use params::{LlamaParams, ParamsError};
 pub mod session;

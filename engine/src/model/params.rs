@@ -9,8 +9,9 @@ pub enum ParamsError {
     /// A metadata key is missing or has the wrong type.
     #[error(transparent)]
     Metadata(#[from] gguf::GgufError),
-    /// `general.architecture` is not `llama`.
-    #[error("general.architecture is {found:?}; only \"llama\" models are supported")]
+    /// `general.architecture` names no architecture an adapter runs
+    /// ([`ARCHITECTURES`](super::language::ARCHITECTURES)).
+    #[error("general.architecture is {found:?}; the supported architectures are {}", super::language::ARCHITECTURES.join(", "))]
     Architecture {
         /// What the file says.
         found: String,
@@ -259,18 +260,18 @@ const VOCAB_KEY: &str = "llama.vocab_size";
 const TOKENS_KEY: &str = "tokenizer.ggml.tokens";
 const EMBEDDING: &str = "token_embd.weight";
 
-fn positive_finite(key: &'static str, value: f32, rule: &'static str) -> Result<(), ParamsError> {
+pub(super) fn positive_finite(key: &'static str, value: f32, rule: &'static str) -> Result<(), ParamsError> {
     if value.is_finite() && value > 0.0 {
         return Ok(());
     }
     Err(ParamsError::Invalid { key, value: format!("{value:?}"), rule })
 }
 
-fn rows(tensor: &str) -> String {
+pub(super) fn rows(tensor: &str) -> String {
     format!("the row count of {tensor} (dimension 1)")
 }
 
-fn agree(first: String, first_value: u64, second: String, second_value: u64) -> Result<(), ParamsError> {
+pub(super) fn agree(first: String, first_value: u64, second: String, second_value: u64) -> Result<(), ParamsError> {
     if first_value == second_value {
         return Ok(());
     }
@@ -280,9 +281,14 @@ fn agree(first: String, first_value: u64, second: String, second_value: u64) -> 
 /// `llama.vocab_size` (when present) and the length of `tokenizer.ggml.tokens` (when it is an
 /// array; its absence or type is the tokenizer's to report) against the embedding's rows.
 fn check_vocab(file: &Gguf, embedding_rows: u64) -> Result<(), ParamsError> {
-    if file.get(VOCAB_KEY).is_some() {
-        let declared = file.u32(VOCAB_KEY)?;
-        agree(VOCAB_KEY.to_owned(), u64::from(declared), rows(EMBEDDING), embedding_rows)?;
+    check_vocab_of(file, VOCAB_KEY, embedding_rows)
+}
+
+/// [`check_vocab`] with the architecture's own vocabulary key (`<arch>.vocab_size`).
+pub(super) fn check_vocab_of(file: &Gguf, vocab_key: &str, embedding_rows: u64) -> Result<(), ParamsError> {
+    if file.get(vocab_key).is_some() {
+        let declared = file.u32(vocab_key)?;
+        agree(vocab_key.to_owned(), u64::from(declared), rows(EMBEDDING), embedding_rows)?;
     }
     if let Some(gguf::Value::Array(tokens)) = file.get(TOKENS_KEY) {
         let count = u64::try_from(tokens.len()).unwrap_or(u64::MAX);
@@ -292,7 +298,13 @@ fn check_vocab(file: &Gguf, embedding_rows: u64) -> Result<(), ParamsError> {
 }
 
 /// Checks a tensor's type and leading dimensions; returns its dimensions.
-fn tensor(file: &Gguf, name: &str, types: &[GgmlType], leading: &[u64], rank: usize) -> Result<Vec<u64>, ParamsError> {
+pub(super) fn tensor(
+    file: &Gguf,
+    name: &str,
+    types: &[GgmlType],
+    leading: &[u64],
+    rank: usize,
+) -> Result<Vec<u64>, ParamsError> {
     let info = file.tensor_info(name).ok_or_else(|| ParamsError::MissingTensor { name: name.to_owned() })?;
     let dims: Vec<u64> = info.dims().to_vec();
     let fits = types.contains(&info.ty()) && dims.len() == rank && dims.iter().zip(leading).all(|(a, b)| a == b);

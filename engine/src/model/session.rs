@@ -7,15 +7,16 @@ use std::time::{Duration, Instant};
 
 use gguf::Gguf;
 use tokenizer::{
-    Decoder, LogitsConfig, LogitsProcessor, Sampler, SamplerConfig, StopMatcher, TokenLogprobs, Tokenizer,
-    TokenizerError, Vocab,
+    Decoder, LogitsConfig, LogitsProcessor, Sampler, SamplerConfig, SpmVocab, StopMatcher, TokenLogprobs, Tokenizer,
+    TokenizerError, TokenizerModel, Vocab,
 };
 
-use super::{Llama, LoadError, ParamsError};
+use super::language::{self, LanguageModel};
+use super::{LoadError, ParamsError};
 use crate::admission::AdmissionDecision;
 use crate::funnel::Funnel;
 use crate::replay::{ForwardError, ReplayConfig, ReplayController, RouteProof, Step};
-use crate::workload::{Workload, WorkloadError};
+use crate::workload::WorkloadError;
 use hal::Device;
 
 /// Launches a step may record: a decode step of a 30-layer model is about 450.
@@ -75,13 +76,44 @@ impl SessionError {
 pub fn tokenizer_from_gguf(file: &Gguf) -> Result<Tokenizer, SessionError> {
     let err = |e: &dyn std::fmt::Display| SessionError::Tokenizer(e.to_string());
     let model = file.str("tokenizer.ggml.model").map_err(|e| err(&e))?;
-    if model != "gpt2" {
-        return Err(SessionError::Tokenizer(format!("tokenizer.ggml.model {model:?}: only \"gpt2\" (byte-level BPE)")));
-    }
     let strings = |key: &str| -> Result<Vec<String>, SessionError> {
         Ok(file.string_array(key).map_err(|e| err(&e))?.into_iter().map(str::to_owned).collect())
     };
     let optional = |key: &str| file.get(key).map(|_| file.u32(key).map_err(|e| err(&e))).transpose();
+    match TokenizerModel::from_gguf_name(model) {
+        Some(TokenizerModel::Bpe) => {}
+        Some(TokenizerModel::Spm) => {
+            let tokens = strings(TOKENS)?;
+            let flag = |key: &str| file.get(key).map(|_| file.bool(key).map_err(|e| err(&e))).transpose();
+            // llama.cpp's reading: no scores means 0 for every piece, no types all normal.
+            let scores = match file.get(SCORES) {
+                Some(_) => file.f32_array(SCORES).map_err(|e| err(&e))?,
+                None => vec![0.0; tokens.len()],
+            };
+            let token_types = match file.get(TOKEN_TYPES) {
+                Some(_) => file.i32_array(TOKEN_TYPES).map_err(|e| err(&e))?,
+                None => vec![1; tokens.len()],
+            };
+            let vocab = SpmVocab {
+                tokens,
+                scores,
+                token_types,
+                bos: optional(BOS)?,
+                eos: optional(EOS)?,
+                unk: optional(UNK)?,
+                pad: optional(PAD)?,
+                add_bos: flag(ADD_BOS)?,
+                add_eos: flag(ADD_EOS)?,
+                add_space_prefix: flag(ADD_SPACE_PREFIX)?,
+            };
+            return Tokenizer::new_spm(vocab).map_err(|e| SessionError::Tokenizer(format!("{}: {e}", e.key())));
+        }
+        None => {
+            return Err(SessionError::Tokenizer(format!(
+                "tokenizer.ggml.model {model:?}: only \"gpt2\" (byte-level BPE) and \"llama\" (SentencePiece-style) are supported"
+            )));
+        }
+    }
     let vocab = Vocab {
         tokens: strings(TOKENS)?,
         token_types: file.i32_array(TOKEN_TYPES).map_err(|e| err(&e))?,
@@ -101,6 +133,10 @@ pub fn tokenizer_from_gguf(file: &Gguf) -> Result<Tokenizer, SessionError> {
 const TOKENS: &str = "tokenizer.ggml.tokens";
 const TOKEN_TYPES: &str = "tokenizer.ggml.token_type";
 const MERGES: &str = "tokenizer.ggml.merges";
+const SCORES: &str = "tokenizer.ggml.scores";
+const ADD_BOS: &str = "tokenizer.ggml.add_bos_token";
+const ADD_EOS: &str = "tokenizer.ggml.add_eos_token";
+const ADD_SPACE_PREFIX: &str = "tokenizer.ggml.add_space_prefix";
 const BOS: &str = "tokenizer.ggml.bos_token_id";
 const EOS: &str = "tokenizer.ggml.eos_token_id";
 const UNK: &str = "tokenizer.ggml.unknown_token_id";
@@ -203,7 +239,7 @@ impl Generation {
 #[derive(Debug)]
 pub struct Session<D: Device> {
     device: D,
-    model: Llama,
+    model: Box<dyn LanguageModel>,
     funnel: Funnel,
     controller: ReplayController,
     tokenizer: Tokenizer,
@@ -238,7 +274,7 @@ impl<D: Device> Session<D> {
         admission: AdmissionDecision,
     ) -> Result<Self, SessionError> {
         let tokenizer = tokenizer_from_gguf(file)?;
-        let model = Llama::load_model(&mut device, file, context)?;
+        let model = language::load(&mut device, file, context)?;
         let mut controller = ReplayController::new(config);
         controller.configure_model_default(admission.admitted);
         let prefill_chunk = model.prefill_chunk().max(1);
@@ -286,7 +322,7 @@ impl<D: Device> Session<D> {
         self.device.reset();
         self.funnel = Funnel::new(FUNNEL_CAPACITY);
         self.tokenizer = tokenizer_from_gguf(file)?;
-        self.model = Llama::load_model(&mut self.device, file, context)?;
+        self.model = language::load(&mut self.device, file, context)?;
         self.prefill_chunk = self.prefill_chunk.clamp(1, self.model.prefill_chunk().max(1));
         self.controller.configure_model_default(admission.admitted);
         self.admission = admission;
@@ -378,11 +414,11 @@ impl<D: Device> Session<D> {
         // One record reused for every token: with logprobs asked, only the first step allocates.
         let mut record = options.top_logprobs.map(|_| TokenLogprobs::default());
         let tokenizer = &self.tokenizer;
-        let mut stops = StopMatcher::new(vec![tokenizer.eos()], options.stop.clone());
+        let mut stops = StopMatcher::new(tokenizer.end_of_generation().to_vec(), options.stop.clone());
         let mut decoder = Decoder::new(tokenizer, false);
         let mut parts = Parts {
             device: &mut self.device,
-            model: &mut self.model,
+            model: self.model.as_mut(),
             funnel: &mut self.funnel,
             controller: &mut self.controller,
         };
@@ -490,7 +526,7 @@ impl From<LoadError> for SessionError {
 /// The parts of a [`Session`] a forward mutates, borrowed apart from its tokenizer.
 struct Parts<'a, D: Device> {
     device: &'a mut D,
-    model: &'a mut Llama,
+    model: &'a mut dyn LanguageModel,
     funnel: &'a mut Funnel,
     controller: &'a mut ReplayController,
 }
