@@ -51,7 +51,7 @@ fn random_row(rng: &mut Rng, format: BlockFormat, blocks: usize) -> Vec<u8> {
     let mut row: Vec<u8> = (0..blocks * block_bytes).map(|_| rng.next_u64().to_le_bytes()[3]).collect();
     for block in row.chunks_exact_mut(block_bytes) {
         for &at in scale_offsets(format) {
-            if rng.next_u64() % 3 == 0 {
+            if rng.next_u64().is_multiple_of(3) {
                 let special = SPECIAL_F16[usize::try_from(rng.next_u64() % 16).unwrap()];
                 // As bf16, the same bits are zeros, subnormals, large values, infinities and NaNs
                 // of f32 too (0x7c00 is a finite bf16; 0x7f80 is its infinity).

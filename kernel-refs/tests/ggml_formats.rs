@@ -50,8 +50,8 @@ fn get_scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
     }
 }
 
-/// The values of one block, as ggml's `dequantize_row_*` writes them.
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+/// The values of one block, as ggml's `dequantize_row_*` writes them (its loops kept as they are).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::needless_range_loop)]
 fn ggml_block(format: BlockFormat, x: &[u8]) -> Vec<f32> {
     let mut y = Vec::new();
     match format {
@@ -238,9 +238,9 @@ fn random_blocks(rng: &mut Rng, format: BlockFormat, blocks: usize, special: boo
             let mut bits = common::random_f16(rng);
             if format == BlockFormat::BF16 {
                 // The same magnitudes as bfloat16: 2^-8 .. 2^-2.
-                bits = (bits & 0x8000) | ((bits & 0x7c00) >> 3) + (112 << 7) | (bits & 0x7f);
+                bits = (bits & 0x8000) | (((bits & 0x7c00) >> 3) + (112 << 7)) | (bits & 0x7f);
             }
-            if special && rng.next_u64() % 3 == 0 {
+            if special && rng.next_u64().is_multiple_of(3) {
                 bits = SPECIAL_F16[usize::try_from(rng.next_u64() % 12).unwrap()];
             }
             block[at..at + 2].copy_from_slice(&bits.to_le_bytes());
