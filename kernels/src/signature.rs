@@ -529,9 +529,8 @@ pub static ATTENTION_ROWS: Signature = fixed(
     4 * 64,
 );
 
-/// The block formats of module `ggml_quants` with matrix products there, as `(matvec static,
-/// matmul static, kernel-name suffix)`; every format of the module also has the row gathers
-/// (`ggml_gathers!`).
+/// The matrix products of module `ggml_quants`, as `(matvec static, matmul static, kernel-name
+/// suffix)`: every format but Q4_1 and Q8_0, whose products are in `quant` and `prefill`.
 macro_rules! ggml_products {
     ($($matvec:ident $matmul:ident $t:literal;)*) => {$(
         #[doc = concat!("`matvec_", $t, "` in module `ggml_quants`: as [`MATVEC_Q4_1`] (arguments [`matvec_q`]).")]
@@ -541,7 +540,8 @@ macro_rules! ggml_products {
     )*};
 }
 
-/// The row gathers of module `ggml_quants`, as `(get_row static, get_rows static, suffix)`.
+/// The row gathers of module `ggml_quants`, as `(get_row static, get_rows static, suffix)`: every
+/// format but Q8_0, whose gathers are in `quant` and `prefill`.
 macro_rules! ggml_gathers {
     ($($get_row:ident $get_rows:ident $t:literal;)*) => {$(
         #[doc = concat!("`get_row_", $t, "` in module `ggml_quants`: as [`GET_ROW_Q8_0`] (arguments [`get_row_q8_0`]).")]
