@@ -483,6 +483,9 @@ fn the_chunk_order_decides_hand_derived_sums() {
         xs[32 * 32..33 * 32].fill(2.0);
         let y = matvec(format, &w2, &xs, 1, 1).unwrap()[0];
         assert_eq!(f32::from_bits(y), 16_779_264.0, "{}", format.name());
+        // The same in every row of a taller matrix (the references take rows in groups).
+        let ys = matvec(format, &w2.repeat(11), &xs, 11, 11).unwrap();
+        assert!(ys[..11].iter().all(|&b| b == y), "{}", format.name());
         // The batched product gives the same bits for the same tokens.
         let both: Vec<f32> = xs.iter().chain(&xs).copied().collect();
         assert_eq!(matmul(format, &w2, &both, 1, 2048).unwrap()[..2], [y, y], "{}", format.name());

@@ -331,6 +331,42 @@ fn row_sum<F: Format>(row: &[u8], xs: &[f32]) -> f32 {
     tree_reduce(&mut partial)
 }
 
+/// Rows [`group_sums`] computes together: one `f32` lane of a vector register each.
+const GROUP_ROWS: usize = 8;
+const _: () = assert!(TASK_ROWS.is_multiple_of(GROUP_ROWS));
+
+/// [`row_sum`] of [`GROUP_ROWS`] rows at once (`rows` holds them, `row_bytes` each): every row's
+/// work-items add the same chunks in the same order, so the rows' sums are independent lanes of
+/// one vector operation per value; each row's bits are [`row_sum`]'s.
+#[inline(always)]
+fn group_sums<F: Format>(rows: &[u8], row_bytes: usize, xs: &[f32], out: &mut [f32]) {
+    let mut partial = [[0.0f32; GROUP_ROWS]; LANES];
+    let mut w = [[0.0f32; 32]; GROUP_ROWS];
+    let mut wt = [[0.0f32; GROUP_ROWS]; 32];
+    for (c, x) in xs.as_chunks::<32>().0.iter().enumerate() {
+        let at = c / F::CHUNKS * F::BYTES;
+        for (r, w) in w.iter_mut().enumerate() {
+            F::chunk(&rows[r * row_bytes + at..][..F::BYTES], c % F::CHUNKS, w);
+        }
+        for (j, wt) in wt.iter_mut().enumerate() {
+            for (r, v) in wt.iter_mut().enumerate() {
+                *v = w[r][j];
+            }
+        }
+        let mut acc = partial[c % LANES];
+        for (wt, &x) in wt.iter().zip(x) {
+            for (a, w) in acc.iter_mut().zip(wt) {
+                *a += w * x;
+            }
+        }
+        partial[c % LANES] = acc;
+    }
+    for (r, y) in out.iter_mut().enumerate() {
+        let mut lanes: [f32; LANES] = std::array::from_fn(|l| partial[l][r]);
+        *y = tree_reduce(&mut lanes);
+    }
+}
+
 /// `out[r]` = row `r` of `w` (whole rows of `xs.len()` values) times `xs`, on the machine's cores
 /// when the matrix is large.
 fn matvec_rows(format: BlockFormat, w: &[u8], xs: &[f32], out: &mut [f32]) {
@@ -342,8 +378,14 @@ fn matvec_rows(format: BlockFormat, w: &[u8], xs: &[f32], out: &mut [f32]) {
             isa,
             #[inline(always)]
             || {
+                let done = ys.len() / GROUP_ROWS * GROUP_ROWS;
                 with_format!(format, F => {
-                    for (y, row) in ys.iter_mut().zip(rows.chunks_exact(row_bytes)) {
+                    let mut groups = ys.chunks_exact_mut(GROUP_ROWS);
+                    for (ys, rows) in groups.by_ref().zip(rows.chunks_exact(GROUP_ROWS * row_bytes)) {
+                        group_sums::<F>(rows, row_bytes, xs, ys);
+                    }
+                    let tail = rows[done * row_bytes..].chunks_exact(row_bytes);
+                    for (y, row) in groups.into_remainder().iter_mut().zip(tail) {
                         *y = row_sum::<F>(row, xs);
                     }
                 });
