@@ -106,6 +106,27 @@ fn cases(kernel: &str) -> Vec<Case> {
                 )
             },
         ],
+        // Module ggml_quants: 256 and 512 columns are whole blocks of every format.
+        k if k.starts_with("matvec_") => vec![
+            case(&[("rows", 12), ("cols", 256)], 12 * 32, 32),
+            case(&[("rows", 12), ("cols", 1024)], 6 * 32, 32),
+            Case { aliased: true, ..case(&[("rows", 2), ("cols", 256)], 64, 32) },
+        ],
+        k if k.starts_with("matmul_") => vec![
+            case(&[("rows", 12), ("cols", 256), ("n", 5)], 12 * 32, 32),
+            case(&[("rows", 6), ("cols", 512), ("n", 9)], 6 * 32, 32),
+            Case { aliased: true, ..case(&[("rows", 2), ("cols", 256), ("n", 3)], 64, 32) },
+        ],
+        k if k.starts_with("get_rows_") => vec![
+            case(&[("cols", 256), ("rows", 3), ("n", 4)], 1024, 256),
+            case(&[("cols", 512), ("rows", 5), ("n", 3)], 1200, 64),
+            Case { aliased: true, ..case(&[("cols", 256), ("rows", 1), ("n", 2)], 512, 256) },
+        ],
+        k if k.starts_with("get_row_") => vec![
+            case(&[("cols", 256), ("rows", 3)], 256, 64),
+            case(&[("cols", 512), ("rows", 5)], 300, 100),
+            Case { aliased: true, ..case(&[("cols", 256), ("rows", 1)], 256, 256) },
+        ],
         other => panic!("no effect cases for {other}: add some"),
     }
 }
@@ -115,7 +136,7 @@ fn cases(kernel: &str) -> Vec<Case> {
 fn conservative(kernel: &str, arg: &str, reads: bool) -> bool {
     match (kernel, arg) {
         // The row read depends on the token id, which is data: the whole table is declared.
-        ("get_row_q8_0" | "get_rows_q8_0", "table") => true,
+        (k, "table") if k.starts_with("get_row") => true,
         // Extents start at the pointer: rows before `pos` of the table and of the caches are
         // declared but untouched.
         ("rope" | "rope_store" | "rope_rows", "table") | ("rope_store" | "kv_store", "cache") => true,
@@ -200,8 +221,9 @@ fn recorded_accesses_lie_in_declared_effects() {
     }
     // Element-wise (7 kernels x 4), matvec, block_sum, rmsnorm, the quantised matvecs (2 x 3),
     // get_row_q8_0, rope and rope_store (2 x 2), kv_store, attention, then the prefill kernels:
-    // the matmuls (2 x 3), get_rows_q8_0, rope_rows, attention_rows.
-    assert_eq!(runs, 7 * 4 + 3 + 3 + 4 + 2 * 3 + 3 + 2 * 2 + 2 + 3 + 2 * 3 + 3 + 2 + 3);
+    // the matmuls (2 x 3), get_rows_q8_0, rope_rows, attention_rows; then module ggml_quants:
+    // 10 matvecs, 10 matmuls, 11 get_rows and 11 get_row (3 each).
+    assert_eq!(runs, 7 * 4 + 3 + 3 + 4 + 2 * 3 + 3 + 2 * 2 + 2 + 3 + 2 * 3 + 3 + 2 + 3 + 42 * 3);
 }
 
 #[test]

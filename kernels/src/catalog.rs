@@ -47,6 +47,14 @@ const fn decl(signature: &'static Signature, effects: &'static EffectsDecl) -> K
     KernelDecl { signature, effects }
 }
 
+/// `&[decl(&signature::X, &effects::X), ...]` for kernels whose signature and effects share a
+/// name.
+macro_rules! decls {
+    ($($kernel:ident),* $(,)?) => {
+        &[$(decl(&signature::$kernel, &effects::$kernel)),*]
+    };
+}
+
 /// Every module and the kernels it defines: the one list of kernel names per module.
 pub static MODULES: &[ModuleDecl] = &[
     ModuleDecl { module: "fill", kernels: &[decl(&signature::FILL, &effects::FILL)] },
@@ -86,6 +94,53 @@ pub static MODULES: &[ModuleDecl] = &[
             decl(&signature::GET_ROWS_Q8_0, &effects::GET_ROWS_Q8_0),
             decl(&signature::ROPE_ROWS, &effects::ROPE_ROWS),
             decl(&signature::ATTENTION_ROWS, &effects::ATTENTION_ROWS),
+        ],
+    },
+    ModuleDecl {
+        module: "ggml_quants",
+        kernels: decls![
+            MATVEC_Q4_0,
+            MATMUL_Q4_0,
+            GET_ROW_Q4_0,
+            GET_ROWS_Q4_0,
+            GET_ROW_Q4_1,
+            GET_ROWS_Q4_1,
+            MATVEC_Q5_0,
+            MATMUL_Q5_0,
+            GET_ROW_Q5_0,
+            GET_ROWS_Q5_0,
+            MATVEC_Q5_1,
+            MATMUL_Q5_1,
+            GET_ROW_Q5_1,
+            GET_ROWS_Q5_1,
+            MATVEC_Q2_K,
+            MATMUL_Q2_K,
+            GET_ROW_Q2_K,
+            GET_ROWS_Q2_K,
+            MATVEC_Q3_K,
+            MATMUL_Q3_K,
+            GET_ROW_Q3_K,
+            GET_ROWS_Q3_K,
+            MATVEC_Q4_K,
+            MATMUL_Q4_K,
+            GET_ROW_Q4_K,
+            GET_ROWS_Q4_K,
+            MATVEC_Q5_K,
+            MATMUL_Q5_K,
+            GET_ROW_Q5_K,
+            GET_ROWS_Q5_K,
+            MATVEC_Q6_K,
+            MATMUL_Q6_K,
+            GET_ROW_Q6_K,
+            GET_ROWS_Q6_K,
+            MATVEC_F16,
+            MATMUL_F16,
+            GET_ROW_F16,
+            GET_ROWS_F16,
+            MATVEC_BF16,
+            MATMUL_BF16,
+            GET_ROW_BF16,
+            GET_ROWS_BF16,
         ],
     },
 ];

@@ -396,6 +396,92 @@ pub static ATTENTION_ROWS: EffectsDecl = EffectsDecl {
     ],
 };
 
+/// The effects of module `ggml_quants`'s products, for a block format of `$values` values in
+/// `$bytes` bytes a block, so that a row of `cols` values is `cols / $values * $bytes` bytes:
+/// - `matvec_<t>` (rows 3, cols 4): as [`MATVEC_Q4_1`], `min(rows, number_of_workgroups_x)`
+///   rows of `w` read;
+/// - `matmul_<t>` (rows 3, cols 4, n 5): as [`MATMUL_Q4_1`].
+macro_rules! ggml_product_effects {
+    ($($matvec:ident $matmul:ident = $values:literal, $bytes:literal;)*) => {$(
+        #[doc = concat!("`", stringify!($matvec), "`'s effects: as [`MATVEC_Q4_1`] with rows of `cols / ", $values, "` blocks of ", $bytes, " bytes.")]
+        pub static $matvec: EffectsDecl = EffectsDecl {
+            kernel: signature::$matvec.name,
+            args: signature::$matvec.explicit_args,
+            effects: &[
+                effect(0, signature::matvec_q::Y, Write, Mul(&Const(4), &GROUP_ROWS3)),
+                effect(1, signature::matvec_q::W, Read, Mul(&GROUP_ROWS3, &Mul(&Div(&Arg(4), $values), &Const($bytes)))),
+                effect(2, signature::matvec_q::X, Read, Mul(&Const(4), &Arg(4))),
+            ],
+        };
+        #[doc = concat!("`", stringify!($matmul), "`'s effects: as [`MATMUL_Q4_1`] with rows of `cols / ", $values, "` blocks of ", $bytes, " bytes.")]
+        pub static $matmul: EffectsDecl = EffectsDecl {
+            kernel: signature::$matmul.name,
+            args: signature::$matmul.explicit_args,
+            effects: &[
+                effect(0, signature::matmul_q::Y, Write, MATMUL_Y),
+                effect(1, signature::matmul_q::W, Read, Mul(&GROUP_ROWS3, &Mul(&Div(&Arg(4), $values), &Const($bytes)))),
+                effect(2, signature::matmul_q::X, Read, MATMUL_X),
+            ],
+        };
+    )*};
+}
+
+/// The effects of module `ggml_quants`'s row gathers, as [`GET_ROW_Q8_0`] and [`GET_ROWS_Q8_0`]
+/// with a table of `rows` rows of `cols / $values` blocks of `$bytes` bytes (read whole,
+/// conservatively: the rows read are data).
+macro_rules! ggml_gather_effects {
+    ($($get_row:ident $get_rows:ident = $values:literal, $bytes:literal;)*) => {$(
+        #[doc = concat!("`", stringify!($get_row), "`'s effects: as [`GET_ROW_Q8_0`] with rows of `cols / ", $values, "` blocks of ", $bytes, " bytes.")]
+        pub static $get_row: EffectsDecl = EffectsDecl {
+            kernel: signature::$get_row.name,
+            args: signature::$get_row.explicit_args,
+            effects: &[
+                effect(0, signature::get_row_q8_0::OUT, Write, PER_ITEM_N3),
+                effect(1, signature::get_row_q8_0::TABLE, Read, Mul(&Arg(4), &Mul(&Div(&Arg(3), $values), &Const($bytes)))),
+                effect(2, signature::get_row_q8_0::TOKEN, Read, Const(4)),
+            ],
+        };
+        #[doc = concat!("`", stringify!($get_rows), "`'s effects: as [`GET_ROWS_Q8_0`] with rows of `cols / ", $values, "` blocks of ", $bytes, " bytes.")]
+        pub static $get_rows: EffectsDecl = EffectsDecl {
+            kernel: signature::$get_rows.name,
+            args: signature::$get_rows.explicit_args,
+            effects: &[
+                effect(0, signature::get_rows_q8_0::OUT, Write, Mul(&Const(4), &Min(&Mul(&Arg(5), &Arg(3)), &GridSizeX))),
+                effect(1, signature::get_rows_q8_0::TABLE, Read, Mul(&Arg(4), &Mul(&Div(&Arg(3), $values), &Const($bytes)))),
+                effect(2, signature::get_rows_q8_0::TOKENS, Read, Mul(&Const(4), &Arg(5))),
+            ],
+        };
+    )*};
+}
+
+// Block sizes as in `hip/ggml_formats.h` (ggml-common.h's structs; F16 and BF16 in blocks of 32).
+ggml_product_effects! {
+    MATVEC_Q4_0 MATMUL_Q4_0 = 32, 18;
+    MATVEC_Q5_0 MATMUL_Q5_0 = 32, 22;
+    MATVEC_Q5_1 MATMUL_Q5_1 = 32, 24;
+    MATVEC_Q2_K MATMUL_Q2_K = 256, 84;
+    MATVEC_Q3_K MATMUL_Q3_K = 256, 110;
+    MATVEC_Q4_K MATMUL_Q4_K = 256, 144;
+    MATVEC_Q5_K MATMUL_Q5_K = 256, 176;
+    MATVEC_Q6_K MATMUL_Q6_K = 256, 210;
+    MATVEC_F16 MATMUL_F16 = 32, 64;
+    MATVEC_BF16 MATMUL_BF16 = 32, 64;
+}
+
+ggml_gather_effects! {
+    GET_ROW_Q4_0 GET_ROWS_Q4_0 = 32, 18;
+    GET_ROW_Q4_1 GET_ROWS_Q4_1 = 32, 20;
+    GET_ROW_Q5_0 GET_ROWS_Q5_0 = 32, 22;
+    GET_ROW_Q5_1 GET_ROWS_Q5_1 = 32, 24;
+    GET_ROW_Q2_K GET_ROWS_Q2_K = 256, 84;
+    GET_ROW_Q3_K GET_ROWS_Q3_K = 256, 110;
+    GET_ROW_Q4_K GET_ROWS_Q4_K = 256, 144;
+    GET_ROW_Q5_K GET_ROWS_Q5_K = 256, 176;
+    GET_ROW_Q6_K GET_ROWS_Q6_K = 256, 210;
+    GET_ROW_F16 GET_ROWS_F16 = 32, 64;
+    GET_ROW_BF16 GET_ROWS_BF16 = 32, 64;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,8 @@
 //!
 //! - `hip/`: HIP sources on a small self-written device header (`hip/device.h`, clang builtins
 //!   only), compiled for every target of the target table (`pm4_encoding::family::TARGETS`).
+//!   `hip/ggml_formats.h` holds every ggml block format's element formulas once, for the
+//!   kernels of module `ggml_quants` and for the host check of their CPU references.
 //! - `objects/`: the built code objects, checked in with `objects/MANIFEST` (SHA-256 per file), so
 //!   nothing at build or run time needs clang; [`artifacts`] embeds them.
 //! - [`plan`] and [`compile`]: the build (`cargo run -p kernels --bin build-kernels`).

@@ -529,6 +529,66 @@ pub static ATTENTION_ROWS: Signature = fixed(
     4 * 64,
 );
 
+/// The matrix products of module `ggml_quants`, as `(matvec static, matmul static, kernel-name
+/// suffix)`: every format but Q4_1 and Q8_0, whose products are in `quant` and `prefill`.
+macro_rules! ggml_products {
+    ($($matvec:ident $matmul:ident $t:literal;)*) => {$(
+        #[doc = concat!("`matvec_", $t, "` in module `ggml_quants`: as [`MATVEC_Q4_1`] (arguments [`matvec_q`]).")]
+        pub static $matvec: Signature = fixed(concat!("matvec_", $t), QMATVEC_ARGS, matvec_q::BLOCK, 4 * 32);
+        #[doc = concat!("`matmul_", $t, "` in module `ggml_quants`: as [`MATMUL_Q4_1`] (arguments [`matmul_q`]).")]
+        pub static $matmul: Signature = fixed(concat!("matmul_", $t), MATMUL_ARGS, matmul_q::BLOCK, 4 * 8 * 32);
+    )*};
+}
+
+/// The row gathers of module `ggml_quants`, as `(get_row static, get_rows static, suffix)`: every
+/// format but Q8_0, whose gathers are in `quant` and `prefill`.
+macro_rules! ggml_gathers {
+    ($($get_row:ident $get_rows:ident $t:literal;)*) => {$(
+        #[doc = concat!("`get_row_", $t, "` in module `ggml_quants`: as [`GET_ROW_Q8_0`] (arguments [`get_row_q8_0`]).")]
+        pub static $get_row: Signature = plain(concat!("get_row_", $t), GET_ROW_ARGS, 44);
+        #[doc = concat!("`get_rows_", $t, "` in module `ggml_quants`: as [`GET_ROWS_Q8_0`] (arguments [`get_rows_q8_0`]).")]
+        pub static $get_rows: Signature = plain(concat!("get_rows_", $t), GET_ROWS_ARGS, 52);
+    )*};
+}
+
+const GET_ROW_ARGS: &[ArgDecl] =
+    &[get_row_q8_0::OUT, get_row_q8_0::TABLE, get_row_q8_0::TOKEN, get_row_q8_0::COLS, get_row_q8_0::ROWS];
+const GET_ROWS_ARGS: &[ArgDecl] = &[
+    get_rows_q8_0::OUT,
+    get_rows_q8_0::TABLE,
+    get_rows_q8_0::TOKENS,
+    get_rows_q8_0::COLS,
+    get_rows_q8_0::ROWS,
+    get_rows_q8_0::N,
+];
+
+ggml_products! {
+    MATVEC_Q4_0 MATMUL_Q4_0 "q4_0";
+    MATVEC_Q5_0 MATMUL_Q5_0 "q5_0";
+    MATVEC_Q5_1 MATMUL_Q5_1 "q5_1";
+    MATVEC_Q2_K MATMUL_Q2_K "q2_k";
+    MATVEC_Q3_K MATMUL_Q3_K "q3_k";
+    MATVEC_Q4_K MATMUL_Q4_K "q4_k";
+    MATVEC_Q5_K MATMUL_Q5_K "q5_k";
+    MATVEC_Q6_K MATMUL_Q6_K "q6_k";
+    MATVEC_F16 MATMUL_F16 "f16";
+    MATVEC_BF16 MATMUL_BF16 "bf16";
+}
+
+ggml_gathers! {
+    GET_ROW_Q4_0 GET_ROWS_Q4_0 "q4_0";
+    GET_ROW_Q4_1 GET_ROWS_Q4_1 "q4_1";
+    GET_ROW_Q5_0 GET_ROWS_Q5_0 "q5_0";
+    GET_ROW_Q5_1 GET_ROWS_Q5_1 "q5_1";
+    GET_ROW_Q2_K GET_ROWS_Q2_K "q2_k";
+    GET_ROW_Q3_K GET_ROWS_Q3_K "q3_k";
+    GET_ROW_Q4_K GET_ROWS_Q4_K "q4_k";
+    GET_ROW_Q5_K GET_ROWS_Q5_K "q5_k";
+    GET_ROW_Q6_K GET_ROWS_Q6_K "q6_k";
+    GET_ROW_F16 GET_ROWS_F16 "f16";
+    GET_ROW_BF16 GET_ROWS_BF16 "bf16";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

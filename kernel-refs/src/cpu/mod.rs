@@ -32,6 +32,7 @@
 
 mod elementwise;
 mod exp;
+pub mod ggml;
 mod llama;
 mod matvec;
 mod prefill;
@@ -41,6 +42,7 @@ mod simd;
 
 pub use elementwise::{add, axpy, copy, fill, mul, scale};
 pub use exp::expf;
+pub use ggml::{BlockFormat, DequantError, dequantize_chunk, dequantize_row};
 pub use llama::{attention, kv_store, rope, rope_store, silu_mul};
 pub use matvec::matvec;
 pub use prefill::{attention_rows, get_rows_q8_0, matmul_q4_1, matmul_q8_0, rope_rows};

@@ -53,6 +53,7 @@ mod attention;
 pub use attention::attention_rows;
 pub(crate) use attention::single_query;
 mod matmul;
+pub(super) use matmul::matmul_ggml;
 pub use matmul::{matmul_q4_1, matmul_q8_0};
 
 /// Elements per quantisation block.
@@ -70,7 +71,7 @@ fn f16_at(bytes: &[u8]) -> f32 {
 
 /// The `len` bytes at byte `offset` of argument `arg`: in place where the address space can lend
 /// them, else copied into `buffer` (one access, which faults as the kernel's loads would).
-fn bytes_at<'a>(
+pub(super) fn bytes_at<'a>(
     memory: &'a dyn DeviceMemory,
     arg: &ArgDecl,
     base: u64,

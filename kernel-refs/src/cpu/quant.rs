@@ -228,7 +228,7 @@ fn widen_u64(b: u64) -> usize {
 
 /// Reads `blocks` blocks of `block_bytes` from byte `offset` of argument `arg` in accesses of
 /// whole blocks of at most [`READ_CHUNK_BYTES`], handing each chunk to `consume` in order.
-fn stream_blocks(
+pub(super) fn stream_blocks(
     memory: &mut dyn DeviceMemory,
     arg: &ArgDecl,
     base: u64,

@@ -2,6 +2,7 @@
 //! speed notes of [`super`]).
 
 use super::*;
+use crate::cpu::ggml::{self, BlockFormat};
 use crate::cpu::simd::compiled_for;
 
 #[cfg(target_arch = "x86_64")]
@@ -30,11 +31,13 @@ const MATMUL_N_MAX: u32 = u32::MAX - (signature::matmul_q::TILE - 1);
 /// Multiply-adds below which a dispatch runs on the calling thread only.
 const PARALLEL_WORK_MIN: usize = 1 << 18;
 
-/// A block format: its size and how the kernel dequantises a block's 32 weights.
+/// A block format: its size and how the kernel dequantises a block's weights.
 #[derive(Clone, Copy)]
 struct Format {
     sig: &'static Signature,
     block_bytes: usize,
+    /// Weights a block holds: 32, or 256 for the K formats of module `ggml_quants`.
+    block_values: u32,
     kind: Kind,
 }
 
@@ -43,44 +46,80 @@ struct Format {
 enum Kind {
     Q4_1,
     Q8_0,
+    /// A format of module `ggml_quants`, dequantised by [`crate::cpu::ggml`] in 32-value chunks.
+    Ggml(BlockFormat),
 }
 
 impl Kind {
-    /// Writes the block's 32 weights, each as the kernel rounds it before the product: for Q4_1
-    /// `(q & 15) * d + m` for the low nibbles (elements `0..16`), then the high (`16..32`); for
-    /// Q8_0 `q * d` for elements `0..32`. Inlined, so that it is compiled for the instruction
-    /// set of its caller.
+    /// Writes the weights of the whole rows `rows` into `out` (as many values), each as the
+    /// kernel rounds it before the product, block by block. Inlined, so that it is compiled for
+    /// the instruction set of its caller.
     #[inline(always)]
-    fn dequantise(self, block: &[u8], out: &mut [f32; 32]) {
-        // Fixed-size arrays, so that each loop is one vector operation per step.
+    fn dequantise_rows(self, block_bytes: usize, rows: &[u8], out: &mut [f32]) {
+        let blocks = rows.chunks_exact(block_bytes).zip(out.as_chunks_mut::<32>().0);
         match self {
-            Kind::Q4_1 => {
-                let (d, m) = (f16_at(&block[0..2]), f16_at(&block[2..4]));
-                let Some(qs) = block.get(4..20).and_then(|q| q.first_chunk::<16>()) else { return };
-                let q: [i32; 32] =
-                    std::array::from_fn(|j| i32::from(if j < 16 { qs[j] & 15 } else { qs[j - 16] >> 4 }));
-                for (w, q) in out.iter_mut().zip(q) {
-                    // q < 16: exact as f32.
-                    *w = q as f32 * d + m;
-                }
-            }
-            Kind::Q8_0 => {
-                let d = f16_at(&block[0..2]);
-                let Some(qs) = block.get(2..34).and_then(|q| q.first_chunk::<32>()) else { return };
-                let q: [i32; 32] = std::array::from_fn(|j| i32::from(qs[j].cast_signed()));
-                for (w, q) in out.iter_mut().zip(q) {
-                    // |q| <= 128: exact as f32.
-                    *w = q as f32 * d;
-                }
-            }
+            Kind::Q4_1 => blocks.for_each(|(block, values)| dequantise_q4_1(block, values)),
+            Kind::Q8_0 => blocks.for_each(|(block, values)| dequantise_q8_0(block, values)),
+            Kind::Ggml(format) => ggml::dequantize_rows_unchecked(format, rows, out),
         }
     }
 }
 
-const Q4_1: Format =
-    Format { sig: &signature::MATMUL_Q4_1, block_bytes: crate::cpu::Q4_1_BLOCK_BYTES, kind: Kind::Q4_1 };
-const Q8_0: Format =
-    Format { sig: &signature::MATMUL_Q8_0, block_bytes: crate::cpu::Q8_0_BLOCK_BYTES, kind: Kind::Q8_0 };
+/// A Q4_1 block's 32 weights: `(q & 15) * d + m` for the low nibbles (elements `0..16`), then
+/// the high (`16..32`).
+#[inline(always)]
+fn dequantise_q4_1(block: &[u8], out: &mut [f32; 32]) {
+    // Fixed-size arrays, so that each loop is one vector operation per step.
+    let (d, m) = (f16_at(&block[0..2]), f16_at(&block[2..4]));
+    let Some(qs) = block.get(4..20).and_then(|q| q.first_chunk::<16>()) else { return };
+    let q: [i32; 32] = std::array::from_fn(|j| i32::from(if j < 16 { qs[j] & 15 } else { qs[j - 16] >> 4 }));
+    for (w, q) in out.iter_mut().zip(q) {
+        // q < 16: exact as f32.
+        *w = q as f32 * d + m;
+    }
+}
+
+/// A Q8_0 block's 32 weights: `q * d` for elements `0..32`.
+#[inline(always)]
+fn dequantise_q8_0(block: &[u8], out: &mut [f32; 32]) {
+    let d = f16_at(&block[0..2]);
+    let Some(qs) = block.get(2..34).and_then(|q| q.first_chunk::<32>()) else { return };
+    let q: [i32; 32] = std::array::from_fn(|j| i32::from(qs[j].cast_signed()));
+    for (w, q) in out.iter_mut().zip(q) {
+        // |q| <= 128: exact as f32.
+        *w = q as f32 * d;
+    }
+}
+
+const Q4_1: Format = Format {
+    sig: &signature::MATMUL_Q4_1,
+    block_bytes: crate::cpu::Q4_1_BLOCK_BYTES,
+    block_values: QK,
+    kind: Kind::Q4_1,
+};
+const Q8_0: Format = Format {
+    sig: &signature::MATMUL_Q8_0,
+    block_bytes: crate::cpu::Q8_0_BLOCK_BYTES,
+    block_values: QK,
+    kind: Kind::Q8_0,
+};
+
+/// `matmul_<t>` of module `ggml_quants` (signature `sig`) for block format `format`: as
+/// [`matmul_q4_1`], with the weights as [`crate::cpu::ggml`] dequantises them; row `t` is bit for
+/// bit the format's matvec on `x[t]`.
+pub(crate) fn matmul_ggml(
+    launch: &Launch<'_>,
+    memory: &mut dyn DeviceMemory,
+    sig: &'static Signature,
+    format: BlockFormat,
+) -> Result<(), KernelError> {
+    let values = u32::try_from(format.block_values()).unwrap_or(u32::MAX);
+    matmul(
+        launch,
+        memory,
+        Format { sig, block_bytes: format.block_bytes(), block_values: values, kind: Kind::Ggml(format) },
+    )
+}
 
 /// `matmul_q4_1(float* y, const unsigned char* w, const float* x, u32 rows, u32 cols, u32 n)`:
 /// `y[t * rows + r] = sum_c w[r][c] * x[t * cols + c]` for `t < n`, `r < rows`, `w` in Q4_1.
@@ -147,8 +186,8 @@ fn matmul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Format) ->
     if active_rows == 0 || n == 0 {
         return Ok(());
     }
-    if !cols.is_multiple_of(QK) {
-        return Err(KernelError::ColsNotBlockMultiple { cols, block: QK });
+    if !cols.is_multiple_of(format.block_values) {
+        return Err(KernelError::ColsNotBlockMultiple { cols, block: format.block_values });
     }
     if n > MATMUL_N_MAX {
         return Err(KernelError::StridedLoopWraps { arg: N.name, count: n, limit: MATMUL_N_MAX });
@@ -169,7 +208,7 @@ fn matmul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Format) ->
     };
     // x (4 * cols bytes per token) was read, so a weight row (cols / 32 * 34 bytes at most) and
     // the transposed activations (padded to at most 8 tokens) are bounded by mapped memory.
-    let row_bytes = shape.cols / widen(QK) * format.block_bytes;
+    let row_bytes = shape.cols / widen(format.block_values) * format.block_bytes;
     let rows_per_chunk = u32::try_from(READ_CHUNK_BYTES / row_bytes).unwrap_or(u32::MAX).max(1);
     // Weights the address space lends in place are computed in one pass over all rows (one
     // parallel region) and stored at once; streamed weights chunk by chunk.
@@ -382,9 +421,7 @@ fn matmul_rows_inline<const WIDE: bool>(
     let count = rows.len() / row_bytes;
     let weights = &mut scratch.weights;
     weights.resize(count * cols, 0.0);
-    for (block, values) in rows.chunks_exact(format.block_bytes).zip(weights.as_chunks_mut::<32>().0) {
-        format.kind.dequantise(block, values);
-    }
+    format.kind.dequantise_rows(format.block_bytes, rows, weights);
     let main_tokens = x_tiles.main.len() / cols * TOKENS;
     let row = |r: usize, rows: usize| &weights[r * cols..(r + rows) * cols];
     // A group's rows are enough independent chains for one work-item at a time on AVX-512; in
