@@ -5,8 +5,20 @@
 use pm4_encoding::Target;
 
 /// Kernel modules (`hip/<name>.hip`), built for every target.
-pub const MODULES: &[&str] =
-    &["fill", "copy", "axpy", "elementwise", "scale", "rmsnorm", "matvec", "block_sum", "quant", "llama", "prefill"];
+pub const MODULES: &[&str] = &[
+    "fill",
+    "copy",
+    "axpy",
+    "elementwise",
+    "scale",
+    "rmsnorm",
+    "matvec",
+    "block_sum",
+    "quant",
+    "llama",
+    "prefill",
+    "gemma",
+];
 
 /// Flags every compile uses: device-only HIP without ROCm headers or device libraries, one
 /// unbundled code object, no per-build random CUID (reproducible), no FMA contraction (the CPU

@@ -15,10 +15,10 @@ const READELF: &str = "llvm-readelf-19";
 
 /// Supported targets: every code object below is built once per target of the target table.
 const TARGETS: usize = pm4_encoding::Target::ALL.len();
-/// Module code objects (11 per target) plus one wave64 `axpy` fixture per target.
-const CATALOGUED_ARTIFACTS: usize = TARGETS * 11 + TARGETS;
-/// Their kernels: 22 per target, plus one wave64 `axpy` kernel per target.
-const CATALOGUED_KERNELS: usize = TARGETS * 22 + TARGETS;
+/// Module code objects (12 per target) plus one wave64 `axpy` fixture per target.
+const CATALOGUED_ARTIFACTS: usize = TARGETS * 12 + TARGETS;
+/// Their kernels: 28 per target (`gemma` holds 6), plus one wave64 `axpy` kernel per target.
+const CATALOGUED_KERNELS: usize = TARGETS * 28 + TARGETS;
 
 #[derive(Debug, Default)]
 struct NoteArg {

@@ -32,6 +32,7 @@
 
 mod elementwise;
 mod exp;
+mod gemma;
 mod llama;
 mod matvec;
 mod prefill;
@@ -41,6 +42,7 @@ mod simd;
 
 pub use elementwise::{add, axpy, copy, fill, mul, scale};
 pub use exp::expf;
+pub use gemma::{attention_window, attention_window_rows, gelu_mul, rope_neox, rope_neox_rows, rope_neox_store, tanhf};
 pub use llama::{attention, kv_store, rope, rope_store, silu_mul};
 pub use matvec::matvec;
 pub use prefill::{attention_rows, get_rows_q8_0, matmul_q4_1, matmul_q8_0, rope_rows};
@@ -218,6 +220,15 @@ pub enum KernelError {
         base: u64,
         /// The byte offset.
         offset: u64,
+    },
+    /// A sliding attention window holds no position (`first >= n`, or a window of 0): attention
+    /// over it would divide 0 by 0.
+    #[error("the attention window {first}..{n} holds no position")]
+    EmptyWindow {
+        /// The window's first position.
+        first: u32,
+        /// The position it ends before.
+        n: u32,
     },
 }
 
