@@ -557,3 +557,58 @@ impl Rows {
 fn widen_count(v: u64) -> usize {
     usize::try_from(v).unwrap_or(usize::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `f32` literals of `hip/gemma.hip` from `TANH_SMALL` to the end (`rl_tanhf`, the GELU
+    /// constants and `gelu_mul`), comments left out, in source order.
+    fn source_literals() -> Vec<f32> {
+        let source = include_str!("../../../kernels/hip/gemma.hip");
+        let body = &source[source.find("#define TANH_SMALL").unwrap()..];
+        let mut out = Vec::new();
+        for line in body.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            for token in line.split(|c: char| c.is_whitespace() || "();,".contains(c)) {
+                if let Some(number) = token.strip_suffix('f')
+                    && number.contains('.')
+                    && let Ok(v) = number.parse::<f32>()
+                {
+                    out.push(v);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn constants_are_the_kernel_source_literals() {
+        // Parsed with round-to-nearest, as clang parses them: the tanh thresholds and
+        // polynomial, `r = 1.0f`, `1.0f - 2.0f / (e + 1.0f)`, the GELU constants, then
+        // `gelu_mul`'s `1.0f`, `0.5f * (1.0f + ...)` and `w == 0.0f ? -0.0f`.
+        let mut expected = vec![TANH_SMALL, TANH_ONE];
+        expected.extend(TANH_POLY);
+        expected.extend([1.0, 1.0, 2.0, 1.0, GELU_SQRT_2_OVER_PI, GELU_COEF_A, 1.0, 0.5, 1.0, 0.0, -0.0]);
+        let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&source_literals()), bits(&expected));
+    }
+
+    #[test]
+    fn gelu_special_values() {
+        let gelu = |g: f32, up: f32| f32::from_bits(gelu([g.to_bits(), up.to_bits()]));
+        assert_eq!(gelu(0.0, 1.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(gelu(-0.0, 1.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(gelu(f32::INFINITY, 1.0), f32::INFINITY);
+        assert_eq!(gelu(f32::NEG_INFINITY, 1.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(gelu(f32::NEG_INFINITY, -2.0).to_bits(), 0.0f32.to_bits());
+        assert!(gelu(f32::NAN, 1.0).is_nan() && gelu(1.0, f32::NAN).is_nan());
+        // tanh(k) rounds to 1 for g > 5.2 or so: gelu(g) = g exactly; to -1 below -5.2: -0.
+        for g in [6.0f32, 1e3, 1e19, 1e30, f32::MAX] {
+            assert_eq!(gelu(g, 1.0), g, "gelu({g:e})");
+            assert_eq!(gelu(-g, 1.0).to_bits(), (-0.0f32).to_bits(), "gelu(-{g:e})");
+        }
+        // sqrt(2/pi) * g overflows for |g| near f32::MAX, and (0.044715 * g) * g much earlier:
+        // the saturated tanh hides both.
+        assert_eq!(gelu(3e38, 0.5), 1.5e38);
+    }
+}
