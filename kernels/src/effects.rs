@@ -413,8 +413,11 @@ const NEOX_ROWS_PAIRS: Extent = Min(&Mul(&Arg(5), &Mul(&Arg(3), &Div(&Arg(4), 2)
 const NEOX_ROWS_SPAN: Extent =
     Min(&Mul(&Arg(5), &Mul(&Arg(3), &Arg(4))), &Add(&Mul(&Const(2), &NEOX_ROWS_PAIRS), &Div(&Arg(4), 2)));
 
-/// `rope_neox` (pos 2, heads 3, head_dim 4): reads and writes `x` below [`NEOX_SPAN`] elements;
-/// reads the table as [`ROPE`] does.
+/// `rope_neox` (pos 2, heads 3, head_dim 4): reads and writes `x` below `min(heads * head_dim,
+/// 2 * pairs + head_dim / 2)` elements, `pairs = min(heads * (head_dim / 2), grid_size_x)` (pair
+/// `p = h * half + i` touches elements `h * head_dim + i` and `+ half`: exactly the heads when the
+/// grid covers every pair, and the holes a shorter grid leaves in the last head); reads the table
+/// as [`ROPE`] does.
 pub static ROPE_NEOX: EffectsDecl = EffectsDecl {
     kernel: "rope_neox",
     args: signature::ROPE_NEOX.explicit_args,
@@ -443,7 +446,9 @@ pub static ROPE_NEOX_STORE: EffectsDecl = EffectsDecl {
 };
 
 /// `rope_neox_rows` (pos0 2, heads 3, head_dim 4, n 5): reads and writes `x` below
-/// [`NEOX_ROWS_SPAN`] elements; reads the table as [`ROPE_ROWS`] does.
+/// `min(n * heads * head_dim, 2 * pairs + head_dim / 2)` elements, `pairs = min(n * heads *
+/// (head_dim / 2), grid_size_x)`, as [`ROPE_NEOX`] over the `n * heads` heads of the rows; reads
+/// the table as [`ROPE_ROWS`] does.
 pub static ROPE_NEOX_ROWS: EffectsDecl = EffectsDecl {
     kernel: "rope_neox_rows",
     args: signature::ROPE_NEOX_ROWS.explicit_args,

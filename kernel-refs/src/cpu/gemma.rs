@@ -76,8 +76,10 @@ fn gelu([gate, up]: [u32; 2]) -> u32 {
 
 /// `gelu_mul(float* out, const float* gate, const float* up, u32 n)`: `out[i] = gelu(gate[i]) *
 /// up[i]` for `i < min(n, grid_size_x)`, GELU's tanh approximation `0.5 g (1 + tanh(sqrt(2/pi)
-/// (g + 0.044715 g^3)))` in the `f32` operations of [`gelu`] (`w == 0`, where `tanh` rounds to
-/// -1, gives `-0.0`, so `gelu(-inf) = -0.0` rather than `-inf * 0`).
+/// (g + 0.044715 g^3)))` in these `f32` operations, with `g = gate[i]`:
+/// `k = (sqrt(2/pi) * g) * (1 + (0.044715 * g) * g)`, `w = 0.5 * (1 + tanh(k))` ([`tanhf`]),
+/// `gelu = -0.0` where `w == 0` (`tanh` rounded to -1, so `gelu(-inf) = -0.0` rather than
+/// `-inf * 0`) and `g * w` elsewhere, `out[i] = gelu * up[i]`.
 ///
 /// # Errors
 /// [`KernelError`] for a short kernarg segment, an unsupported launch, or a fault on an argument.
@@ -202,8 +204,9 @@ fn neox(
 
 /// `rope_neox(float* x, const float* table, u32 pos, u32 heads, u32 head_dim)`: in place, GGML
 /// "neox" mode: for pair `p = h * head_dim / 2 + i < min(heads * head_dim / 2, grid_size_x)`,
-/// with `half = head_dim / 2`, `c, s = table[2 * (pos * half + i) + {0, 1}]`, `e = h * head_dim
-/// + i`, `x0, x1 = x[e], x[e + half]`: `x[e] = x0 * c - x1 * s`, `x[e + half] = x0 * s + x1 * c`.
+/// with `half = head_dim / 2`, `c, s = table[2 * (pos * half + i) + {0, 1}]`,
+/// `e = h * head_dim + i`, `x0, x1 = x[e], x[e + half]`: `x[e] = x0 * c - x1 * s`,
+/// `x[e + half] = x0 * s + x1 * c`.
 ///
 /// Launch preconditions: `head_dim` even and `heads * head_dim` below `2^32`.
 ///
