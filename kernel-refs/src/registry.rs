@@ -95,6 +95,12 @@ pub static REFERENCES: &[Reference] = &[
     reference_of(&signature::MATMUL_BF16, cpu::ggml::matmul_bf16),
     reference_of(&signature::GET_ROW_BF16, cpu::ggml::get_row_bf16),
     reference_of(&signature::GET_ROWS_BF16, cpu::ggml::get_rows_bf16),
+    reference_of(&signature::ROPE_NEOX, cpu::rope_neox),
+    reference_of(&signature::ROPE_NEOX_STORE, cpu::rope_neox_store),
+    reference_of(&signature::ROPE_NEOX_ROWS, cpu::rope_neox_rows),
+    reference_of(&signature::ATTENTION_WINDOW, cpu::attention_window),
+    reference_of(&signature::ATTENTION_WINDOW_ROWS, cpu::attention_window_rows),
+    reference_of(&signature::GELU_MUL, cpu::gelu_mul),
 ];
 
 /// The CPU reference of the kernel whose signature is `signature` (the same static, not an

@@ -31,7 +31,7 @@ const fn case(scalars: &'static [(&'static str, u32)], grid_size_x: u32, workgro
 
 fn cases(kernel: &str) -> Vec<Case> {
     match kernel {
-        "fill" | "copy" | "axpy" | "add" | "mul" | "scale" | "silu_mul" => vec![
+        "fill" | "copy" | "axpy" | "add" | "mul" | "scale" | "silu_mul" | "gelu_mul" => vec![
             case(&[("n", 1000)], 1000, 256),
             case(&[("n", 1000)], 600, 64),
             case(&[("n", 5)], 1024, 1024),
@@ -127,6 +127,80 @@ fn cases(kernel: &str) -> Vec<Case> {
             case(&[("cols", 512), ("rows", 5)], 300, 100),
             Case { aliased: true, ..case(&[("cols", 256), ("rows", 1)], 256, 256) },
         ],
+        // Grids that cover every pair (a grid cut short leaves holes in the last head, which the
+        // extent covers: tests/gemma.rs).
+        "rope_neox" | "rope_neox_store" => vec![
+            case(&[("pos", 3), ("heads", 4), ("head_dim", 8)], 16, 16),
+            case(&[("pos", 0), ("heads", 9), ("head_dim", 64)], 288, 64),
+        ],
+        "rope_neox_rows" => vec![
+            case(&[("pos0", 3), ("heads", 4), ("head_dim", 8), ("n", 3)], 48, 16),
+            case(&[("pos0", 0), ("heads", 9), ("head_dim", 64), ("n", 2)], 576, 64),
+        ],
+        "attention_window" => vec![
+            case(
+                &[("first", 5), ("n", 20), ("heads", 6), ("kv_heads", 2), ("head_dim", 16), ("scores_stride", 15)],
+                6 * 64,
+                64,
+            ),
+            case(
+                &[("first", 0), ("n", 80), ("heads", 9), ("kv_heads", 3), ("head_dim", 64), ("scores_stride", 80)],
+                9 * 64,
+                64,
+            ),
+            Case {
+                aliased: true,
+                ..case(
+                    &[("first", 1), ("n", 3), ("heads", 2), ("kv_heads", 1), ("head_dim", 8), ("scores_stride", 4)],
+                    128,
+                    64,
+                )
+            },
+        ],
+        "attention_window_rows" => vec![
+            case(
+                &[
+                    ("pos0", 5),
+                    ("n", 4),
+                    ("window", 3),
+                    ("heads", 6),
+                    ("kv_heads", 2),
+                    ("head_dim", 16),
+                    ("scores_stride", 3),
+                ],
+                4 * 6 * 64,
+                64,
+            ),
+            case(
+                &[
+                    ("pos0", 0),
+                    ("n", 3),
+                    ("window", 8),
+                    ("heads", 9),
+                    ("kv_heads", 3),
+                    ("head_dim", 64),
+                    ("scores_stride", 3),
+                ],
+                3 * 9 * 64,
+                64,
+            ),
+            Case {
+                aliased: true,
+                ..case(
+                    &[
+                        ("pos0", 1),
+                        ("n", 2),
+                        ("window", 2),
+                        ("heads", 2),
+                        ("kv_heads", 1),
+                        ("head_dim", 8),
+                        ("scores_stride", 4),
+                    ],
+                    4 * 64,
+                    64,
+                )
+            },
+        ],
         other => panic!("no effect cases for {other}: add some"),
     }
 }
@@ -146,6 +220,14 @@ fn conservative(kernel: &str, arg: &str, reads: bool) -> bool {
         // Query row t touches pos0 + t + 1 floats of its scores row; rows are declared to
         // scores_stride.
         ("attention_rows", "scores") => true,
+        // As rope_store's cache and the table of rope.
+        ("rope_neox" | "rope_neox_store" | "rope_neox_rows", "table") | ("rope_neox_store", "cache") => true,
+        // The caches are declared from their start whatever the window is (the effects do not
+        // move with the position); positions before the window are not read.
+        ("attention_window" | "attention_window_rows", "k_cache" | "v_cache") => true,
+        // As attention's and attention_rows' scores.
+        ("attention_window", "scores") => reads,
+        ("attention_window_rows", "scores") => true,
         _ => false,
     }
 }
@@ -223,7 +305,12 @@ fn recorded_accesses_lie_in_declared_effects() {
     // get_row_q8_0, rope and rope_store (2 x 2), kv_store, attention, then the prefill kernels:
     // the matmuls (2 x 3), get_rows_q8_0, rope_rows, attention_rows; then module ggml_quants:
     // 10 matvecs, 10 matmuls, 11 get_rows and 11 get_row (3 each).
-    assert_eq!(runs, 7 * 4 + 3 + 3 + 4 + 2 * 3 + 3 + 2 * 2 + 2 + 3 + 2 * 3 + 3 + 2 + 3 + 42 * 3);
+    // then module gemma: gelu_mul (4), rope_neox and rope_neox_store (2 x 2), rope_neox_rows,
+    // attention_window, attention_window_rows.
+    assert_eq!(
+        runs,
+        7 * 4 + 3 + 3 + 4 + 2 * 3 + 3 + 2 * 2 + 2 + 3 + 2 * 3 + 3 + 2 + 3 + 42 * 3 + 4 + 2 * 2 + 2 + 3 + 3
+    );
 }
 
 #[test]

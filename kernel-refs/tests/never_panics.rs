@@ -46,7 +46,7 @@ struct Case {
     grid_size: [u32; 3],
     workgroup_size: [u16; 3],
     dynamic_lds_bytes: u32,
-    /// Bit i < 12 set: explicit argument i is replaced by a plausible value (a pointer from
+    /// Bit i < 14 set: explicit argument i is replaced by a plausible value (a pointer from
     /// [`POINTERS`], a small count); [`ROUND_GRID`]: the grid is rounded down to whole
     /// work-groups; [`SET_GROUP_SIZE`]: `hidden_group_size_x` is set to the dispatch's.
     patch_mask: u16,
@@ -102,7 +102,7 @@ fn patched_kernarg(kernel: &KernelDef, case: &Case) -> Vec<u8> {
             kernarg[offset..offset + 2].copy_from_slice(&case.workgroup_size[0].to_le_bytes());
         }
     }
-    assert!(sig.explicit_args.len() <= 12, "{}: widen the patch mask", sig.name);
+    assert!(sig.explicit_args.len() <= 14, "{}: widen the patch mask", sig.name);
     for (i, arg) in sig.explicit_args.iter().enumerate() {
         if case.patch_mask & (1 << i) == 0 || arg.offset + arg.size > kernarg.len() {
             continue;

@@ -143,6 +143,17 @@ pub static MODULES: &[ModuleDecl] = &[
             GET_ROWS_BF16,
         ],
     },
+    ModuleDecl {
+        module: "gemma",
+        kernels: &[
+            decl(&signature::ROPE_NEOX, &effects::ROPE_NEOX),
+            decl(&signature::ROPE_NEOX_STORE, &effects::ROPE_NEOX_STORE),
+            decl(&signature::ROPE_NEOX_ROWS, &effects::ROPE_NEOX_ROWS),
+            decl(&signature::ATTENTION_WINDOW, &effects::ATTENTION_WINDOW),
+            decl(&signature::ATTENTION_WINDOW_ROWS, &effects::ATTENTION_WINDOW_ROWS),
+            decl(&signature::GELU_MUL, &effects::GELU_MUL),
+        ],
+    },
 ];
 
 /// Fixture code objects (`fixtures/gfxNNNN/<stem>.co`) that are a module built with other flags:

@@ -481,6 +481,131 @@ ggml_gather_effects! {
     GET_ROW_F16 GET_ROWS_F16 = 32, 64;
     GET_ROW_BF16 GET_ROWS_BF16 = 32, 64;
 }
+// Module `gemma`.
+
+/// Elements from `x` a NEOX rope launch may touch (heads 3, head_dim 4): pair `p = h * half + i`
+/// touches elements `h * head_dim + i` and `h * head_dim + i + half` (`half = head_dim / 2`), so
+/// the first `pairs` pairs lie below `min(heads * head_dim, 2 * pairs + half)` (exactly
+/// `heads * head_dim` when the grid covers every pair; a grid cut short leaves holes in the last
+/// head, which the extent covers).
+const NEOX_SPAN: Extent = Min(&Mul(&Arg(3), &Arg(4)), &Add(&Mul(&Const(2), &ROPE_PAIRS), &Div(&Arg(4), 2)));
+/// [`NEOX_SPAN`] for `rope_neox_store` (heads 4, head_dim 5).
+const NEOX_STORE_SPAN: Extent = Min(&Mul(&Arg(4), &Arg(5)), &Add(&Mul(&Const(2), &ROPE_STORE_PAIRS), &Div(&Arg(5), 2)));
+/// Pairs `rope_neox_rows` rotates (heads 3, head_dim 4, n 5): `min(n * heads * (head_dim / 2),
+/// grid_size_x)`.
+const NEOX_ROWS_PAIRS: Extent = Min(&Mul(&Arg(5), &Mul(&Arg(3), &Div(&Arg(4), 2))), &GridSizeX);
+/// [`NEOX_SPAN`] over the `n * heads` heads of `rope_neox_rows`.
+const NEOX_ROWS_SPAN: Extent =
+    Min(&Mul(&Arg(5), &Mul(&Arg(3), &Arg(4))), &Add(&Mul(&Const(2), &NEOX_ROWS_PAIRS), &Div(&Arg(4), 2)));
+
+/// `rope_neox` (pos 2, heads 3, head_dim 4): reads and writes `x` below `min(heads * head_dim,
+/// 2 * pairs + head_dim / 2)` elements, `pairs = min(heads * (head_dim / 2), grid_size_x)` (pair
+/// `p = h * half + i` touches elements `h * head_dim + i` and `+ half`: exactly the heads when the
+/// grid covers every pair, and the holes a shorter grid leaves in the last head); reads the table
+/// as [`ROPE`] does.
+pub static ROPE_NEOX: EffectsDecl = EffectsDecl {
+    kernel: "rope_neox",
+    args: signature::ROPE_NEOX.explicit_args,
+    effects: &[
+        effect(0, signature::rope::X, ReadWrite, Mul(&Const(4), &NEOX_SPAN)),
+        effect(1, signature::rope::TABLE, Read, Mul(&Const(8), &Mul(&Add(&Arg(2), &Const(1)), &Div(&Arg(4), 2)))),
+    ],
+};
+
+/// `rope_neox_store` (pos 3, heads 4, head_dim 5): writes the cache from its start to the end of
+/// the span written in row `pos` (conservative: rows before `pos` are untouched), reads `src`
+/// below the span and the table as [`ROPE_STORE`] does.
+pub static ROPE_NEOX_STORE: EffectsDecl = EffectsDecl {
+    kernel: "rope_neox_store",
+    args: signature::ROPE_NEOX_STORE.explicit_args,
+    effects: &[
+        effect(
+            0,
+            signature::rope_store::CACHE,
+            Write,
+            Add(&Mul(&Const(4), &Mul(&Arg(3), &Mul(&Arg(4), &Arg(5)))), &Mul(&Const(4), &NEOX_STORE_SPAN)),
+        ),
+        effect(1, signature::rope_store::SRC, Read, Mul(&Const(4), &NEOX_STORE_SPAN)),
+        effect(2, signature::rope_store::TABLE, Read, Mul(&Const(8), &Mul(&Add(&Arg(3), &Const(1)), &Div(&Arg(5), 2)))),
+    ],
+};
+
+/// `rope_neox_rows` (pos0 2, heads 3, head_dim 4, n 5): reads and writes `x` below
+/// `min(n * heads * head_dim, 2 * pairs + head_dim / 2)` elements, `pairs = min(n * heads *
+/// (head_dim / 2), grid_size_x)`, as [`ROPE_NEOX`] over the `n * heads` heads of the rows; reads
+/// the table as [`ROPE_ROWS`] does.
+pub static ROPE_NEOX_ROWS: EffectsDecl = EffectsDecl {
+    kernel: "rope_neox_rows",
+    args: signature::ROPE_NEOX_ROWS.explicit_args,
+    effects: &[
+        effect(0, signature::rope_rows::X, ReadWrite, Mul(&Const(4), &NEOX_ROWS_SPAN)),
+        effect(1, signature::rope_rows::TABLE, Read, Mul(&Const(8), &Mul(&Add(&Arg(2), &Arg(5)), &Div(&Arg(4), 2)))),
+    ],
+};
+
+/// Query heads `attention_window` handles (heads 7): `min(heads, number_of_workgroups_x)`.
+const WINDOW_HEADS: Extent = Min(&Arg(7), &WorkgroupCountX);
+/// Bytes of one cache tensor up to position `n` (n 6, kv_heads 8, head_dim 9):
+/// `4 * n * kv_heads * head_dim`, from the cache's start whatever `first` is.
+const WINDOW_CACHE: Extent = Mul(&Mul(&Const(4), &Arg(6)), &Mul(&Arg(8), &Arg(9)));
+
+/// `attention_window` (first 5, n 6, heads 7, kv_heads 8, head_dim 9, scores_stride 10): per
+/// handled head, writes `out` and reads `q` (`4 * head_dim` bytes each) and reads and writes a
+/// `scores` row (`4 * scores_stride` bytes: conservative, `n - first` are touched); reads the
+/// caches from their start to position `n` as [`ATTENTION`] does (conservative: positions before
+/// `first` are not read), so that the effects do not depend on `first`.
+pub static ATTENTION_WINDOW: EffectsDecl = EffectsDecl {
+    kernel: "attention_window",
+    args: signature::ATTENTION_WINDOW.explicit_args,
+    effects: &[
+        effect(0, signature::attention_window::OUT, Write, Mul(&Mul(&Const(4), &WINDOW_HEADS), &Arg(9))),
+        effect(1, signature::attention_window::Q, Read, Mul(&Mul(&Const(4), &WINDOW_HEADS), &Arg(9))),
+        effect(2, signature::attention_window::K_CACHE, Read, WINDOW_CACHE),
+        effect(3, signature::attention_window::V_CACHE, Read, WINDOW_CACHE),
+        effect(4, signature::attention_window::SCORES, ReadWrite, Mul(&Mul(&Const(4), &WINDOW_HEADS), &Arg(10))),
+    ],
+};
+
+/// (row, head) work-groups `attention_window_rows` runs (n 6, heads 8): `min(n * heads,
+/// number_of_workgroups_x)`.
+const WINDOW_ROWS_GROUPS: Extent = Min(&Mul(&Arg(6), &Arg(8)), &WorkgroupCountX);
+/// Bytes of one cache tensor up to the last row's position (pos0 5, n 6, kv_heads 9,
+/// head_dim 10): `4 * (pos0 + n) * kv_heads * head_dim`.
+const WINDOW_ROWS_CACHE: Extent = Mul(&Mul(&Const(4), &Add(&Arg(5), &Arg(6))), &Mul(&Arg(9), &Arg(10)));
+
+/// `attention_window_rows` (pos0 5, n 6, window 7, heads 8, kv_heads 9, head_dim 10,
+/// scores_stride 11): per (row, head) work-group, writes `out` and reads `q` (`4 * head_dim`
+/// bytes each) and reads and writes a `scores` row (`4 * scores_stride` bytes: conservative, row
+/// `t` touches `min(window, pos0 + t + 1)`); reads the caches from their start to position
+/// `pos0 + n` as [`ATTENTION_ROWS`] does (conservative: positions before the first row's window
+/// are not read).
+pub static ATTENTION_WINDOW_ROWS: EffectsDecl = EffectsDecl {
+    kernel: "attention_window_rows",
+    args: signature::ATTENTION_WINDOW_ROWS.explicit_args,
+    effects: &[
+        effect(0, signature::attention_window_rows::OUT, Write, Mul(&Mul(&Const(4), &WINDOW_ROWS_GROUPS), &Arg(10))),
+        effect(1, signature::attention_window_rows::Q, Read, Mul(&Mul(&Const(4), &WINDOW_ROWS_GROUPS), &Arg(10))),
+        effect(2, signature::attention_window_rows::K_CACHE, Read, WINDOW_ROWS_CACHE),
+        effect(3, signature::attention_window_rows::V_CACHE, Read, WINDOW_ROWS_CACHE),
+        effect(
+            4,
+            signature::attention_window_rows::SCORES,
+            ReadWrite,
+            Mul(&Mul(&Const(4), &WINDOW_ROWS_GROUPS), &Arg(11)),
+        ),
+    ],
+};
+
+/// `gelu_mul`: reads `gate` and `up`, writes `out`, `4 * min(n, grid_size_x)` bytes each.
+pub static GELU_MUL: EffectsDecl = EffectsDecl {
+    kernel: "gelu_mul",
+    args: signature::GELU_MUL.explicit_args,
+    effects: &[
+        effect(0, signature::silu_mul::OUT, Write, PER_ITEM_N3),
+        effect(1, signature::silu_mul::GATE, Read, PER_ITEM_N3),
+        effect(2, signature::silu_mul::UP, Read, PER_ITEM_N3),
+    ],
+};
 
 #[cfg(test)]
 mod tests {

@@ -18,6 +18,7 @@ pub const MODULES: &[&str] = &[
     "llama",
     "prefill",
     "ggml_quants",
+    "gemma",
 ];
 
 /// Flags every compile uses: device-only HIP without ROCm headers or device libraries, one

@@ -588,6 +588,140 @@ ggml_gathers! {
     GET_ROW_F16 GET_ROWS_F16 "f16";
     GET_ROW_BF16 GET_ROWS_BF16 "bf16";
 }
+// Module `gemma`: the kernels Gemma 3 needs beyond llama's.
+
+/// `attention_window(float* out, const float* q, const float* k_cache, const float* v_cache,
+/// float* scores, u32 first, u32 n, u32 heads, u32 kv_heads, u32 head_dim, u32 scores_stride,
+/// float scale)` (module `gemma`): [`attention`]'s arguments with the window's first position
+/// before `n`.
+pub mod attention_window {
+    use super::ArgDecl;
+    /// `float* out`: `heads` rows of `head_dim` floats.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `const float* q`: `heads` rows of `head_dim` floats.
+    pub const Q: ArgDecl = ArgDecl::global_buffer("q", 8);
+    /// `const float* k_cache`: `[position][kv_heads * head_dim]`.
+    pub const K_CACHE: ArgDecl = ArgDecl::global_buffer("k_cache", 16);
+    /// `const float* v_cache`: `[position][kv_heads * head_dim]`.
+    pub const V_CACHE: ArgDecl = ArgDecl::global_buffer("v_cache", 24);
+    /// `float* scores`: `heads` rows of `scores_stride` floats of scratch, position `j` at
+    /// column `j - first`.
+    pub const SCORES: ArgDecl = ArgDecl::global_buffer("scores", 32);
+    /// `u32 first`: the window's first position, `max(0, n - window)`.
+    pub const FIRST: ArgDecl = ArgDecl::u32("first", 40);
+    /// `u32 n`: cached positions; the window is `first..n`.
+    pub const N: ArgDecl = ArgDecl::u32("n", 44);
+    /// `u32 heads`.
+    pub const HEADS: ArgDecl = ArgDecl::u32("heads", 48);
+    /// `u32 kv_heads`.
+    pub const KV_HEADS: ArgDecl = ArgDecl::u32("kv_heads", 52);
+    /// `u32 head_dim`.
+    pub const HEAD_DIM: ArgDecl = ArgDecl::u32("head_dim", 56);
+    /// `u32 scores_stride`: at least `n - first`.
+    pub const SCORES_STRIDE: ArgDecl = ArgDecl::u32("scores_stride", 60);
+    /// `float scale`.
+    pub const SCALE: ArgDecl = ArgDecl::f32("scale", 64);
+    /// `ATTN_BLOCK` in `hip/gemma.hip`: the required work-group size.
+    pub const BLOCK: u16 = 64;
+}
+
+/// `attention_window_rows(float* out, const float* q, const float* k_cache, const float* v_cache,
+/// float* scores, u32 pos0, u32 n, u32 window, u32 heads, u32 kv_heads, u32 head_dim,
+/// u32 scores_stride, float scale)` (module `gemma`): [`attention_rows`]'s arguments with the
+/// window after `n`.
+pub mod attention_window_rows {
+    use super::ArgDecl;
+    /// `float* out`: `n` rows of `heads * head_dim` floats.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `const float* q`: `n` rows of `heads * head_dim` floats.
+    pub const Q: ArgDecl = ArgDecl::global_buffer("q", 8);
+    /// `const float* k_cache`: `[position][kv_heads * head_dim]`.
+    pub const K_CACHE: ArgDecl = ArgDecl::global_buffer("k_cache", 16);
+    /// `const float* v_cache`: `[position][kv_heads * head_dim]`.
+    pub const V_CACHE: ArgDecl = ArgDecl::global_buffer("v_cache", 24);
+    /// `float* scores`: `n * heads` rows of `scores_stride` floats of scratch.
+    pub const SCORES: ArgDecl = ArgDecl::global_buffer("scores", 32);
+    /// `u32 pos0`: the position of query row 0.
+    pub const POS0: ArgDecl = ArgDecl::u32("pos0", 40);
+    /// `u32 n`: query rows.
+    pub const N: ArgDecl = ArgDecl::u32("n", 44);
+    /// `u32 window`: row `t` attends `max(0, pos0 + t + 1 - window)..=pos0 + t`.
+    pub const WINDOW: ArgDecl = ArgDecl::u32("window", 48);
+    /// `u32 heads`.
+    pub const HEADS: ArgDecl = ArgDecl::u32("heads", 52);
+    /// `u32 kv_heads`.
+    pub const KV_HEADS: ArgDecl = ArgDecl::u32("kv_heads", 56);
+    /// `u32 head_dim`.
+    pub const HEAD_DIM: ArgDecl = ArgDecl::u32("head_dim", 60);
+    /// `u32 scores_stride`: at least `min(window, pos0 + n)`.
+    pub const SCORES_STRIDE: ArgDecl = ArgDecl::u32("scores_stride", 64);
+    /// `float scale`.
+    pub const SCALE: ArgDecl = ArgDecl::f32("scale", 68);
+    /// `ATTN_BLOCK` in `hip/gemma.hip`: the required work-group size.
+    pub const BLOCK: u16 = 64;
+}
+
+/// `rope_neox` in module `gemma`: [`rope`]'s arguments.
+pub static ROPE_NEOX: Signature =
+    plain("rope_neox", &[rope::X, rope::TABLE, rope::POS, rope::HEADS, rope::HEAD_DIM], 44);
+/// `rope_neox_store` in module `gemma`: [`rope_store`]'s arguments.
+pub static ROPE_NEOX_STORE: Signature = plain(
+    "rope_neox_store",
+    &[rope_store::CACHE, rope_store::SRC, rope_store::TABLE, rope_store::POS, rope_store::HEADS, rope_store::HEAD_DIM],
+    52,
+);
+/// `rope_neox_rows` in module `gemma`: [`rope_rows`]'s arguments.
+pub static ROPE_NEOX_ROWS: Signature = plain(
+    "rope_neox_rows",
+    &[rope_rows::X, rope_rows::TABLE, rope_rows::POS0, rope_rows::HEADS, rope_rows::HEAD_DIM, rope_rows::N],
+    44,
+);
+/// `attention_window` in module `gemma`: [`attention_window::BLOCK`] work-items per head,
+/// `float red[64]` of static LDS.
+pub static ATTENTION_WINDOW: Signature = fixed(
+    "attention_window",
+    &[
+        attention_window::OUT,
+        attention_window::Q,
+        attention_window::K_CACHE,
+        attention_window::V_CACHE,
+        attention_window::SCORES,
+        attention_window::FIRST,
+        attention_window::N,
+        attention_window::HEADS,
+        attention_window::KV_HEADS,
+        attention_window::HEAD_DIM,
+        attention_window::SCORES_STRIDE,
+        attention_window::SCALE,
+    ],
+    attention_window::BLOCK,
+    4 * 64,
+);
+/// `attention_window_rows` in module `gemma`: [`attention_window_rows::BLOCK`] work-items per
+/// (row, head), `float red[64]` of static LDS.
+pub static ATTENTION_WINDOW_ROWS: Signature = fixed(
+    "attention_window_rows",
+    &[
+        attention_window_rows::OUT,
+        attention_window_rows::Q,
+        attention_window_rows::K_CACHE,
+        attention_window_rows::V_CACHE,
+        attention_window_rows::SCORES,
+        attention_window_rows::POS0,
+        attention_window_rows::N,
+        attention_window_rows::WINDOW,
+        attention_window_rows::HEADS,
+        attention_window_rows::KV_HEADS,
+        attention_window_rows::HEAD_DIM,
+        attention_window_rows::SCORES_STRIDE,
+        attention_window_rows::SCALE,
+    ],
+    attention_window_rows::BLOCK,
+    4 * 64,
+);
+/// `gelu_mul(float* out, const float* gate, const float* up, u32 n)` in module `gemma`:
+/// [`silu_mul`]'s arguments.
+pub static GELU_MUL: Signature = plain("gelu_mul", &[silu_mul::OUT, silu_mul::GATE, silu_mul::UP, silu_mul::N], 44);
 
 #[cfg(test)]
 mod tests {

@@ -32,6 +32,7 @@
 
 mod elementwise;
 mod exp;
+mod gemma;
 pub mod ggml;
 mod llama;
 mod matvec;
@@ -42,6 +43,7 @@ mod simd;
 
 pub use elementwise::{add, axpy, copy, fill, mul, scale};
 pub use exp::expf;
+pub use gemma::{attention_window, attention_window_rows, gelu_mul, rope_neox, rope_neox_rows, rope_neox_store, tanhf};
 pub use ggml::{BlockFormat, DequantError, dequantize_chunk, dequantize_row};
 pub use llama::{attention, kv_store, rope, rope_store, silu_mul};
 pub use matvec::matvec;
@@ -220,6 +222,15 @@ pub enum KernelError {
         base: u64,
         /// The byte offset.
         offset: u64,
+    },
+    /// A sliding attention window holds no position (`first >= n`, or a window of 0): attention
+    /// over it would divide 0 by 0.
+    #[error("the attention window {first}..{n} holds no position")]
+    EmptyWindow {
+        /// The window's first position.
+        first: u32,
+        /// The position it ends before.
+        n: u32,
     },
 }
 

@@ -1,0 +1,962 @@
+//! The Gemma kernels (module `gemma`).
+//!
+//! 1. NEOX rope: against hand-derived rotations that tell the half-apart pairs `(i, i + half)`
+//!    from llama's adjacent `(2i, 2i + 1)`, against an `f64` rotation within `3u (|x0 c| +
+//!    |x1 s|)` per element (`u = 2^-24`: two rounded products and a rounded sum), the store into
+//!    exactly the cache row of `pos`, grids cut inside a head, and `rope_neox_rows` row `t`
+//!    against `rope_neox` at `pos0 + t` bit for bit.
+//! 2. Sliding-window attention: `attention_window` from position 0 against `attention` bit for
+//!    bit; from `first > 0` against `attention` on the cache rows from `first` on bit for bit,
+//!    unchanged by NaN keys and values outside the window, and against an `f64` softmax over
+//!    exactly the window within the bound derived in [`attention_bounds`];
+//!    `attention_window_rows` row `t` against `attention_window` at its position bit for bit
+//!    (windows smaller and larger than the rows, ragged shapes, head_dim 256), and against
+//!    `attention_rows` where the window holds every position.
+//! 3. `gelu_mul` against an `f64` GELU over a sweep of every binade, zeros, subnormals, huge
+//!    values, infinities and NaN, within the bound stated at [`gelu_bound`].
+//! 4. Launch preconditions and faults are typed errors, before any store where the launch is at
+//!    fault.
+
+mod common;
+
+use common::{
+    GUARD, Kernarg, Recorder, Rng, SENTINEL, buffer, check_within, f32_of, launch_1d, read_bits, rope_table, run,
+    sentinel_buffer, u32_of,
+};
+use kernel_refs::cpu::{self, CpuReference, KernelError};
+use kernel_refs::effects;
+use kernel_refs::memory::{DeviceMemory, HostMemory};
+use kernels::signature::{self, Signature};
+use proptest::prelude::*;
+
+const X: u64 = 0x1_0000_0000;
+const TABLE: u64 = 0x2_0000_0000;
+const CACHE: u64 = 0x3_0000_0000;
+const SINGLE: u64 = 0x4_0000_0000;
+const Q: u64 = 0x5_0000_0000;
+const K: u64 = 0x6_0000_0000;
+const V: u64 = 0x7_0000_0000;
+const SCORES: u64 = 0x8_0000_0000;
+const SINGLE_SCORES: u64 = 0x9_0000_0000;
+const Y: u64 = 0xa_0000_0000;
+
+/// The unit roundoff of `f32`.
+const U: f64 = 1.0 / 16_777_216.0;
+
+fn bits(values: &[f32]) -> Vec<u32> {
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// NEOX rope
+
+/// A `rope`-shaped kernarg (`rope`, `rope_neox`) on `x` at [`X`] and the table at [`TABLE`].
+fn rope_kernarg(sig: &'static Signature, pos: u32, heads: usize, head_dim: usize, wg: u16) -> Vec<u8> {
+    Kernarg::new(sig)
+        .ptr("x", X)
+        .ptr("table", TABLE)
+        .u32("pos", pos)
+        .u32("heads", u32_of(heads))
+        .u32("head_dim", u32_of(head_dim))
+        .group_size(wg)
+        .bytes()
+}
+
+fn rope_store_kernarg(sig: &'static Signature, pos: u32, heads: usize, head_dim: usize, wg: u16) -> Vec<u8> {
+    Kernarg::new(sig)
+        .ptr("cache", CACHE)
+        .ptr("src", X)
+        .ptr("table", TABLE)
+        .u32("pos", pos)
+        .u32("heads", u32_of(heads))
+        .u32("head_dim", u32_of(head_dim))
+        .group_size(wg)
+        .bytes()
+}
+
+fn rope_rows_kernarg(pos0: usize, heads: usize, head_dim: usize, n: usize, wg: u16) -> Vec<u8> {
+    Kernarg::new(&signature::ROPE_NEOX_ROWS)
+        .ptr("x", X)
+        .ptr("table", TABLE)
+        .u32("pos0", u32_of(pos0))
+        .u32("heads", u32_of(heads))
+        .u32("head_dim", u32_of(head_dim))
+        .u32("n", u32_of(n))
+        .group_size(wg)
+        .bytes()
+}
+
+/// `x` after the in-place rope `cpu` at `pos`, one work-item per pair.
+fn rotated(
+    cpu: CpuReference,
+    sig: &'static Signature,
+    x: &[f32],
+    table: &[f32],
+    shape: (u32, usize, usize),
+) -> Vec<u32> {
+    let (pos, heads, head_dim) = shape;
+    let mut memory = HostMemory::new();
+    buffer(&mut memory, X, x);
+    buffer(&mut memory, TABLE, table);
+    let k = rope_kernarg(sig, pos, heads, head_dim, 64);
+    run(cpu, &launch_1d(&k, u32_of(heads * head_dim / 2), 64), &mut memory);
+    read_bits(&memory, X, x.len())
+}
+
+#[test]
+fn rope_neox_rotates_the_pairs_half_a_head_apart_not_the_adjacent_ones() {
+    // Two heads of 4; table row 1 turns pair 0 by 90 degrees (c = 0, s = 1) and leaves pair 1
+    // (c = 1, s = 0). NEOX pairs (x0, x2) and (x1, x3): head [1, 2, 3, 4] becomes
+    // [1*0 - 3*1, 2, 1*1 + 3*0, 4] = [-3, 2, 1, 4]. llama's rope pairs (x0, x1) and (x2, x3):
+    // [-2, 1, 3, 4].
+    let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
+    let table = [0.5, 0.5, 0.5, 0.5, 0.0, 1.0, 1.0, 0.0];
+    let neox = rotated(cpu::rope_neox, &signature::ROPE_NEOX, &x, &table, (1, 2, 4));
+    let mut expected = bits(&[-3.0, 2.0, 1.0, 4.0, -7.0, 6.0, 5.0, 8.0]);
+    expected.extend([SENTINEL; GUARD]);
+    assert_eq!(neox, expected);
+    let adjacent = rotated(cpu::rope, &signature::ROPE, &x, &table, (1, 2, 4));
+    let mut expected = bits(&[-2.0, 1.0, 3.0, 4.0, -6.0, 5.0, 7.0, 8.0]);
+    expected.extend([SENTINEL; GUARD]);
+    assert_eq!(adjacent, expected);
+}
+
+/// Every element of the in-place NEOX rotation of `x` (`heads` heads of `head_dim`) against the
+/// `f64` rotation with the table row of `pos`: within `3u (|x0 c| + |x1 s|)`.
+fn check_neox_f64(got: &[u32], x: &[f32], table: &[f32], pos: usize, heads: usize, head_dim: usize) {
+    let half = head_dim / 2;
+    for h in 0..heads {
+        for i in 0..half {
+            let e = h * head_dim + i;
+            let cs = &table[2 * (pos * half + i)..][..2];
+            let (x0, x1, c, s) = (f64::from(x[e]), f64::from(x[e + half]), f64::from(cs[0]), f64::from(cs[1]));
+            let rotated = [
+                (e, x0 * c - x1 * s, (x0 * c).abs() + (x1 * s).abs()),
+                (e + half, x0 * s + x1 * c, (x0 * s).abs() + (x1 * c).abs()),
+            ];
+            for (at, exact, magnitude) in rotated {
+                let v = f64::from(f32::from_bits(got[at]));
+                assert!((v - exact).abs() <= 3.0 * U * magnitude, "head {h} pair {i}: x[{at}] {v} vs {exact}");
+            }
+        }
+    }
+}
+
+#[test]
+fn rope_neox_matches_f64_rotation() {
+    // Gemma 3 270M's query (4 heads of 256) and key (1 head) at a late position, and a small
+    // ragged shape.
+    for (pos, heads, head_dim) in [(700usize, 4usize, 256usize), (700, 1, 256), (5, 3, 10)] {
+        let table = rope_table(pos + 1, head_dim);
+        let x = Rng(u64::from(u32_of(pos + heads))).f32s(heads * head_dim, -3.0, 3.0);
+        let got = rotated(cpu::rope_neox, &signature::ROPE_NEOX, &x, &table, (u32_of(pos), heads, head_dim));
+        check_neox_f64(&got, &x, &table, pos, heads, head_dim);
+        assert!(got[heads * head_dim..].iter().all(|&b| b == SENTINEL), "nothing past the heads");
+    }
+}
+
+#[test]
+fn rope_neox_store_writes_exactly_the_cache_row_of_pos() {
+    let (positions, pos, heads, head_dim) = (6usize, 4usize, 2usize, 256usize);
+    let width = heads * head_dim;
+    let table = rope_table(positions, head_dim);
+    let src = Rng(3).f32s(width, -2.0, 2.0);
+    let mut memory = HostMemory::new();
+    buffer(&mut memory, X, &src);
+    buffer(&mut memory, TABLE, &table);
+    sentinel_buffer(&mut memory, CACHE, positions * width);
+    let k = rope_store_kernarg(&signature::ROPE_NEOX_STORE, u32_of(pos), heads, head_dim, 64);
+    run(cpu::rope_neox_store, &launch_1d(&k, u32_of(width / 2), 64), &mut memory);
+    assert_eq!(read_bits(&memory, X, width)[..width], bits(&src)[..], "src is unchanged");
+    let in_place = rotated(cpu::rope_neox, &signature::ROPE_NEOX, &src, &table, (u32_of(pos), heads, head_dim));
+    let cache = read_bits(&memory, CACHE, positions * width);
+    for (i, &b) in cache.iter().enumerate() {
+        if (pos * width..(pos + 1) * width).contains(&i) {
+            assert_eq!(b, in_place[i - pos * width], "cache[{i}] is rope_neox's result");
+        } else {
+            assert_eq!(b, SENTINEL, "cache[{i}] outside row {pos} is untouched");
+        }
+    }
+}
+
+/// Runs `cpu` behind a recorder and checks every access lies in the kernel's declared effects.
+fn run_within_effects(
+    cpu: CpuReference,
+    sig: &'static Signature,
+    kernarg: &[u8],
+    grid: u32,
+    wg: u16,
+    memory: &mut HostMemory,
+) {
+    let launch = launch_1d(kernarg, grid, wg);
+    let decl = kernels::catalog::MODULES
+        .iter()
+        .flat_map(|m| m.kernels)
+        .find(|k| std::ptr::eq(k.signature, sig))
+        .expect("catalogued")
+        .effects;
+    let resolved = effects::resolve(decl, &launch).unwrap();
+    let mut recorder = Recorder::new(memory);
+    cpu(&launch, &mut recorder).unwrap();
+    check_within(&resolved, &recorder).unwrap_or_else(|e| panic!("{}: {e}", sig.name));
+}
+
+#[test]
+fn a_grid_cut_inside_a_head_rotates_exactly_its_pairs_within_the_effects() {
+    // 3 heads of 8 (half 4); 6 work-items: head 0 whole, then pairs 0 and 1 of head 1, which
+    // touch its elements 0, 1 (lower half) and 4, 5 (upper half); 2, 3, 6, 7 and head 2 are not.
+    let (pos, heads, head_dim, grid) = (2usize, 3usize, 8usize, 6u32);
+    let width = heads * head_dim;
+    let table = rope_table(pos + 1, head_dim);
+    let x = Rng(5).f32s(width, -2.0, 2.0);
+    let full = rotated(cpu::rope_neox, &signature::ROPE_NEOX, &x, &table, (u32_of(pos), heads, head_dim));
+    let touched = |i: usize| i < 8 || [8, 9, 12, 13].contains(&i);
+    let expect = |i: usize, got: u32, what: &str| {
+        let want = if touched(i) { full[i] } else { x[i].to_bits() };
+        assert_eq!(got, want, "{what}: x[{i}]");
+    };
+
+    let mut memory = HostMemory::new();
+    buffer(&mut memory, X, &x);
+    buffer(&mut memory, TABLE, &table);
+    let k = rope_kernarg(&signature::ROPE_NEOX, u32_of(pos), heads, head_dim, 4);
+    run_within_effects(cpu::rope_neox, &signature::ROPE_NEOX, &k, grid, 4, &mut memory);
+    for (i, &b) in read_bits(&memory, X, width)[..width].iter().enumerate() {
+        expect(i, b, "rope_neox");
+    }
+
+    let mut memory = HostMemory::new();
+    buffer(&mut memory, X, &x);
+    buffer(&mut memory, TABLE, &table);
+    sentinel_buffer(&mut memory, CACHE, (pos + 1) * width);
+    let k = rope_store_kernarg(&signature::ROPE_NEOX_STORE, u32_of(pos), heads, head_dim, 4);
+    run_within_effects(cpu::rope_neox_store, &signature::ROPE_NEOX_STORE, &k, grid, 4, &mut memory);
+    let cache = read_bits(&memory, CACHE, (pos + 1) * width);
+    for (i, &b) in cache[pos * width..][..width].iter().enumerate() {
+        if touched(i) {
+            expect(i, b, "rope_neox_store");
+        } else {
+            assert_eq!(b, SENTINEL, "rope_neox_store: cache row element {i}");
+        }
+    }
+
+    // Two rows of these heads at positions pos - 1 and pos: row 0 whole, row 1 cut as above.
+    let rows: Vec<f32> = Rng(6).f32s(width, -2.0, 2.0).into_iter().chain(x.iter().copied()).collect();
+    let mut memory = HostMemory::new();
+    buffer(&mut memory, X, &rows);
+    buffer(&mut memory, TABLE, &table);
+    let k = rope_rows_kernarg(pos - 1, heads, head_dim, 2, 4);
+    run_within_effects(cpu::rope_neox_rows, &signature::ROPE_NEOX_ROWS, &k, u32_of(width / 2) + grid, 4, &mut memory);
+    for (i, &b) in read_bits(&memory, X, 2 * width)[width..2 * width].iter().enumerate() {
+        expect(i, b, "rope_neox_rows row 1");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn rope_neox_rows_are_rope_neox_bit_for_bit(
+        pos0 in 0usize..100,
+        heads in 1usize..=9,
+        half in prop::sample::select(vec![1usize, 2, 3, 5, 16, 40, 128]),
+        n in 1usize..=20,
+        short in 0usize..=300,
+        wg in prop::sample::select(vec![32u16, 64, 256]),
+        seed in any::<u64>(),
+    ) {
+        let (head_dim, mut rng) = (2 * half, Rng(seed));
+        let width = heads * head_dim;
+        let x = rng.f32s(n * width, -3.0, 3.0);
+        let table = rng.f32s((pos0 + n) * head_dim, -1.0, 1.0);
+        let active = (n * width / 2).saturating_sub(short).max(1);
+        let mut memory = HostMemory::new();
+        buffer(&mut memory, X, &x);
+        buffer(&mut memory, TABLE, &table);
+        buffer(&mut memory, SINGLE, &x[..width]);
+        let k = rope_rows_kernarg(pos0, heads, head_dim, n, wg);
+        run(cpu::rope_neox_rows, &launch_1d(&k, u32_of(active), wg), &mut memory);
+        let batched = read_bits(&memory, X, n * width);
+        for t in 0..n {
+            let pairs = (active.saturating_sub(t * width / 2)).min(width / 2);
+            memory.write_f32s(SINGLE, &x[t * width..][..width]).unwrap();
+            if pairs > 0 {
+                let k = Kernarg::new(&signature::ROPE_NEOX)
+                    .ptr("x", SINGLE)
+                    .ptr("table", TABLE)
+                    .u32("pos", u32_of(pos0 + t))
+                    .u32("heads", u32_of(heads))
+                    .u32("head_dim", u32_of(head_dim))
+                    .group_size(wg)
+                    .bytes();
+                run(cpu::rope_neox, &launch_1d(&k, u32_of(pairs), wg), &mut memory);
+            }
+            let single = read_bits(&memory, SINGLE, width);
+            prop_assert_eq!(&batched[t * width..][..width], &single[..width], "row {}", t);
+        }
+        prop_assert!(batched[n * width..].iter().all(|&b| b == SENTINEL));
+    }
+}
+
+#[test]
+fn rope_neox_preconditions_and_faults_are_typed_errors() {
+    let mut memory = HostMemory::new();
+    sentinel_buffer(&mut memory, X, 64);
+    buffer(&mut memory, TABLE, &[1.0; 64]);
+    let sig = &signature::ROPE_NEOX;
+    assert_eq!(
+        cpu::rope_neox(&launch_1d(&rope_kernarg(sig, 0, 2, 7, 64), 64, 64), &mut memory),
+        Err(KernelError::OddHeadDim { head_dim: 7 })
+    );
+    assert_eq!(
+        cpu::rope_neox(&launch_1d(&rope_kernarg(sig, 0, 1 << 16, 1 << 16, 64), 64, 64), &mut memory),
+        Err(KernelError::HeadElementsOverflow { heads: 1 << 16, head_dim: 1 << 16 })
+    );
+    assert_eq!(
+        cpu::rope_neox_store(
+            &launch_1d(&rope_store_kernarg(&signature::ROPE_NEOX_STORE, 0, 3, 5, 64), 64, 64),
+            &mut memory
+        ),
+        Err(KernelError::OddHeadDim { head_dim: 5 })
+    );
+    assert_eq!(
+        cpu::rope_neox_rows(&launch_1d(&rope_rows_kernarg(0, 2, 9, 2, 64), 64, 64), &mut memory),
+        Err(KernelError::OddHeadDim { head_dim: 9 })
+    );
+    // The table row of position 5 (head_dim 16) starts at float 80, past the 72 mapped: a fault
+    // naming the table, after x is loaded and before anything is stored.
+    let err = cpu::rope_neox(&launch_1d(&rope_kernarg(&signature::ROPE_NEOX, 5, 2, 16, 64), 16, 64), &mut memory)
+        .unwrap_err();
+    assert!(matches!(err, KernelError::Memory { arg: "table", .. }), "{err}");
+    assert!(read_bits(&memory, X, 64).iter().all(|&b| b == SENTINEL), "nothing stored before the fault");
+    // head_dim 0: no pair, nothing touched, even through unmapped pointers.
+    let k = Kernarg::new(&signature::ROPE_NEOX).ptr("x", 8).ptr("table", 8).u32("heads", 4).group_size(64).bytes();
+    assert_eq!(cpu::rope_neox(&launch_1d(&k, 64, 64), &mut HostMemory::new()), Ok(()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sliding-window attention
+
+/// The shape of a decode attention launch over positions `first..n`.
+#[derive(Clone, Copy, Debug)]
+struct Attn {
+    first: usize,
+    n: usize,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    stride: usize,
+}
+
+impl Attn {
+    fn kv_width(&self) -> usize {
+        self.kv_heads * self.head_dim
+    }
+
+    fn width(&self) -> usize {
+        self.heads * self.head_dim
+    }
+}
+
+/// Random data in [-1, 1], now and then any bit pattern when `raw`.
+fn data(rng: &mut Rng, len: usize, raw: bool) -> Vec<f32> {
+    (0..len)
+        .map(|_| {
+            let v = rng.f32_in(-1.0, 1.0);
+            // CAST: the top bits of a random u64, as raw f32 bits.
+            #[allow(clippy::cast_possible_truncation)]
+            let bits = (rng.next_u64() >> 32) as u32;
+            if raw && bits.is_multiple_of(61) { f32::from_bits(bits) } else { v }
+        })
+        .collect()
+}
+
+/// `q` at [`Q`] (`rows` query rows) and caches of `positions` at [`K`] and [`V`], with sentinel
+/// outputs: `out` at [`Y`] and [`SINGLE`], scores at [`SCORES`] and [`SINGLE_SCORES`], each
+/// `rows` rows long.
+fn attention_memory(q: &[f32], k: &[f32], v: &[f32], width: usize, scores: usize) -> HostMemory {
+    let mut memory = HostMemory::new();
+    buffer(&mut memory, Q, q);
+    buffer(&mut memory, K, k);
+    buffer(&mut memory, V, v);
+    sentinel_buffer(&mut memory, Y, q.len().max(width));
+    sentinel_buffer(&mut memory, SINGLE, width);
+    sentinel_buffer(&mut memory, SCORES, scores);
+    sentinel_buffer(&mut memory, SINGLE_SCORES, scores);
+    memory
+}
+
+/// `attention_window` over `c` on the query at `q`, into `out` and `scores`.
+fn window_kernarg(c: &Attn, q: u64, (out, scores): (u64, u64), scale: f32) -> Vec<u8> {
+    Kernarg::new(&signature::ATTENTION_WINDOW)
+        .ptr("out", out)
+        .ptr("q", q)
+        .ptr("k_cache", K)
+        .ptr("v_cache", V)
+        .ptr("scores", scores)
+        .u32("first", u32_of(c.first))
+        .u32("n", u32_of(c.n))
+        .u32("heads", u32_of(c.heads))
+        .u32("kv_heads", u32_of(c.kv_heads))
+        .u32("head_dim", u32_of(c.head_dim))
+        .u32("scores_stride", u32_of(c.stride))
+        .f32("scale", scale)
+        .bytes()
+}
+
+/// `attention` over positions `0..n` of the caches at `k_cache`, `v_cache`.
+fn attention_kernarg(c: &Attn, (k_cache, v_cache): (u64, u64), n: usize, scale: f32) -> Vec<u8> {
+    Kernarg::new(&signature::ATTENTION)
+        .ptr("out", SINGLE)
+        .ptr("q", Q)
+        .ptr("k_cache", k_cache)
+        .ptr("v_cache", v_cache)
+        .ptr("scores", SINGLE_SCORES)
+        .u32("n", u32_of(n))
+        .u32("heads", u32_of(c.heads))
+        .u32("kv_heads", u32_of(c.kv_heads))
+        .u32("head_dim", u32_of(c.head_dim))
+        .u32("scores_stride", u32_of(c.stride))
+        .f32("scale", scale)
+        .bytes()
+}
+
+/// `(out, scores)` of `attention_window` at [`Y`], [`SCORES`].
+fn run_window(c: &Attn, memory: &mut HostMemory, scale: f32) -> (Vec<u32>, Vec<u32>) {
+    let k = window_kernarg(c, Q, (Y, SCORES), scale);
+    run(cpu::attention_window, &launch_1d(&k, u32_of(c.heads * 64), 64), memory);
+    (read_bits(memory, Y, c.width()), read_bits(memory, SCORES, c.heads * c.stride))
+}
+
+/// `(out, scores)` of `attention` over `n` positions of the caches from row `first` on, at
+/// [`SINGLE`], [`SINGLE_SCORES`].
+fn run_attention_from(c: &Attn, memory: &mut HostMemory, scale: f32) -> (Vec<u32>, Vec<u32>) {
+    let offset = 4 * (c.first * c.kv_width()) as u64;
+    let k = attention_kernarg(c, (K + offset, V + offset), c.n - c.first, scale);
+    run(cpu::attention, &launch_1d(&k, u32_of(c.heads * 64), 64), memory);
+    (read_bits(memory, SINGLE, c.width()), read_bits(memory, SINGLE_SCORES, c.heads * c.stride))
+}
+
+/// Random `q` and caches of `positions` for `c`.
+fn window_data(c: &Attn, positions: usize, seed: u64, raw: bool) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let mut rng = Rng(seed);
+    let q = data(&mut rng, c.width(), raw);
+    let k = data(&mut rng, positions * c.kv_width(), raw);
+    let v = data(&mut rng, positions * c.kv_width(), raw);
+    (q, k, v)
+}
+
+#[test]
+fn attention_window_from_position_0_is_attention_bit_for_bit() {
+    // Scores rows longer than n: their columns past n stay untouched in both.
+    for (n, heads, kv_heads, head_dim) in
+        [(1, 1, 1, 1), (70, 4, 1, 256), (300, 9, 3, 64), (129, 6, 2, 17), (64, 2, 2, 256), (5, 4, 2, 0)]
+    {
+        let c = Attn { first: 0, n, heads, kv_heads, head_dim, stride: n + 3 };
+        for (raw, scale) in [(false, 1.0 / 16.0), (true, 0.125), (false, f32::INFINITY)] {
+            let (q, k, v) = window_data(&c, n, u64::from(u32_of(n * heads + head_dim)), raw);
+            let mut memory = attention_memory(&q, &k, &v, c.width(), c.heads * c.stride);
+            let window = run_window(&c, &mut memory, scale);
+            let attention = run_attention_from(&c, &mut memory, scale);
+            assert_eq!(window, attention, "{c:?} raw {raw} scale {scale}");
+        }
+    }
+}
+
+#[test]
+fn attention_window_is_attention_on_the_cache_rows_of_the_window() {
+    // Gemma 3 270M: 4 query heads on 1 kv head of 256, a window of 512 (first = n - 512).
+    for (first, n, heads, kv_heads, head_dim) in
+        [(3, 70, 4, 1, 256), (100, 612, 4, 1, 256), (1, 2, 2, 1, 8), (64, 129, 9, 3, 64), (63, 64, 3, 3, 5)]
+    {
+        let c = Attn { first, n, heads, kv_heads, head_dim, stride: n - first };
+        let (q, k, v) = window_data(&c, n, u64::from(u32_of(first + n)), false);
+        let mut memory = attention_memory(&q, &k, &v, c.width(), c.heads * c.stride);
+        let window = run_window(&c, &mut memory, 1.0 / 16.0);
+        let attention = run_attention_from(&c, &mut memory, 1.0 / 16.0);
+        assert_eq!(window, attention, "{c:?}");
+        assert!(window.0[..c.width()].iter().all(|&b| f32::from_bits(b).is_finite()), "{c:?}");
+    }
+}
+
+#[test]
+fn attention_window_ignores_keys_and_values_outside_the_window() {
+    // The caches hold 40 positions more than n; every key and value before first and from n on
+    // is NaN. The results are those of clean caches, bit for bit, and finite.
+    for (first, n, heads, kv_heads, head_dim) in [(20, 90, 4, 1, 256), (1, 66, 6, 2, 16), (70, 71, 2, 1, 8)] {
+        let c = Attn { first, n, heads, kv_heads, head_dim, stride: n - first + 1 };
+        let positions = n + 40;
+        let (q, k, v) = window_data(&c, positions, u64::from(u32_of(n)), false);
+        let mut clean = attention_memory(&q, &k, &v, c.width(), c.heads * c.stride);
+        let want = run_window(&c, &mut clean, 0.125);
+        let outside = |j: usize| j < first || j >= n;
+        let poison = |cache: &[f32]| -> Vec<f32> {
+            let w = c.kv_width();
+            cache.iter().enumerate().map(|(i, &x)| if outside(i / w) { f32::NAN } else { x }).collect()
+        };
+        let mut poisoned = attention_memory(&q, &poison(&k), &poison(&v), c.width(), c.heads * c.stride);
+        let got = run_window(&c, &mut poisoned, 0.125);
+        assert_eq!(got, want, "{c:?}");
+        assert!(got.0[..c.width()].iter().all(|&b| f32::from_bits(b).is_finite()), "{c:?}");
+        for h in 0..heads {
+            let row = &got.1[h * c.stride..][..c.stride];
+            assert!(row[..n - first].iter().all(|&b| f32::from_bits(b).is_finite()), "{c:?} head {h}: p");
+            assert_eq!(row[n - first], SENTINEL, "{c:?} head {h}: scores past n - first");
+        }
+    }
+}
+
+/// The `f64` attention of one head over `keys` and `values` and the bounds its `f32` result must
+/// meet: `(p, |p - p~| bound, out, |out - out~| bound)` (the derivation of `tests/prefill.rs`).
+///
+/// With `S_j = |scale| sum_d |q[d] k[j][d]|`, the `f32` score is within `e_j = (head_dim + 1) u
+/// S_j` of the exact one, and `p~_j = exp(s~_j - s~_max)` (an `expf` within 2 ulp = `4u`
+/// relative, after one rounded subtraction) is within a relative `E_j = e_j + e_max + u |s_j -
+/// s_max| + 4u` (to first order, so with a factor 1.01) of `exp(s_j - s_max)`. The output then
+/// moves by at most `2 E max_j |v_j|` from the weights' errors, plus the rounding of its sums:
+/// `count` terms in the numerator, `ceil(count / 64)` per work-item and 6 tree levels in the
+/// denominator, and the division, each relative to `max_j |v_j|`.
+fn attention_bounds(qh: &[f32], keys: &[&[f32]], values: &[&[f32]], scale: f32) -> [Vec<f64>; 4] {
+    let scale = f64::from(scale);
+    let head_dim = qh.len() as f64;
+    let (s, s_abs): (Vec<f64>, Vec<f64>) = keys
+        .iter()
+        .map(|k| {
+            let dot: f64 = qh.iter().zip(*k).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
+            let abs: f64 = qh.iter().zip(*k).map(|(&a, &b)| (f64::from(a) * f64::from(b)).abs()).sum();
+            (dot * scale, abs * scale.abs())
+        })
+        .unzip();
+    let (j_max, &s_max) = s.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap();
+    let e = |j: usize| (head_dim + 1.0) * U * s_abs[j];
+    let rel: Vec<f64> = (0..s.len()).map(|j| 1.01 * (e(j) + e(j_max) + U * (s[j] - s_max).abs() + 4.0 * U)).collect();
+    let p: Vec<f64> = s.iter().map(|x| (x - s_max).exp()).collect();
+    let p_bound: Vec<f64> = p.iter().zip(&rel).map(|(p, r)| p * r.exp_m1() + 2f64.powi(-140)).collect();
+    let total: f64 = p.iter().sum();
+    let count = s.len() as f64;
+    let rel_max = rel.iter().copied().fold(0.0, f64::max);
+    let (mut out, mut out_bound) = (Vec::new(), Vec::new());
+    for d in 0..qh.len() {
+        let v_max = values.iter().map(|v| f64::from(v[d]).abs()).fold(0.0, f64::max);
+        out.push(p.iter().zip(values).map(|(p, v)| p * f64::from(v[d])).sum::<f64>() / total);
+        out_bound.push(v_max * (2.02 * rel_max + (count + (count / 64.0).ceil() + 8.0) * U));
+    }
+    [p, p_bound, out, out_bound]
+}
+
+#[test]
+fn attention_window_matches_an_f64_softmax_over_exactly_the_window() {
+    for (c, scale) in [
+        (Attn { first: 20, n: 100, heads: 4, kv_heads: 1, head_dim: 256, stride: 80 }, 1.0f32 / 16.0),
+        (Attn { first: 7, n: 77, heads: 9, kv_heads: 3, head_dim: 64, stride: 70 }, 0.125),
+        // Large scores: the softmax is dominated by a few positions.
+        (Attn { first: 2, n: 5, heads: 2, kv_heads: 1, head_dim: 16, stride: 3 }, 6.0),
+    ] {
+        let (q, k, v) = window_data(&c, c.n, u64::from(u32_of(c.n + c.first)), false);
+        let mut memory = attention_memory(&q, &k, &v, c.width(), c.heads * c.stride);
+        let (out, scores) = run_window(&c, &mut memory, scale);
+        let kv_width = c.kv_width();
+        for h in 0..c.heads {
+            let kv_offset = h / (c.heads / c.kv_heads) * c.head_dim;
+            let keys: Vec<&[f32]> = (c.first..c.n).map(|j| &k[j * kv_width + kv_offset..][..c.head_dim]).collect();
+            let values: Vec<&[f32]> = (c.first..c.n).map(|j| &v[j * kv_width + kv_offset..][..c.head_dim]).collect();
+            let [p, p_bound, exact, bound] =
+                attention_bounds(&q[h * c.head_dim..][..c.head_dim], &keys, &values, scale);
+            for (i, (&p, &pb)) in p.iter().zip(&p_bound).enumerate() {
+                let got = f64::from(f32::from_bits(scores[h * c.stride + i]));
+                assert!((got - p).abs() <= pb, "{c:?} head {h} p[{}]: {got} vs {p}", c.first + i);
+            }
+            for d in 0..c.head_dim {
+                let got = f64::from(f32::from_bits(out[h * c.head_dim + d]));
+                assert!((got - exact[d]).abs() <= bound[d], "{c:?} head {h} d {d}: {got} vs {}", exact[d]);
+            }
+        }
+    }
+}
+
+/// The shape of an `attention_window_rows` launch.
+#[derive(Clone, Copy, Debug)]
+struct Rows {
+    pos0: usize,
+    n: usize,
+    window: usize,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    stride: usize,
+}
+
+impl Rows {
+    fn kv_width(&self) -> usize {
+        self.kv_heads * self.head_dim
+    }
+
+    fn width(&self) -> usize {
+        self.heads * self.head_dim
+    }
+
+    /// Row `t`'s window: `max(0, pos0 + t + 1 - window)..pos0 + t + 1`.
+    fn span(&self, t: usize) -> (usize, usize) {
+        let end = self.pos0 + t + 1;
+        (end.saturating_sub(self.window), end)
+    }
+}
+
+fn rows_kernarg(c: &Rows, scale: f32) -> Vec<u8> {
+    Kernarg::new(&signature::ATTENTION_WINDOW_ROWS)
+        .ptr("out", Y)
+        .ptr("q", Q)
+        .ptr("k_cache", K)
+        .ptr("v_cache", V)
+        .ptr("scores", SCORES)
+        .u32("pos0", u32_of(c.pos0))
+        .u32("n", u32_of(c.n))
+        .u32("window", u32_of(c.window))
+        .u32("heads", u32_of(c.heads))
+        .u32("kv_heads", u32_of(c.kv_heads))
+        .u32("head_dim", u32_of(c.head_dim))
+        .u32("scores_stride", u32_of(c.stride))
+        .f32("scale", scale)
+        .bytes()
+}
+
+/// Random `q` (`n` rows) and caches (`pos0 + n` positions) for `c`, mapped with sentinel outputs.
+fn rows_memory(c: &Rows, seed: u64, raw: bool) -> HostMemory {
+    let mut rng = Rng(seed);
+    let q = data(&mut rng, c.n * c.width(), raw);
+    let k = data(&mut rng, (c.pos0 + c.n) * c.kv_width(), raw);
+    let v = data(&mut rng, (c.pos0 + c.n) * c.kv_width(), raw);
+    attention_memory(&q, &k, &v, c.width(), c.n * c.heads * c.stride)
+}
+
+/// `(out, scores)` of the batched launch over `groups` work-groups.
+fn run_rows(c: &Rows, memory: &mut HostMemory, scale: f32, groups: usize) -> (Vec<u32>, Vec<u32>) {
+    let k = rows_kernarg(c, scale);
+    run(cpu::attention_window_rows, &launch_1d(&k, u32_of(groups * 64), 64), memory);
+    (read_bits(memory, Y, c.n * c.width()), read_bits(memory, SCORES, c.n * c.heads * c.stride))
+}
+
+/// Every (row, head) of the batched launch is `attention_window` at its position on `q[t]`, bit
+/// for bit; work-groups past `groups` write nothing, and nothing is written past a row's window
+/// in its scores row.
+fn check_rows(c: &Rows, seed: u64, groups: usize, scale: f32, raw: bool) {
+    let mut memory = rows_memory(c, seed, raw);
+    let (out, scores) = run_rows(c, &mut memory, scale, groups);
+    for t in 0..c.n {
+        let (first, end) = c.span(t);
+        let count = end - first;
+        let single =
+            Attn { first, n: end, heads: c.heads, kv_heads: c.kv_heads, head_dim: c.head_dim, stride: c.stride };
+        let k = window_kernarg(&single, Q + 4 * (t * c.width()) as u64, (SINGLE, SINGLE_SCORES), scale);
+        run(cpu::attention_window, &launch_1d(&k, u32_of(c.heads * 64), 64), &mut memory);
+        let single_out = read_bits(&memory, SINGLE, c.width());
+        let single_scores = read_bits(&memory, SINGLE_SCORES, c.heads * c.stride);
+        for h in 0..c.heads {
+            let g = t * c.heads + h;
+            let what = format!("{c:?} groups {groups} row {t} head {h}");
+            let (got_out, got_scores) = (&out[g * c.head_dim..][..c.head_dim], &scores[g * c.stride..][..c.stride]);
+            if g >= groups {
+                assert!(got_out.iter().chain(got_scores).all(|&b| b == SENTINEL), "{what}: not run");
+                continue;
+            }
+            assert_eq!(got_out, &single_out[h * c.head_dim..][..c.head_dim], "{what}: out");
+            assert_eq!(&got_scores[..count], &single_scores[h * c.stride..][..count], "{what}: p");
+            assert!(got_scores[count..].iter().all(|&b| b == SENTINEL), "{what}: scores past the window");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn attention_window_rows_are_attention_window_bit_for_bit(
+        pos0 in 0usize..=70,
+        n in 1usize..=13,
+        window in prop_oneof![1usize..=8, 1usize..=90],
+        kv_heads in 1usize..=3,
+        group in 1usize..=3,
+        head_dim in prop_oneof![3 => 1usize..=80, 1 => Just(256usize)],
+        extra in 0usize..=3,
+        short in prop::sample::select(vec![0usize, 0, 0, 1, 5]),
+        raw in prop::bool::weighted(0.2),
+        seed in any::<u64>(),
+    ) {
+        let heads = kv_heads * group;
+        let stride = window.min(pos0 + n) + extra;
+        let c = Rows { pos0, n, window, heads, kv_heads, head_dim, stride };
+        let scale = 1.0 / (head_dim as f32).sqrt();
+        check_rows(&c, seed, (n * heads).saturating_sub(short).max(1), scale, raw);
+    }
+}
+
+#[test]
+fn attention_window_rows_are_attention_window_bit_for_bit_at_the_model_shape() {
+    // Gemma 3 270M: a 128-token chunk from position 450 with a window of 512, so the windows of
+    // rows 62 on no longer start at 0; 4 query heads on 1 kv head of 256, scale 256^-1/2.
+    let c = Rows { pos0: 450, n: 128, window: 512, heads: 4, kv_heads: 1, head_dim: 256, stride: 512 };
+    check_rows(&c, 17, c.n * c.heads, 1.0 / 16.0, false);
+    // A first chunk shorter than the window, and windows of 1 and 2.
+    let c = Rows { pos0: 0, n: 37, window: 512, heads: 4, kv_heads: 1, head_dim: 256, stride: 37 };
+    check_rows(&c, 18, c.n * c.heads, 1.0 / 16.0, false);
+    for window in [1, 2] {
+        let c = Rows { pos0: 3, n: 9, window, heads: 4, kv_heads: 1, head_dim: 256, stride: window };
+        check_rows(&c, 19, c.n * c.heads, 1.0 / 16.0, false);
+    }
+}
+
+#[test]
+fn attention_window_rows_over_empty_heads_are_attention_window_bit_for_bit() {
+    // head_dim = 0: every score is 0 * scale, NaN for an infinite or NaN scale.
+    let c = Rows { pos0: 40, n: 5, window: 7, heads: 4, kv_heads: 2, head_dim: 0, stride: 8 };
+    for scale in [0.5, -0.0, f32::INFINITY, f32::NAN] {
+        check_rows(&c, 43, c.n * c.heads, scale, false);
+        check_rows(&c, 43, 7, scale, false);
+    }
+}
+
+#[test]
+fn attention_window_rows_with_a_window_over_every_position_are_attention_rows() {
+    // window >= pos0 + n: every row attends 0..=pos0 + t, as prefill's attention_rows.
+    for (pos0, n, window, heads, kv_heads, head_dim) in [(30, 9, 39, 9, 3, 64), (0, 20, 1000, 4, 1, 256)] {
+        let c = Rows { pos0, n, window, heads, kv_heads, head_dim, stride: pos0 + n };
+        let mut memory = rows_memory(&c, 23, false);
+        let windowed = run_rows(&c, &mut memory, 0.125, n * heads);
+        let mut memory = rows_memory(&c, 23, false);
+        let k = Kernarg::new(&signature::ATTENTION_ROWS)
+            .ptr("out", Y)
+            .ptr("q", Q)
+            .ptr("k_cache", K)
+            .ptr("v_cache", V)
+            .ptr("scores", SCORES)
+            .u32("pos0", u32_of(pos0))
+            .u32("n", u32_of(n))
+            .u32("heads", u32_of(heads))
+            .u32("kv_heads", u32_of(kv_heads))
+            .u32("head_dim", u32_of(head_dim))
+            .u32("scores_stride", u32_of(c.stride))
+            .f32("scale", 0.125)
+            .bytes();
+        run(cpu::attention_rows, &launch_1d(&k, u32_of(n * heads * 64), 64), &mut memory);
+        let rows = (read_bits(&memory, Y, n * c.width()), read_bits(&memory, SCORES, n * heads * c.stride));
+        assert_eq!(windowed, rows, "{c:?}");
+    }
+}
+
+#[test]
+fn attention_window_preconditions_and_faults_are_typed_errors() {
+    let c = Attn { first: 2, n: 6, heads: 6, kv_heads: 3, head_dim: 8, stride: 4 };
+    let (q, k, v) = window_data(&c, c.n, 31, false);
+    let mut memory = attention_memory(&q, &k, &v, c.width(), c.heads * c.stride);
+    let attempt = |c: &Attn, groups: usize, wg: u16, memory: &mut HostMemory| {
+        let k = window_kernarg(c, Q, (Y, SCORES), 0.5);
+        cpu::attention_window(&launch_1d(&k, u32_of(groups * usize::from(wg)), wg), memory)
+    };
+    assert_eq!(
+        attempt(&Attn { kv_heads: 4, ..c }, 6, 64, &mut memory),
+        Err(KernelError::KvHeadsMismatch { heads: 6, kv_heads: 4 })
+    );
+    assert_eq!(attempt(&Attn { first: 6, ..c }, 6, 64, &mut memory), Err(KernelError::EmptyWindow { first: 6, n: 6 }));
+    assert_eq!(attempt(&Attn { first: 9, ..c }, 6, 64, &mut memory), Err(KernelError::EmptyWindow { first: 9, n: 6 }));
+    assert_eq!(
+        attempt(&Attn { first: 1, ..c }, 6, 64, &mut memory),
+        Err(KernelError::ScoresStrideTooSmall { n: 5, scores_stride: 4 })
+    );
+    assert_eq!(
+        attempt(&Attn { first: u32::MAX as usize - 2, n: u32::MAX as usize, ..c }, 6, 64, &mut memory),
+        Err(KernelError::StridedLoopWraps { arg: "n", count: u32::MAX, limit: u32::MAX - 63 })
+    );
+    assert_eq!(
+        attempt(&c, 12, 32, &mut memory),
+        Err(KernelError::WorkgroupSizeRequired { workgroup_size_x: 32, required: 64 })
+    );
+    let k = window_kernarg(&c, Q, (Y, SCORES), 0.5);
+    assert_eq!(
+        cpu::attention_window(&launch_1d(&k, 6 * 64 - 1, 64), &mut memory),
+        Err(KernelError::PartialWorkgroup { grid_size_x: 6 * 64 - 1, workgroup_size_x: 64 })
+    );
+    // One more position than the caches hold: a fault naming k_cache, before any store.
+    let err = attempt(&Attn { first: 3, n: 7, ..c }, 6, 64, &mut memory).unwrap_err();
+    assert!(matches!(err, KernelError::Memory { arg: "k_cache", .. }), "{err}");
+    assert!(read_bits(&memory, Y, c.width()).iter().all(|&b| b == SENTINEL));
+    assert!(read_bits(&memory, SCORES, c.heads * c.stride).iter().all(|&b| b == SENTINEL));
+    // No head to handle: nothing is checked or touched.
+    assert_eq!(attempt(&Attn { heads: 0, kv_heads: 0, first: 9, ..c }, 1, 64, &mut HostMemory::new()), Ok(()));
+}
+
+#[test]
+fn attention_window_rows_preconditions_and_faults_are_typed_errors() {
+    let c = Rows { pos0: 3, n: 2, window: 4, heads: 6, kv_heads: 3, head_dim: 8, stride: 4 };
+    // Queries for 3 rows, caches for pos0 + n = 5 positions.
+    let mut memory = rows_memory(&Rows { pos0: 2, n: 3, ..c }, 37, false);
+    let attempt = |c: &Rows, groups: usize, wg: u16, memory: &mut HostMemory| {
+        let k = rows_kernarg(c, 0.5);
+        cpu::attention_window_rows(&launch_1d(&k, u32_of(groups * usize::from(wg)), wg), memory)
+    };
+    let groups = c.n * c.heads;
+    assert_eq!(
+        attempt(&Rows { kv_heads: 0, ..c }, groups, 64, &mut memory),
+        Err(KernelError::KvHeadsMismatch { heads: 6, kv_heads: 0 })
+    );
+    assert_eq!(
+        attempt(&Rows { window: 0, ..c }, groups, 64, &mut memory),
+        Err(KernelError::EmptyWindow { first: 4, n: 4 })
+    );
+    // min(window, pos0 + n) = 5 positions in a row of 4.
+    assert_eq!(
+        attempt(&Rows { window: 9, ..c }, groups, 64, &mut memory),
+        Err(KernelError::ScoresStrideTooSmall { n: 5, scores_stride: 4 })
+    );
+    assert_eq!(
+        attempt(&Rows { pos0: u32::MAX as usize - 2, stride: u32::MAX as usize, ..c }, groups, 64, &mut memory),
+        Err(KernelError::StridedLoopWraps { arg: "pos0 + n", count: u32::MAX, limit: u32::MAX - 63 })
+    );
+    assert_eq!(
+        attempt(&c, 2 * groups, 32, &mut memory),
+        Err(KernelError::WorkgroupSizeRequired { workgroup_size_x: 32, required: 64 })
+    );
+    let k = rows_kernarg(&c, 0.5);
+    assert_eq!(
+        cpu::attention_window_rows(&launch_1d(&k, u32_of(groups * 64 - 1), 64), &mut memory),
+        Err(KernelError::PartialWorkgroup { grid_size_x: u32_of(groups * 64 - 1), workgroup_size_x: 64 })
+    );
+    // One more row than the caches hold positions for: a fault naming k_cache, before any store.
+    let err = attempt(&Rows { n: 3, ..c }, 3 * c.heads, 64, &mut memory).unwrap_err();
+    assert!(matches!(err, KernelError::Memory { arg: "k_cache", .. }), "{err}");
+    assert!(read_bits(&memory, Y, c.n * c.width()).iter().all(|&b| b == SENTINEL));
+    assert!(read_bits(&memory, SCORES, c.n * c.heads * c.stride).iter().all(|&b| b == SENTINEL));
+    // No row or no head: nothing is checked or touched.
+    assert_eq!(attempt(&Rows { n: 0, kv_heads: 0, ..c }, 1, 64, &mut HostMemory::new()), Ok(()));
+    assert_eq!(attempt(&Rows { heads: 0, stride: 0, window: 0, ..c }, 1, 64, &mut HostMemory::new()), Ok(()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// GELU
+
+/// GELU's tanh approximation of `g` in `f64` with the exact constants, by the form without
+/// cancellation: `0.5 g (1 + tanh(k)) = g / (1 + e^(-2k))`, `k = sqrt(2/pi) (g + 0.044715 g^3)`.
+fn gelu_f64(g: f32) -> f64 {
+    let g = f64::from(g);
+    let k = (2.0 / std::f64::consts::PI).sqrt() * (g + 0.044_715 * g * g * g);
+    g / (1.0 + (-2.0 * k).exp())
+}
+
+/// The bound `|out - gelu(g) up|` meets, with `G = gelu(g)` exact: `(4 |g| + 2 |G|) u |up| +
+/// (1 + |up|) 2^-149`. Derivation: the computed `k` is within `7u |k|` of the exact (the two
+/// rounded constants and five rounded operations), which moves `tanh` by at most
+/// `7u max_k |k| sech^2 k <= 3.2u`; `rl_tanhf` adds at most 2 ulp `<= 2u` (`|tanh| < 1`); `1 + t`
+/// rounds once (`<= 2u` absolute), halving is exact: `w` is within `3.6u` of the exact
+/// `(1 + tanh k) / 2`, so `g w` within `3.6u |g|`, then the two products round (`2u |G|`). Where
+/// they are subnormal, each rounds by up to `2^-150` absolute, the first one carried through the
+/// multiply by `up` (twice that, for slack). For `g >= 0` (`G >= g / 2`) the first term is at
+/// most `10u |G up|`: relative.
+fn gelu_bound(g: f32, exact: f64, up: f32) -> f64 {
+    (4.0 * f64::from(g).abs() + 2.0 * exact.abs()) * U * f64::from(up).abs()
+        + (1.0 + f64::from(up).abs()) * 2f64.powi(-149)
+}
+
+/// `gelu_mul` over `gate` and `up` (one launch), as values.
+fn run_gelu(gate: &[f32], up: &[f32]) -> Vec<f32> {
+    let n = gate.len();
+    let mut memory = HostMemory::new();
+    buffer(&mut memory, X, gate);
+    buffer(&mut memory, TABLE, up);
+    sentinel_buffer(&mut memory, Y, n);
+    let k = Kernarg::new(&signature::GELU_MUL)
+        .ptr("out", Y)
+        .ptr("gate", X)
+        .ptr("up", TABLE)
+        .u32("n", u32_of(n))
+        .group_size(256)
+        .bytes();
+    // A grid past n: the work-items past it write nothing.
+    run(cpu::gelu_mul, &launch_1d(&k, u32_of(n + 300), 256), &mut memory);
+    let out = read_bits(&memory, Y, n);
+    assert!(out[n..].iter().all(|&b| b == SENTINEL), "nothing past n");
+    out[..n].iter().map(|&b| f32::from_bits(b)).collect()
+}
+
+/// Gates over every binade: every 4099th bit pattern (both signs, zeros, subnormals, huge
+/// values, infinities and NaNs included), the neighbourhoods of 0 and of the saturation points,
+/// and uniform values over the range where the curve bends.
+fn gelu_gates() -> Vec<f32> {
+    let mut gates: Vec<f32> = (0..=u32::MAX).step_by(4099).map(f32::from_bits).collect();
+    gates.extend([0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MAX, -f32::MAX, f32::MIN_POSITIVE]);
+    gates.extend((1..=64).map(f32::from_bits).flat_map(|x| [x, -x]));
+    for edge in [5.2f32, -5.2, 9.0, -9.0, 0.5, -0.5] {
+        let bits = edge.to_bits();
+        gates.extend((bits - 2000..=bits + 2000).map(f32::from_bits));
+    }
+    let mut rng = Rng(0x9e1);
+    gates.extend(rng.f32s(300_000, -12.0, 12.0));
+    gates
+}
+
+#[test]
+fn gelu_mul_matches_f64_gelu_within_the_derived_bound() {
+    let gates = gelu_gates();
+    let mut rng = Rng(0x6e1);
+    for ups in [vec![1.0f32; gates.len()], rng.f32s(gates.len(), -4.0, 4.0)] {
+        let out = run_gelu(&gates, &ups);
+        let (mut worst_abs, mut worst_rel) = (0.0f64, 0.0f64);
+        for ((&g, &up), &got) in gates.iter().zip(&ups).zip(&out) {
+            if g.is_nan() {
+                assert!(got.is_nan(), "gelu(NaN) * {up}");
+                continue;
+            }
+            if g.is_infinite() {
+                // gelu(+inf) = +inf, gelu(-inf) = -0 (its limit).
+                let gelu = if g > 0.0 { f32::INFINITY } else { -0.0 };
+                assert_eq!(got.to_bits(), (gelu * up).to_bits(), "gelu({g}) * {up}");
+                continue;
+            }
+            let exact = gelu_f64(g) * f64::from(up);
+            if f32_of(exact).is_infinite() {
+                assert_eq!(got, f32_of(exact), "gelu({g:e}) * {up} overflows");
+                continue;
+            }
+            let err = (f64::from(got) - exact).abs();
+            let bound = gelu_bound(g, gelu_f64(g), up);
+            assert!(err <= bound, "gelu({g:e}) * {up}: {got:e} vs {exact:e} (bound {bound:e})");
+            if g != 0.0 && up != 0.0 && f64::from(g).abs() > 1e-30 {
+                worst_abs = worst_abs.max(err / (U * f64::from(g).abs() * f64::from(up).abs()));
+                if g > 0.0 {
+                    worst_rel = worst_rel.max(err / (U * exact.abs()));
+                }
+            }
+        }
+        eprintln!(
+            "gelu_mul: {} gates, max error {worst_abs:.3} u |g up|, {worst_rel:.3} u |gelu(g) up| for g > 0",
+            gates.len()
+        );
+        assert!(worst_rel <= 10.0, "relative error {worst_rel} u for g > 0");
+    }
+}
+
+#[test]
+fn gelu_mul_signs_zeros_and_limits() {
+    let gates = [0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY, 1e30, -1e30, 6.0, -6.0, 1e-40, -1e-40];
+    let out = run_gelu(&gates, &[1.0; 10]);
+    let expected = [0.0f32, -0.0, f32::INFINITY, -0.0, 1e30, -0.0, 6.0, -0.0, 5e-41, -5e-41];
+    assert_eq!(bits(&out), bits(&expected));
+    // gelu(1) = 0.841192 (0.5 (1 + tanh(sqrt(2/pi) 1.044715))), gelu(-1) = -0.158808.
+    let out = run_gelu(&[1.0, -1.0], &[1.0, 1.0]);
+    assert!((f64::from(out[0]) - 0.841_191_990_608_276_8).abs() < 2e-7, "{}", out[0]);
+    assert!((f64::from(out[1]) + 0.158_808_009_391_723_2).abs() < 2e-7, "{}", out[1]);
+}
+
+#[test]
+fn gelu_mul_faults_name_the_argument_after_the_work_groups_before_it() {
+    // A short `up` buffer faults naming it, after the work-groups before it are stored.
+    let mut memory = HostMemory::new();
+    buffer(&mut memory, X, &[1.0; 512]);
+    buffer(&mut memory, TABLE, &[1.0; 100]);
+    sentinel_buffer(&mut memory, Y, 512);
+    let k =
+        Kernarg::new(&signature::GELU_MUL).ptr("out", Y).ptr("gate", X).ptr("up", TABLE).u32("n", 512).group_size(64);
+    let err = cpu::gelu_mul(&launch_1d(&k.bytes(), 512, 64), &mut memory).unwrap_err();
+    assert!(matches!(err, KernelError::Memory { arg: "up", .. }), "{err}");
+    let out = read_bits(&memory, Y, 512);
+    assert!(out[..64].iter().all(|&b| b != SENTINEL), "work-group 0 is stored");
+    assert!(out[64..512].iter().all(|&b| b == SENTINEL), "nothing from work-group 1 on");
+}
