@@ -449,6 +449,13 @@ macro_rules! suite {
             $crate::route::batched_prefill_is_the_prompt_step_by_step,
             two
         );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            gemma3_shadow_parity_across_the_window,
+            $crate::route::gemma3_shadow_parity_across_the_window,
+            one
+        );
         $crate::conformance_test!($make, $run, topology, $crate::topology, one);
     };
 }

@@ -538,6 +538,40 @@ pub fn shadow_parity_over_the_whole_context<D: Device>(device: &mut D) {
     assert_eq!(controller.state(), &State::Ready, "a refused position is not a route failure");
 }
 
+/// The sliding window on every backend: the tiny gemma3 (a window of 8 keys on five of its seven
+/// layers, every matrix type), its tape captured at positions where the window's first key is 0,
+/// passes the shadow oracle (every surface, bit for bit) at positions on both sides of the
+/// window's start and up to the end of its context; the first keys are the declared
+/// `max(0, position - 7)` bindings.
+pub fn gemma3_shadow_parity_across_the_window<D: Device>(device: &mut D) {
+    use engine::model::{Gemma3, LanguageModel};
+    let model_config = gguf::TinyGemma3Config { context_length: 256, ..gguf::TinyGemma3Config::default() };
+    let (context, window) = (model_config.context_length, model_config.window);
+    let file = gguf::Gguf::parse(gguf::tiny_gemma3(&model_config)).unwrap();
+    let mut model = Gemma3::load_model(device, &file, context).unwrap();
+    let mut controller = ReplayController::new(config(Backend::Auto, Transport::Pm4));
+    controller.configure_model_default(true);
+    let mut funnel = Funnel::new(8192);
+    for position in 0..6u32 {
+        model.set_token(6 + position).unwrap();
+        let step = if position < 2 { Step::Prompt } else { Step::Continuation };
+        controller.forward(device, &mut funnel, &mut model, position, step).unwrap();
+    }
+    assert_eq!(controller.state(), &State::Ready);
+    let tape = controller.tape().unwrap().clone();
+    assert!(tape.position() < window - 1, "recorded at {}", tape.position());
+    let first_keys = tape.bindings().iter().filter(|b| b.name.ends_with(".attention.first")).count();
+    assert_eq!(first_keys, 6, "one declared first key per sliding layer");
+    let mut plan = lowering::plan::prepare(device, &tape).unwrap();
+    let positions = [window - 1, window, window + 1, 2 * window + 3, context / 2, context - 1];
+    let report =
+        engine::shadow::run(device, &mut funnel, &mut model, &tape, &mut plan, &positions, crate::TIMEOUT).unwrap();
+    assert_eq!(report.positions, positions);
+    assert_eq!(report.surfaces, model.surfaces().len());
+    assert!(report.is_exact(), "{:?}", report.divergences);
+    plan.release(device).unwrap();
+}
+
 /// A batched prefill is the prompt run step by step, bit for bit: the tiny llama's 37-token
 /// prompt in passes of 16, 16 and 5 tokens leaves the same logits and the same K and V caches as
 /// 37 prompt steps on a second device; each pass is one ineligible, ordinary forward naming its
