@@ -18,6 +18,7 @@
 
 use gguf::Gguf;
 
+use super::ops::{self, LINEAR_BLOCK};
 use super::params::{LlamaParams, ParamsError};
 use hal::Device;
 use kernarg_abi::layout::ArgValue;
@@ -29,14 +30,8 @@ mod prefill;
 
 use prefill::allocate_prefill_surfaces;
 
-/// Work-group size of the quantised matvecs (one wave32 per row).
-const MATVEC_BLOCK: u16 = 32;
 /// Work-group size of attention (one work-group per query head).
 const ATTENTION_BLOCK: u16 = 64;
-/// `rmsnorm`'s fixed work-group size.
-const RMSNORM_BLOCK: u16 = 256;
-/// Work-group size of the element-wise kernels.
-const LINEAR_BLOCK: u16 = 64;
 /// Prompt tokens per batched prefill pass ([`Llama::prefill_chunk`]).
 pub const PREFILL_CHUNK: u32 = 128;
 
@@ -79,6 +74,12 @@ struct Weight {
     bytes: u64,
     /// `matvec_q4_1` or `matvec_q8_0` for a matrix.
     q8: bool,
+}
+
+impl Weight {
+    const fn tensor(self) -> ops::Tensor {
+        ops::Tensor { va: self.va, bytes: self.bytes }
+    }
 }
 
 /// The weights of one layer.
@@ -301,12 +302,7 @@ impl Llama {
     /// # Errors
     /// [`WorkloadError::Init`] for an id outside the vocabulary.
     pub fn set_token(&mut self, token: u32) -> Result<(), WorkloadError> {
-        if token >= self.params.vocab {
-            return Err(WorkloadError::Init(format!(
-                "token {token} is outside the vocabulary of {}",
-                self.params.vocab
-            )));
-        }
+        ops::check_token(token, self.params.vocab)?;
         self.token = token;
         Ok(())
     }
@@ -316,10 +312,7 @@ impl Llama {
     /// # Errors
     /// The device's read error.
     pub fn logits(&self, device: &mut dyn Device) -> Result<Vec<f32>, WorkloadError> {
-        let surface = &self.surfaces[s::LOGITS];
-        let mut bytes = vec![0u8; usize::try_from(surface.bytes).unwrap_or(0)];
-        device.read(surface.va, &mut bytes)?;
-        Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        ops::read_f32s(device, &self.surfaces[s::LOGITS])
     }
 
     fn va(&self, surface: usize) -> u64 {
@@ -334,17 +327,7 @@ impl Llama {
         (rows, cols): (u32, u32),
     ) -> Result<(), WorkloadError> {
         let kernel = if w.q8 { &self.kernels.matvec_q8_0 } else { &self.kernels.matvec_q4_1 };
-        let args = [
-            ArgValue::Pointer(y),
-            ArgValue::Pointer(w.va),
-            ArgValue::Pointer(x),
-            ArgValue::U32(rows),
-            ArgValue::U32(cols),
-        ];
-        let uses = [Use::write(y, 4 * u64::from(rows)), Use::read(w.va, w.bytes), Use::read(x, 4 * u64::from(cols))];
-        let grid = rows.saturating_mul(u32::from(MATVEC_BLOCK));
-        funnel.launch(device, &Launch::linear(kernel, &args, grid, MATVEC_BLOCK, &uses))?;
-        Ok(())
+        ops::matvec(device, funnel, kernel, (y, w.tensor(), x), (rows, cols))
     }
 
     /// RMSNorm of `rows` hidden vectors (one work-group per row).
@@ -355,21 +338,8 @@ impl Llama {
         (out, x, rows): (u64, u64, u32),
         weight: Weight,
     ) -> Result<(), WorkloadError> {
-        let d = self.params.dim;
-        let args = [
-            ArgValue::Pointer(out),
-            ArgValue::Pointer(x),
-            ArgValue::Pointer(weight.va),
-            ArgValue::U32(rows),
-            ArgValue::U32(d),
-            ArgValue::F32(self.params.eps),
-        ];
-        let bytes = 4 * u64::from(d) * u64::from(rows);
-        let uses = [Use::write(out, bytes), Use::read(x, bytes), Use::read(weight.va, weight.bytes)];
-        let block = RMSNORM_BLOCK;
-        let grid = u32::from(block).saturating_mul(rows);
-        funnel.launch(device, &Launch::linear(&self.kernels.rmsnorm, &args, grid, block, &uses))?;
-        Ok(())
+        let (kernel, cols, eps) = (&self.kernels.rmsnorm, self.params.dim, self.params.eps);
+        ops::rmsnorm(device, funnel, kernel, (out, x), (rows, cols), weight.tensor(), eps)
     }
 
     /// `x += delta` over `rows` hidden vectors.
@@ -379,12 +349,7 @@ impl Llama {
         funnel: &mut Funnel,
         (x, delta, rows): (u64, u64, u32),
     ) -> Result<(), WorkloadError> {
-        let n = self.params.dim.saturating_mul(rows);
-        let args = [ArgValue::Pointer(x), ArgValue::Pointer(x), ArgValue::Pointer(delta), ArgValue::U32(n)];
-        let bytes = 4 * u64::from(n);
-        let uses = [Use::read_write(x, bytes), Use::read(delta, bytes)];
-        funnel.launch(device, &Launch::linear(&self.kernels.add, &args, n, LINEAR_BLOCK, &uses))?;
-        Ok(())
+        ops::residual(device, funnel, &self.kernels.add, (x, delta), self.params.dim.saturating_mul(rows))
     }
 
     /// `out[i] = silu(gate[i]) * up[i]` over `n` elements.
@@ -395,11 +360,7 @@ impl Llama {
         (out, gate, up): (u64, u64, u64),
         n: u32,
     ) -> Result<(), WorkloadError> {
-        let bytes = 4 * u64::from(n);
-        let args = [ArgValue::Pointer(out), ArgValue::Pointer(gate), ArgValue::Pointer(up), ArgValue::U32(n)];
-        let uses = [Use::write(out, bytes), Use::read(gate, bytes), Use::read(up, bytes)];
-        funnel.launch(device, &Launch::linear(&self.kernels.silu_mul, &args, n, LINEAR_BLOCK, &uses))?;
-        Ok(())
+        ops::elementwise(device, funnel, &self.kernels.silu_mul, (out, gate, up), n)
     }
 
     fn attention_block(

@@ -7,6 +7,7 @@ pub mod gemma3;
 pub mod language;
 pub mod llama;
 pub mod open;
+mod ops;
 pub mod params;
 
 pub use context::{ContextError, check_context, default_context};

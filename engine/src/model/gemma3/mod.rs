@@ -34,18 +34,13 @@ use kernarg_abi::layout::ArgValue;
 pub use params::Gemma3Params;
 
 use super::llama::{LoadError, f32_bytes, rope_table_of};
+use super::ops::{self, LINEAR_BLOCK};
 use super::params::ParamsError;
 use crate::funnel::{DeclaredArg, Funnel, Kernel, Launch, Rule, Use};
 use crate::workload::{GUARD_BYTES, Surface, Workload, WorkloadError, check_position};
 
-/// Work-group size of the quantised matvecs (one wave32 per row).
-const MATVEC_BLOCK: u16 = 32;
 /// Work-group size of attention (one work-group per query head).
 const ATTENTION_BLOCK: u16 = 64;
-/// `rmsnorm`'s fixed work-group size.
-const RMSNORM_BLOCK: u16 = 256;
-/// Work-group size of the element-wise kernels.
-const LINEAR_BLOCK: u16 = 64;
 
 /// The embedding types a row-gather kernel takes.
 pub const GET_ROW_TYPES: &[GgmlType] = &[
@@ -112,6 +107,12 @@ pub(super) struct Weight {
     va: u64,
     bytes: u64,
     ty: GgmlType,
+}
+
+impl Weight {
+    const fn tensor(self) -> ops::Tensor {
+        ops::Tensor { va: self.va, bytes: self.bytes }
+    }
 }
 
 /// The weights of one layer.
@@ -290,17 +291,7 @@ impl Gemma3 {
             .matvec
             .get(&w.ty.id())
             .ok_or_else(|| WorkloadError::Init(format!("no matvec loaded for a {} matrix", w.ty)))?;
-        let args = [
-            ArgValue::Pointer(y),
-            ArgValue::Pointer(w.va),
-            ArgValue::Pointer(x),
-            ArgValue::U32(rows),
-            ArgValue::U32(cols),
-        ];
-        let uses = [Use::write(y, 4 * u64::from(rows)), Use::read(w.va, w.bytes), Use::read(x, 4 * u64::from(cols))];
-        let grid = rows.saturating_mul(u32::from(MATVEC_BLOCK));
-        funnel.launch(device, &Launch::linear(kernel, &args, grid, MATVEC_BLOCK, &uses))?;
-        Ok(())
+        ops::matvec(device, funnel, kernel, (y, w.tensor(), x), (rows, cols))
     }
 
     /// RMSNorm of `rows` rows of `cols` values (one work-group per row).
@@ -312,19 +303,7 @@ impl Gemma3 {
         (rows, cols): (u32, u32),
         weight: Weight,
     ) -> Result<(), WorkloadError> {
-        let args = [
-            ArgValue::Pointer(out),
-            ArgValue::Pointer(x),
-            ArgValue::Pointer(weight.va),
-            ArgValue::U32(rows),
-            ArgValue::U32(cols),
-            ArgValue::F32(self.params.eps),
-        ];
-        let bytes = 4 * u64::from(cols) * u64::from(rows);
-        let uses = [Use::write(out, bytes), Use::read(x, bytes), Use::read(weight.va, weight.bytes)];
-        let grid = u32::from(RMSNORM_BLOCK).saturating_mul(rows);
-        funnel.launch(device, &Launch::linear(&self.kernels.rmsnorm, &args, grid, RMSNORM_BLOCK, &uses))?;
-        Ok(())
+        ops::rmsnorm(device, funnel, &self.kernels.rmsnorm, (out, x), (rows, cols), weight.tensor(), self.params.eps)
     }
 
     /// `x += delta` over `rows` hidden vectors.
@@ -335,12 +314,7 @@ impl Gemma3 {
         (x, delta): (u64, u64),
         rows: u32,
     ) -> Result<(), WorkloadError> {
-        let n = self.params.dim.saturating_mul(rows);
-        let args = [ArgValue::Pointer(x), ArgValue::Pointer(x), ArgValue::Pointer(delta), ArgValue::U32(n)];
-        let bytes = 4 * u64::from(n);
-        let uses = [Use::read_write(x, bytes), Use::read(delta, bytes)];
-        funnel.launch(device, &Launch::linear(&self.kernels.add, &args, n, LINEAR_BLOCK, &uses))?;
-        Ok(())
+        ops::residual(device, funnel, &self.kernels.add, (x, delta), self.params.dim.saturating_mul(rows))
     }
 
     fn embed(&self, device: &mut dyn Device, funnel: &mut Funnel) -> Result<(), WorkloadError> {
@@ -472,10 +446,7 @@ impl Gemma3 {
         self.rmsnorm(device, funnel, (h, x), (1, d), layer.ffn_norm)?;
         self.matvec(device, funnel, (gate, layer.gate, h), (f, d))?;
         self.matvec(device, funnel, (up, layer.up, h), (f, d))?;
-        let bytes = 4 * u64::from(f);
-        let args = [ArgValue::Pointer(act), ArgValue::Pointer(gate), ArgValue::Pointer(up), ArgValue::U32(f)];
-        let uses = [Use::write(act, bytes), Use::read(gate, bytes), Use::read(up, bytes)];
-        funnel.launch(device, &Launch::linear(&self.kernels.gelu_mul, &args, f, LINEAR_BLOCK, &uses))?;
+        ops::elementwise(device, funnel, &self.kernels.gelu_mul, (act, gate, up), f)?;
         self.matvec(device, funnel, (tmp, layer.down, act), (d, f))?;
         self.rmsnorm(device, funnel, (h, tmp), (1, d), layer.post_ffn_norm)?;
         self.residual(device, funnel, (x, h), 1)
@@ -550,21 +521,13 @@ impl super::language::LanguageModel for Gemma3 {
     }
 
     fn set_token(&mut self, token: u32) -> Result<(), WorkloadError> {
-        if token >= self.params.vocab {
-            return Err(WorkloadError::Init(format!(
-                "token {token} is outside the vocabulary of {}",
-                self.params.vocab
-            )));
-        }
+        ops::check_token(token, self.params.vocab)?;
         self.token = token;
         Ok(())
     }
 
     fn logits(&self, device: &mut dyn Device) -> Result<Vec<f32>, WorkloadError> {
-        let surface = &self.surfaces[s::LOGITS];
-        let mut bytes = vec![0u8; usize::try_from(surface.bytes).unwrap_or(0)];
-        device.read(surface.va, &mut bytes)?;
-        Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        ops::read_f32s(device, &self.surfaces[s::LOGITS])
     }
 }
 

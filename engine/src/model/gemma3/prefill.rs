@@ -8,9 +8,10 @@
 use hal::Device;
 use kernarg_abi::layout::ArgValue;
 
-use super::{ATTENTION_BLOCK, Gemma3, Gemma3Params, LINEAR_BLOCK, Layer, MATVEC_BLOCK, PREFILL_CHUNK, Weight, s};
+use super::{ATTENTION_BLOCK, Gemma3, Gemma3Params, LINEAR_BLOCK, Layer, PREFILL_CHUNK, Weight, s};
 use crate::funnel::{Funnel, Launch, Use};
-use crate::workload::{GUARD_BYTES, Surface, Workload, WorkloadError, check_position};
+use crate::model::ops;
+use crate::workload::{GUARD_BYTES, Surface, Workload, WorkloadError};
 
 /// The prefill pass's surfaces: [`PREFILL_CHUNK`] rows of each decode activation, the token
 /// ids, and the attention scratch (a row of `context` scores per token and head).
@@ -50,35 +51,7 @@ impl Gemma3 {
             .matmul
             .get(&w.ty.id())
             .ok_or_else(|| WorkloadError::Init(format!("no batched product loaded for a {} matrix", w.ty)))?;
-        let args = [
-            ArgValue::Pointer(y),
-            ArgValue::Pointer(w.va),
-            ArgValue::Pointer(x),
-            ArgValue::U32(rows),
-            ArgValue::U32(cols),
-            ArgValue::U32(n),
-        ];
-        let (rows_n, cols_n) = (u64::from(rows) * u64::from(n), u64::from(cols) * u64::from(n));
-        let uses = [Use::write(y, 4 * rows_n), Use::read(w.va, w.bytes), Use::read(x, 4 * cols_n)];
-        let grid = rows.saturating_mul(u32::from(MATVEC_BLOCK));
-        funnel.launch(device, &Launch::linear(kernel, &args, grid, MATVEC_BLOCK, &uses))?;
-        Ok(())
-    }
-
-    /// A one-argument element-wise launch over `count` floats: `out = kernel(a, b)`.
-    fn elementwise(
-        &self,
-        device: &mut dyn Device,
-        funnel: &mut Funnel,
-        kernel: &crate::funnel::Kernel,
-        (out, a, b): (u64, u64, u64),
-        count: u32,
-    ) -> Result<(), WorkloadError> {
-        let bytes = 4 * u64::from(count);
-        let args = [ArgValue::Pointer(out), ArgValue::Pointer(a), ArgValue::Pointer(b), ArgValue::U32(count)];
-        let uses = [Use::write(out, bytes), Use::read(a, bytes), Use::read(b, bytes)];
-        funnel.launch(device, &Launch::linear(kernel, &args, count, LINEAR_BLOCK, &uses))?;
-        Ok(())
+        ops::matmul(device, funnel, kernel, (y, w.tensor(), x), (rows, cols, n))
     }
 
     /// One layer of a pass over `n` tokens at positions `first..first + n`.
@@ -164,7 +137,7 @@ impl Gemma3 {
         self.rmsnorm(device, funnel, (h, x), (n, d), layer.ffn_norm)?;
         self.matmul(device, funnel, (gate, layer.gate, h), (f, d, n))?;
         self.matmul(device, funnel, (up, layer.up, h), (f, d, n))?;
-        self.elementwise(device, funnel, &self.kernels.gelu_mul, (act, gate, up), f * n)?;
+        ops::elementwise(device, funnel, &self.kernels.gelu_mul, (act, gate, up), f * n)?;
         self.matmul(device, funnel, (tmp, layer.down, act), (d, f, n))?;
         self.rmsnorm(device, funnel, (h, tmp), (n, d), layer.post_ffn_norm)?;
         self.residual(device, funnel, (x, h), n)
@@ -178,18 +151,7 @@ impl Gemma3 {
         first: u32,
         tokens: &[u32],
     ) -> Result<(), WorkloadError> {
-        let n = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
-        if n == 0 || n > PREFILL_CHUNK {
-            return Err(WorkloadError::Init(format!("a prefill pass of {n} tokens is outside 1..={PREFILL_CHUNK}")));
-        }
-        let last = first.saturating_add(n - 1);
-        check_position(last, self.max_position())?;
-        if let Some(&token) = tokens.iter().find(|&&t| t >= self.params.vocab) {
-            return Err(WorkloadError::Init(format!(
-                "token {token} is outside the vocabulary of {}",
-                self.params.vocab
-            )));
-        }
+        let n = ops::check_prefill(tokens, first, PREFILL_CHUNK, self.max_position(), self.params.vocab)?;
         let d = self.params.dim;
         let (x, ids) = (self.pva(p::X), self.pva(p::TOKENS));
         let bytes: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();

@@ -4,11 +4,10 @@
 use hal::Device;
 use kernarg_abi::layout::ArgValue;
 
-use super::{
-    ATTENTION_BLOCK, GUARD_BYTES, LINEAR_BLOCK, Layer, Llama, LlamaParams, MATVEC_BLOCK, PREFILL_CHUNK, Weight, s,
-};
+use super::{ATTENTION_BLOCK, GUARD_BYTES, LINEAR_BLOCK, Layer, Llama, LlamaParams, PREFILL_CHUNK, Weight, s};
 use crate::funnel::{Funnel, Launch, Use};
-use crate::workload::{Surface, Workload, WorkloadError, check_position};
+use crate::model::ops;
+use crate::workload::{Surface, Workload, WorkloadError};
 
 /// The prefill pass's surfaces: [`PREFILL_CHUNK`] rows of each decode activation, the token
 /// ids, and the attention scratch (a row of `context` scores per token and head).
@@ -39,19 +38,7 @@ impl Llama {
         (rows, cols, n): (u32, u32, u32),
     ) -> Result<(), WorkloadError> {
         let kernel = if w.q8 { &self.kernels.matmul_q8_0 } else { &self.kernels.matmul_q4_1 };
-        let args = [
-            ArgValue::Pointer(y),
-            ArgValue::Pointer(w.va),
-            ArgValue::Pointer(x),
-            ArgValue::U32(rows),
-            ArgValue::U32(cols),
-            ArgValue::U32(n),
-        ];
-        let (rows_n, cols_n) = (u64::from(rows) * u64::from(n), u64::from(cols) * u64::from(n));
-        let uses = [Use::write(y, 4 * rows_n), Use::read(w.va, w.bytes), Use::read(x, 4 * cols_n)];
-        let grid = rows.saturating_mul(u32::from(MATVEC_BLOCK));
-        funnel.launch(device, &Launch::linear(kernel, &args, grid, MATVEC_BLOCK, &uses))?;
-        Ok(())
+        ops::matmul(device, funnel, kernel, (y, w.tensor(), x), (rows, cols, n))
     }
 
     fn pva(&self, surface: usize) -> u64 {
@@ -147,18 +134,7 @@ impl Llama {
         first: u32,
         tokens: &[u32],
     ) -> Result<(), WorkloadError> {
-        let n = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
-        if n == 0 || n > PREFILL_CHUNK {
-            return Err(WorkloadError::Init(format!("a prefill pass of {n} tokens is outside 1..={PREFILL_CHUNK}")));
-        }
-        let last = first.saturating_add(n - 1);
-        check_position(last, self.max_position())?;
-        if let Some(&token) = tokens.iter().find(|&&t| t >= self.params.vocab) {
-            return Err(WorkloadError::Init(format!(
-                "token {token} is outside the vocabulary of {}",
-                self.params.vocab
-            )));
-        }
+        let n = ops::check_prefill(tokens, first, PREFILL_CHUNK, self.max_position(), self.params.vocab)?;
         let d = self.params.dim;
         let (x, ids) = (self.pva(p::X), self.pva(p::TOKENS));
         let bytes: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
