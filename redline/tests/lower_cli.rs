@@ -316,7 +316,7 @@ fn bad_model_input_is_refused_with_a_message_naming_it() {
         (&["--model", "tiny", "--position", "5", "--context", "300"], &["--context 300", "1..=256"]),
         (
             &["--model", "llama-70b", "--position", "5"],
-            &["\"llama-70b\"", "smollm2-135m, gemma-3-270m, tiny (built in)"],
+            &["\"llama-70b\"", "smollm2-135m, gemma-3-270m; built in: tiny, tiny-gemma3"],
         ),
     ];
     for (extra, needles) in cases {
