@@ -228,9 +228,17 @@ fn prompt_of(model: &str, tokens: usize) -> String {
 #[test]
 fn gemma_3_270m_gives_the_ordinary_tokens_on_the_retained_route_after_a_600_token_prompt() {
     let Some(model) = gemma_model() else { return };
+    let started = std::time::Instant::now();
     let prompt = prompt_of(&model, 600);
+    println!("the prompt: {:.1} s", started.elapsed().as_secs_f64());
     let common = ["--model", &model, "--prompt", &prompt, "--max-tokens", "64", "--temperature", "0"];
-    let with = |extra: &[&str]| generate(&[&common[..], extra].concat(), "gfx1100");
+    let with = |extra: &[&str]| {
+        let started = std::time::Instant::now();
+        let out = generate(&[&common[..], extra].concat(), "gfx1100");
+        let (prefill, decode) = (&out["prefill_tokens_per_second"], &out["tokens_per_second"]);
+        println!("{extra:?}: prefill {prefill} tok/s, decode {decode} tok/s, {:.1} s", started.elapsed().as_secs_f64());
+        out
+    };
     let ordinary = with(&["--device", "sim", "--replay-backend", "hip"]);
     assert_eq!(ordinary["prompt_tokens"], 600, "{}", ordinary["prompt_tokens"]);
     assert_ordinary(&ordinary, "sim hip");
