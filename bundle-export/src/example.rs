@@ -34,9 +34,14 @@ pub fn lower(name: &str, target: Target, va_base: u64, position: Option<u32>) ->
 /// allocation of that device, and its bytes there are the primed state.
 pub(crate) fn device_bytes(device: &mut SimDevice) -> impl FnMut(&TapeRegion) -> Vec<u8> + '_ {
     move |region| {
-        let mut bytes = vec![0u8; usize::try_from(region.size).unwrap_or(0)];
+        // The recorded allocation may end before the region's rounded size: read what the tape
+        // reaches and give the rest as zeros.
+        let mut bytes = vec![0u8; usize::try_from(region.extent).unwrap_or(0)];
         match hal::Device::read(device, region.va, &mut bytes) {
-            Ok(()) => bytes,
+            Ok(()) => {
+                bytes.resize(usize::try_from(region.size).unwrap_or(0), 0);
+                bytes
+            }
             Err(_) => Vec::new(),
         }
     }

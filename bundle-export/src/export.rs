@@ -47,7 +47,11 @@ pub struct TapeRegion {
     pub allocation: AllocationId,
     /// Its VA in the recording.
     pub va: u64,
-    /// Bytes the bundle gives it.
+    /// Bytes the tape reaches from `va`: the furthest byte any pointer or effect reaches. The
+    /// recorded allocation holds at least these.
+    pub extent: u64,
+    /// Bytes the bundle gives it: `extent` rounded up to 256 bytes
+    /// ([`SimMemory::ALLOCATE_AT_ALIGN`]), so it may run past the recorded allocation's end.
     pub size: u64,
     /// Read by some launch.
     pub read: bool,
@@ -121,6 +125,7 @@ pub fn regions(tape: &Tape) -> Result<Vec<TapeRegion>, ExportError> {
                 None => regions.push(TapeRegion {
                     allocation: p.allocation,
                     va: base,
+                    extent: 0,
                     size: p.offset_bytes + 1,
                     read: false,
                     written: false,
@@ -140,6 +145,7 @@ pub fn regions(tape: &Tape) -> Result<Vec<TapeRegion>, ExportError> {
         }
     }
     for r in &mut regions {
+        r.extent = r.size;
         r.size = r.size.next_multiple_of(SimMemory::ALLOCATE_AT_ALIGN);
     }
     regions.sort_by_key(|r| r.va);

@@ -1,4 +1,5 @@
-//! One retained decode step of a GGUF llama as an IB bundle (`redline lower --model`).
+//! One retained decode step of a GGUF model (any architecture [`language::load`] runs: `llama`,
+//! `gemma3`) as an IB bundle (`redline lower --model`).
 //!
 //! On a soft device the model runs its ordinary forwards at positions `0..P-3`, is recorded at
 //! `P-3, P-2, P-1` and calibrated into a tape ([`capture_tape`]), and takes the token of `P`
@@ -15,8 +16,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use engine::funnel::Funnel;
+use engine::model::FixedPrompt;
 use engine::model::fixed_prompt::TOKEN_STRIDE;
-use engine::model::{FixedPrompt, Llama, LlamaParams};
+use engine::model::language::{self, ModelParams};
 use engine::replay::capture_tape;
 use engine::workload::{Surface, Workload as _};
 use hal::Device;
@@ -33,8 +35,8 @@ use crate::export::{self, ExportOptions, Exported};
 /// Positions recorded before the bundle's position: the tape is calibrated from three steps.
 pub const RECORDED_STEPS: u32 = 3;
 
-/// Launches a capture of one step may hold: a llama step is 4 + 18 per layer launches, so this
-/// allows models of up to about 220 layers.
+/// Launches a capture of one step may hold: a llama step is 4 + 18 launches per layer and a
+/// gemma3 step 4 + 20, so this allows models of up to about 200 layers.
 const CAPTURE_LAUNCHES_MAX: usize = 4096;
 
 /// What `redline lower --model` asks for.
@@ -84,7 +86,8 @@ pub enum LowerError {
 /// # Errors
 /// The outer error is a usage or I/O error (exit 2): the cache, a pull, reading the file. The
 /// inner one says why the model cannot be lowered as asked (exit 1): an unknown alias, a file
-/// that is not a supported llama, a position or context the model does not have, a failed step.
+/// of an architecture no adapter runs or one its adapter refuses, a position or context the
+/// model does not have, a failed step.
 pub fn lower(request: &Request<'_>) -> Result<Result<Lowered, Refused>, LowerError> {
     let resolved = match model_files::resolve_model(request.model, true) {
         Ok(resolved) => resolved,
@@ -96,7 +99,7 @@ pub fn lower(request: &Request<'_>) -> Result<Result<Lowered, Refused>, LowerErr
         Err(e @ (gguf::GgufError::Io { .. } | gguf::GgufError::Read(_))) => return Err(LowerError::Read(e)),
         Err(e) => return Ok(Err(Refused(format!("{}: {e}", resolved.path.display())))),
     };
-    let params = match LlamaParams::from_gguf(&file) {
+    let params = match ModelParams::from_gguf(&file) {
         Ok(params) => params,
         Err(e) => return Ok(Err(Refused(format!("{}: {e}", resolved.path.display())))),
     };
@@ -104,16 +107,18 @@ pub fn lower(request: &Request<'_>) -> Result<Result<Lowered, Refused>, LowerErr
     if let Err(message) = check_position(request.position, context, &params) {
         return Ok(Err(Refused(message)));
     }
-    let bos = FixedPrompt::bos_of(&file, params.vocab);
+    let bos = FixedPrompt::bos_of(&file, params.vocab());
     Ok(run(request, &resolved.path, &file, context, bos).map_err(Refused))
 }
 
 /// Refuses a position the bundle cannot be made for, naming the position and the context.
-fn check_position(position: u32, context: u32, params: &LlamaParams) -> Result<(), String> {
-    let trained = params.context_train;
+fn check_position(position: u32, context: u32, params: &ModelParams) -> Result<(), String> {
+    let trained = params.context_train();
     if context == 0 || context > trained {
         return Err(format!(
-            "--context {context} is outside 1..={trained}, the context the model was trained for (llama.context_length)"
+            "--context {context} is outside 1..={trained}, the context the model was trained for \
+             ({}.context_length)",
+            params.architecture()
         ));
     }
     if position < RECORDED_STEPS {
@@ -137,9 +142,9 @@ fn run(request: &Request<'_>, path: &Path, file: &gguf::Gguf, context: u32, bos:
     let mut device = SimDevice::new(request.target);
     let started = Instant::now();
     eprintln!("lower: loading {} onto a soft {} (context {context}) ...", path.display(), request.target);
-    let mut model = Llama::load(&mut device, file, context).map_err(|e| format!("{}: {e}", path.display()))?;
-    let vocab = model.params().vocab;
-    let mut prompt = FixedPrompt::new(&mut model, bos);
+    let mut model = language::load(&mut device, file, context).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (vocab, architecture) = (model.vocab(), model.architecture());
+    let mut prompt = FixedPrompt::new(model.as_mut(), bos);
     let mut funnel = Funnel::new(CAPTURE_LAUNCHES_MAX);
     let (tape, recorded) = record(&mut device, &mut funnel, &mut prompt, position)?;
 
@@ -157,6 +162,7 @@ fn run(request: &Request<'_>, path: &Path, file: &gguf::Gguf, context: u32, bos:
     eprintln!("lower: done in {:.1} s", started.elapsed().as_secs_f64());
     let description = json!({
         "model": path.display().to_string(),
+        "architecture": architecture,
         "context": context,
         "position": position,
         "recorded_positions": recorded,
@@ -230,7 +236,8 @@ fn surface_names(surfaces: &[Surface], exported: &Exported) -> Vec<Value> {
         .collect()
 }
 
-/// Compares every expected region of the bundle with the device after the model's own step;
+/// Compares every expected region of the bundle with the device after the model's own step, over
+/// the bytes the tape reaches (the rest of a region is padding past the model's allocation);
 /// returns how many were compared.
 fn check_against_device(device: &mut SimDevice, exported: &Exported, position: u32) -> Result<usize, String> {
     let manifest = &exported.manifest;
@@ -240,6 +247,15 @@ fn check_against_device(device: &mut SimDevice, exported: &Exported, position: u
         let (Some(region), Some(want)) = (region, want) else {
             return Err(format!("the bundle names expected bytes of {} it does not hold", expected.region));
         };
+        let extent = exported
+            .regions
+            .iter()
+            .find(|r| r.va == region.va.0)
+            .map_or(want.len(), |r| usize::try_from(r.extent).unwrap_or(usize::MAX).min(want.len()));
+        let (want, padding) = want.split_at(extent);
+        if padding.iter().any(|&b| b != 0) {
+            return Err(format!("region {} holds bytes past the {extent} the tape reaches", region.name));
+        }
         let mut got = vec![0u8; want.len()];
         device.read(region.va.0, &mut got).map_err(|e| format!("reading {}: {e}", region.name))?;
         // Slice equality first: it is a memcmp, where a byte loop over the weights is not.

@@ -36,9 +36,9 @@ impl From<anyhow::Error> for OpenFailure {
     }
 }
 
-/// Opens `--model spec`: resolves it, checks its llama parameters, refuses an id one of
-/// `earlier` serves, checks the limits against its context, reads its tokenizer and chat
-/// template, checks its weights finite (so that a model that cannot load fails at startup, not
+/// Opens `--model spec`: resolves it, checks its hyperparameters (`llama` or `gemma3`),
+/// refuses an id one of `earlier` serves, checks the limits against its context, reads its
+/// tokenizer and chat template, checks its weights finite (so that a model that cannot load fails at startup, not
 /// at the first request that switches to it) and hashes it.
 pub(crate) fn open<F>(config: &Config<F>, spec: &str, earlier: &[Opened]) -> Result<Opened, OpenFailure> {
     let mut source = None;

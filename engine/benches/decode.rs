@@ -1,24 +1,27 @@
 //! Decode tokens per second of the reference model (SmolLM2-135M-Instruct, the GGUF named by
-//! `REDLINE_SMOLLM2_GGUF`; `redline pull smollm2-135m` fetches it) on the soft device, through the
-//! ordinary route and the retained route, next to this machine's memory-bandwidth floor, all in
-//! one run:
+//! `REDLINE_SMOLLM2_GGUF`; `redline pull smollm2-135m` fetches it) and of Gemma 3 270M (Q4_K_M,
+//! `REDLINE_GEMMA3_GGUF`; `redline pull gemma-3-270m`) when its file is named, on the soft device,
+//! through the ordinary route and the retained route, next to this machine's memory-bandwidth
+//! floor, all in one run. Each model is a group of its own (`decode_smollm2`, `decode_gemma3`):
 //!
-//! - `ordinary_token`: one decode forward with backend `hip` (453 launches through the funnel),
-//!   then its logits read back (where the host waits for the launches).
+//! - `ordinary_token`: one decode forward with backend `hip` (483 launches through the funnel
+//!   for SmolLM2, 364 for Gemma 3 270M), then its logits read back (where the host waits for the
+//!   launches).
 //! - `retained_token`: one decode forward of a `Ready` controller (one PM4-IB submission), then
 //!   its logits read back.
 //! - `prefill_128`: a 128-token prompt as one batched prefill pass (ordinary launches of the
-//!   `prefill` kernels), then the last token's logits read back.
+//!   batched kernels), then the last token's logits read back.
 //! - `weights_copy_floor`: copying as many bytes as the model's weights (what every token must
 //!   read at least once) from one buffer to another: bytes per token / copy bandwidth, the time
 //!   a memory-bound decode cannot beat on this machine.
 //!
 //! Tokens per second are `1 / time` (`128 / time` for the prefill); the ratios between the rows
-//! are the result (the machine is shared), printed at the end of the run from the same
-//! measurements: each decode route as a fraction of the floor's tok/s, the prefill as a
-//! multiple of the decode tok/s. The soft device runs every kernel's CPU reference with its
-//! strict checks on, so both routes are compute-bound here; the retained route removes the
-//! host's per-launch work, not the kernels' work.
+//! are the result (the machine is shared), printed at the end of each model's group from the
+//! same measurements: each decode route as a fraction of the floor's tok/s, the prefill as a
+//! multiple of the decode tok/s; with both models, Gemma's tok/s as a fraction of SmolLM2's. The
+//! soft device runs every kernel's CPU reference with its strict checks on, so both routes are
+//! compute-bound here; the retained route removes the host's per-launch work, not the kernels'
+//! work.
 
 use std::cell::Cell;
 use std::hint::black_box;
@@ -26,9 +29,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use engine::funnel::Funnel;
-use engine::model::Llama;
+use engine::model::LanguageModel;
+use engine::model::language;
 use engine::replay::{Backend, ReplayConfig, ReplayController, State, Step};
-use engine::workload::Workload;
 use gguf::Gguf;
 use pm4_encoding::Target;
 use soft_device::SimDevice;
@@ -37,12 +40,18 @@ const CONTEXT: u32 = 512;
 /// Decode positions cycle through `FIRST..CONTEXT`: a step's cost depends on its position only
 /// through attention, and both routes see the same positions.
 const FIRST: u32 = 8;
-/// Prompt tokens of the prefill row: one batched pass.
-const PREFILL_TOKENS: u32 = engine::model::PREFILL_CHUNK;
+/// Prompt tokens of the prefill row: one batched pass of either model.
+const PREFILL_TOKENS: u32 = 128;
+/// The token every decode step embeds (in both vocabularies).
+const TOKEN: u32 = 7042;
+
+/// The models benched: the group's name and the environment variable naming the GGUF.
+const MODELS: [(&str, &str); 2] =
+    [("decode_smollm2", "REDLINE_SMOLLM2_GGUF"), ("decode_gemma3", "REDLINE_GEMMA3_GGUF")];
 
 struct Arm {
     device: SimDevice,
-    model: Llama,
+    model: Box<dyn LanguageModel>,
     funnel: Funnel,
     controller: ReplayController,
     position: u32,
@@ -51,7 +60,7 @@ struct Arm {
 impl Arm {
     fn new(file: &Gguf, backend: Backend) -> Self {
         let mut device = SimDevice::new(Target::Gfx1100);
-        let model = Llama::load(&mut device, file, CONTEXT).unwrap();
+        let model = language::load(&mut device, file, CONTEXT).unwrap();
         let mut controller = ReplayController::new(ReplayConfig { backend, explicit: true, ..ReplayConfig::default() });
         controller.configure_model_default(true);
         let mut arm = Self { device, model, funnel: Funnel::new(4096), controller, position: 0 };
@@ -63,13 +72,13 @@ impl Arm {
     }
 
     fn token(&mut self) {
-        self.model.set_token(7042).unwrap();
+        self.model.set_token(TOKEN).unwrap();
         let position = self.position;
         // The first forward is the prompt; every later one continues it. The forward after a
         // wrap back to FIRST continues no earlier position, so it runs ordinarily (once every
         // CONTEXT - FIRST tokens).
         let step = if position == 0 { Step::Prompt } else { Step::Continuation };
-        self.controller.forward(&mut self.device, &mut self.funnel, &mut self.model, position, step).unwrap();
+        self.controller.forward(&mut self.device, &mut self.funnel, self.model.as_mut(), position, step).unwrap();
         // A forward returns once its launches are published: a token ends with its logits.
         std::hint::black_box(self.model.logits(&mut self.device).unwrap());
         self.position = if position + 1 >= CONTEXT { FIRST } else { position + 1 };
@@ -103,23 +112,48 @@ impl Mean {
     }
 }
 
+/// One model's tokens per second, as its group measured them.
+struct Rates {
+    ordinary: f64,
+    retained: f64,
+    prefill: f64,
+}
+
 fn decode(c: &mut Criterion) {
-    let Ok(path) = std::env::var("REDLINE_SMOLLM2_GGUF") else {
-        eprintln!("REDLINE_SMOLLM2_GGUF is not set: run `redline pull smollm2-135m` and point it at the GGUF");
-        return;
-    };
-    let file = Gguf::open(&path).unwrap();
+    let mut measured = Vec::new();
+    for (group, key) in MODELS {
+        let Ok(path) = std::env::var(key) else {
+            eprintln!("{key} is not set: {group} not run (`redline pull` fetches the model; point {key} at the GGUF)");
+            continue;
+        };
+        if let Some(rates) = bench_model(c, group, &Gguf::open(&path).unwrap()) {
+            measured.push((group, rates));
+        }
+    }
+    if let [(_, smollm2), (_, gemma)] = &measured[..] {
+        eprintln!(
+            "gemma3 / smollm2: decode ordinary {:.2} x, decode retained {:.2} x, prefill {:.2} x",
+            gemma.ordinary / smollm2.ordinary,
+            gemma.retained / smollm2.retained,
+            gemma.prefill / smollm2.prefill
+        );
+    }
+}
+
+/// The four rows of `group` for the model in `file`, and the tok/s they measured (`None` when a
+/// filter left a row untimed).
+fn bench_model(c: &mut Criterion, group_name: &str, file: &Gguf) -> Option<Rates> {
     let weight_bytes: usize = file.tensors().iter().map(|t| usize::try_from(t.byte_len().unwrap_or(0)).unwrap()).sum();
-    let mut group = c.benchmark_group("decode_smollm2");
+    let mut group = c.benchmark_group(group_name);
     group.sample_size(10).warm_up_time(Duration::from_secs(2)).measurement_time(Duration::from_secs(15));
     let (ordinary_mean, retained_mean, prefill_mean, floor_mean) =
         (Mean::default(), Mean::default(), Mean::default(), Mean::default());
 
-    let mut ordinary = Arm::new(&file, Backend::Hip);
+    let mut ordinary = Arm::new(file, Backend::Hip);
     group.bench_function("ordinary_token", |b| b.iter_custom(|iters| ordinary_mean.time(iters, || ordinary.token())));
     drop(ordinary);
 
-    let mut retained = Arm::new(&file, Backend::Auto);
+    let mut retained = Arm::new(file, Backend::Auto);
     assert_eq!(retained.controller.state(), &State::Ready, "the retained arm is prepared");
     let before = retained.controller.observations().retained;
     group.bench_function("retained_token", |b| b.iter_custom(|iters| retained_mean.time(iters, || retained.token())));
@@ -130,7 +164,8 @@ fn decode(c: &mut Criterion) {
     drop(retained);
 
     let mut device = SimDevice::new(Target::Gfx1100);
-    let mut model = Llama::load(&mut device, &file, CONTEXT).unwrap();
+    let mut model = language::load(&mut device, file, CONTEXT).unwrap();
+    assert!(model.prefill_chunk() >= PREFILL_TOKENS, "the prompt is one batched pass");
     let mut funnel = Funnel::new(4096);
     let prompt: Vec<u32> = (0..PREFILL_TOKENS).map(|i| 1000 + 37 * i).collect();
     group.bench_function("prefill_128", |b| {
@@ -155,20 +190,22 @@ fn decode(c: &mut Criterion) {
     });
     group.finish();
     if [&ordinary_mean, &retained_mean, &prefill_mean, &floor_mean].iter().any(|m| m.iterations.get() == 0) {
-        eprintln!("some rows were not timed (a filter): no ratios");
-        return;
+        eprintln!("{group_name}: some rows were not timed (a filter): no ratios");
+        return None;
     }
     let floor = floor_mean.per_second();
     let (ordinary, retained) = (ordinary_mean.per_second(), retained_mean.per_second());
     let prefill = prefill_mean.per_second() * f64::from(PREFILL_TOKENS);
-    eprintln!("weights per token: {weight_bytes} bytes; weights-copy floor {floor:.1} tok/s");
-    eprintln!("decode ordinary {ordinary:.1} tok/s = {:.2} x floor", ordinary / floor);
-    eprintln!("decode retained {retained:.1} tok/s = {:.2} x floor", retained / floor);
+    eprintln!("{group_name}: weights per token: {weight_bytes} bytes; weights-copy floor {floor:.1} tok/s");
+    eprintln!("{group_name}: decode ordinary {ordinary:.1} tok/s = {:.2} x floor", ordinary / floor);
+    eprintln!("{group_name}: decode retained {retained:.1} tok/s = {:.2} x floor", retained / floor);
     eprintln!(
-        "prefill of {PREFILL_TOKENS} tokens {prefill:.1} tok/s = {:.1} x ordinary decode, {:.1} x retained decode",
+        "{group_name}: prefill of {PREFILL_TOKENS} tokens {prefill:.1} tok/s = {:.1} x ordinary decode, {:.1} x \
+         retained decode",
         prefill / ordinary,
         prefill / retained
     );
+    Some(Rates { ordinary, retained, prefill })
 }
 
 criterion_group!(benches, decode);

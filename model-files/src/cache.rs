@@ -4,7 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::catalogue::{CatalogueEntry, TINY_ALIAS, TINY_FILE};
+use crate::catalogue::{BuiltinModel, CatalogueEntry, TINY};
 
 /// Overrides the cache root.
 pub const HOME_ENV: &str = "REDLINE_HOME";
@@ -54,10 +54,16 @@ pub fn model_path(root: &Path, entry: &CatalogueEntry) -> PathBuf {
     model_dir(root, entry).join(entry.gguf_file)
 }
 
-/// Where the built-in model is cached: `<root>/models/tiny/tiny-llama.gguf`.
+/// Where a built-in model is cached: `<root>/models/<alias>/<file>`.
+#[must_use]
+pub fn builtin_path(root: &Path, model: &BuiltinModel) -> PathBuf {
+    root.join("models").join(model.alias).join(model.file)
+}
+
+/// Where the built-in tiny llama is cached: `<root>/models/tiny/tiny-llama.gguf`.
 #[must_use]
 pub fn tiny_path(root: &Path) -> PathBuf {
-    root.join("models").join(TINY_ALIAS).join(TINY_FILE)
+    builtin_path(root, &TINY)
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so a

@@ -16,5 +16,7 @@ pub mod pull;
 pub mod resolve;
 pub mod zip;
 
-pub use catalogue::{CATALOGUE, CatalogueEntry, DEFAULT_ALIAS, TINY_ALIAS, WheelPart, lookup};
+pub use catalogue::{
+    BUILTINS, BuiltinModel, CATALOGUE, CatalogueEntry, DEFAULT_ALIAS, TINY_ALIAS, WheelPart, builtin, lookup,
+};
 pub use resolve::{ModelError, ResolvedModel, resolve_model};

@@ -1,12 +1,12 @@
 //! How a model argument (an alias or a `.gguf` path) resolves to a file: a catalogued alias to
-//! its cached copy (verified, pulled on demand), the built-in alias to its generated file, a path
+//! its cached copy (verified, pulled on demand), a built-in alias to its generated file, a path
 //! to itself.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::cache::{NoCacheRoot, cache_root, model_path, tiny_path, write_atomically};
-use crate::catalogue::{CatalogueEntry, TINY_ALIAS, lookup, model_aliases, tiny_bytes};
+use crate::cache::{NoCacheRoot, builtin_path, cache_root, model_path, write_atomically};
+use crate::catalogue::{BuiltinModel, CatalogueEntry, builtin, lookup, model_aliases};
 use crate::digest::{self, VerifyError, verify_file};
 use crate::pull::{self, PullError, PullOptions};
 
@@ -41,9 +41,11 @@ pub enum ModelError {
     /// Fetching on demand failed.
     #[error(transparent)]
     Pull(#[from] PullError),
-    /// The built-in model could not be written into the cache.
-    #[error("cannot write the built-in model {TINY_ALIAS} to {}: {source}", path.display())]
+    /// A built-in model could not be written into the cache.
+    #[error("cannot write the built-in model {alias} to {}: {source}", path.display())]
     WriteBuiltin {
+        /// Its alias.
+        alias: &'static str,
         /// Where it was to go.
         path: PathBuf,
         /// The I/O error.
@@ -103,14 +105,14 @@ impl ResolvedModel {
     }
 }
 
-/// The built-in model in the cache under `root`, written there when it is missing or not the
+/// The built-in `model` in the cache under `root`, written there when it is missing or not the
 /// built-in bytes.
 ///
 /// # Errors
 /// [`ModelError::WriteBuiltin`].
-pub fn resolve_tiny(root: &Path) -> Result<ResolvedModel, ModelError> {
-    let path = tiny_path(root);
-    let bytes = tiny_bytes();
+pub fn resolve_builtin(root: &Path, model: &BuiltinModel) -> Result<ResolvedModel, ModelError> {
+    let path = builtin_path(root, model);
+    let bytes = (model.bytes)();
     if std::fs::read(&path).is_ok_and(|cached| cached == bytes) {
         return Ok(ResolvedModel { entry: None, path, fetched: false });
     }
@@ -120,24 +122,25 @@ pub fn resolve_tiny(root: &Path) -> Result<ResolvedModel, ModelError> {
         }
         write_atomically(path, &bytes)
     };
-    write(&path).map_err(|source| ModelError::WriteBuiltin { path: path.clone(), source })?;
+    write(&path).map_err(|source| ModelError::WriteBuiltin { alias: model.alias, path: path.clone(), source })?;
     Ok(ResolvedModel { entry: None, path, fetched: false })
 }
 
 /// Resolves a model argument under the environment's cache root: a known alias to its cached
-/// file (verified against the pinned size and SHA-256), [`TINY_ALIAS`] to the built-in model
-/// (written into the cache on first use), or a path to an existing `.gguf` file to itself. With `pull_if_missing`, a known alias that is not cached (or does not verify) is
+/// file (verified against the pinned size and SHA-256), a built-in alias
+/// ([`crate::catalogue::BUILTINS`]) to its generated model (written into the cache on first use),
+/// or a path to an existing `.gguf` file to itself. With `pull_if_missing`, a known alias that is not cached (or does not verify) is
 /// fetched as `redline pull` would, with progress on stderr when it is a terminal.
 ///
 /// # Errors
 /// [`ModelError`]: unknown argument (the message lists the aliases), not pulled, damaged, no
-/// cache root, the on-demand pull failed, or the built-in model could not be written.
+/// cache root, the on-demand pull failed, or a built-in model could not be written.
 pub fn resolve_model(arg: &str, pull_if_missing: bool) -> Result<ResolvedModel, ModelError> {
     if let Some(entry) = lookup(arg) {
         return resolve_alias(&cache_root()?, entry, pull_if_missing);
     }
-    if arg == TINY_ALIAS {
-        return resolve_tiny(&cache_root()?);
+    if let Some(model) = builtin(arg) {
+        return resolve_builtin(&cache_root()?, model);
     }
     // Whatever exists at a path is taken as the model file, so that the GGUF reader can say
     // what is wrong with it (not a regular file, not GGUF) rather than "unknown model".
@@ -181,7 +184,8 @@ mod tests {
         let text = err.to_string();
         assert!(matches!(err, ModelError::Unknown { .. }));
         assert!(
-            text.contains("\"no-such-model\"") && text.contains("smollm2-135m, gemma-3-270m, tiny (built in)"),
+            text.contains("\"no-such-model\"")
+                && text.contains("smollm2-135m, gemma-3-270m; built in: tiny, tiny-gemma3"),
             "{text}"
         );
     }
@@ -203,17 +207,29 @@ mod tests {
     fn the_built_in_model_is_written_once_and_rewritten_when_damaged() {
         let root = std::env::temp_dir().join(format!("redline-models-tiny-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        let first = resolve_tiny(&root).unwrap();
+        let first = resolve_builtin(&root, &crate::catalogue::TINY).unwrap();
         assert_eq!(first.path, root.join("models/tiny/tiny-llama.gguf"));
         let written = std::fs::read(&first.path).unwrap();
         assert_eq!(written, gguf::tiny_llama(&gguf::TinyLlamaConfig::default()));
         gguf::Gguf::open(&first.path).expect("the written file is a GGUF");
         std::fs::write(&first.path, b"GGUF damaged").unwrap();
-        let again = resolve_tiny(&root).unwrap();
+        let again = resolve_builtin(&root, &crate::catalogue::TINY).unwrap();
         assert_eq!(std::fs::read(&again.path).unwrap(), written, "a damaged copy is replaced");
         let leftovers: Vec<_> =
             std::fs::read_dir(root.join("models/tiny")).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(leftovers, ["tiny-llama.gguf"], "no temporary file is left behind");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_built_in_gemma3_is_written_beside_the_tiny_llama() {
+        let root = std::env::temp_dir().join(format!("redline-models-tiny-gemma3-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let gemma = resolve_builtin(&root, &crate::catalogue::TINY_GEMMA3).unwrap();
+        assert_eq!(gemma.path, root.join("models/tiny-gemma3/tiny-gemma3.gguf"));
+        assert_eq!(std::fs::read(&gemma.path).unwrap(), gguf::tiny_gemma3(&gguf::TinyGemma3Config::default()));
+        let llama = resolve_builtin(&root, &crate::catalogue::TINY).unwrap();
+        assert_ne!(llama.path, gemma.path);
         std::fs::remove_dir_all(&root).unwrap();
     }
 

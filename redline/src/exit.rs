@@ -6,7 +6,7 @@
 //! Commands that judge their input themselves return `Ok(ExitCode::from(1))` after printing
 //! the message. Errors that travel up as `anyhow::Error` are classified here by what their chain
 //! holds: an [`Invalid`] marker, a library error that says the input is invalid (a registry
-//! that does not load, a model file that is not a llama this build runs), a [`infile::ReadError`], a [`gguf::GgufError`], an I/O error. Anything
+//! that does not load, a model file of an architecture this build does not run), a [`infile::ReadError`], a [`gguf::GgufError`], an I/O error. Anything
 //! else is a usage error.
 
 use std::fmt;

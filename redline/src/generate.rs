@@ -1,5 +1,5 @@
-//! `redline generate`: text from a llama GGUF model, streamed, then the speed, the route taken
-//! and the controller state.
+//! `redline generate`: text from a GGUF model (`llama` or `gemma3`), streamed, then the speed,
+//! the route taken and the controller state.
 
 use std::io::Write as _;
 use std::ops::ControlFlow;
@@ -20,13 +20,14 @@ use crate::model_args::{ModelArgs, start_session};
 /// ineligible for the retained route); every later token is a plain continuation, which the replay controller records, validates and then
 /// replays as one submission.
 ///
-/// The model file is checked before anything runs: its GGUF structure, its hyperparameters
-/// (`llama.context_length` at least 1, `llama.rope.freq_base` and
-/// `llama.attention.layer_norm_rms_epsilon` finite and above 0, head counts dividing the
-/// embedding length), one vocabulary size in `llama.vocab_size`, `tokenizer.ggml.tokens` and the
-/// embedding and output rows, its tokenizer (no duplicate token or merge), every weight finite
-/// (each F32 element, each quantised block's scale and minimum) and, with --chat, its chat
-/// template.
+/// The model is a `llama` (SmolLM2-135M, `tiny`) or a `gemma3` (Gemma 3 270M, `tiny-gemma3`),
+/// as its `general.architecture` says. The file is checked before anything runs: its GGUF
+/// structure, its hyperparameters (`<arch>.context_length` at least 1, the RoPE base and the
+/// RMSNorm epsilon finite and above 0, head counts the kernels take), one vocabulary size in
+/// `<arch>.vocab_size`, `tokenizer.ggml.tokens` and the embedding and output rows, every
+/// tensor's type and shape, its tokenizer (no duplicate token or merge), every weight finite
+/// (each F32 element, each quantised block's scales) and, with --chat, its chat template (a base
+/// model such as Gemma 3 270M has none: --chat is refused, naming the model).
 ///
 /// Exit codes: 0 done; 1 the input is invalid (the model file, naming the key or tensor and the
 /// value) or the device or a forward failed; 2 usage or I/O (a flag, a missing or unreadable
@@ -39,7 +40,8 @@ pub struct Args {
     #[arg(long)]
     pub prompt: Option<String>,
     /// Use the model's chat template (ChatML): with --prompt, one user message; without it, an
-    /// interactive conversation, one user message per line of standard input (end with EOF).
+    /// interactive conversation, one user message per line of standard input (end with EOF). A
+    /// model without a chat template (a base model) is refused (exit 2).
     #[arg(long)]
     pub chat: bool,
     /// New tokens at most.
@@ -73,7 +75,7 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<ExitCode> {
     let opened = args.model.open()?;
     let path = opened.resolved.path.display().to_string();
-    let template = if args.chat { Some(chat_template(&opened.file, &path)?) } else { None };
+    let template = if args.chat { Some(chat_template(&opened.file, &args.model.model.model, &path)?) } else { None };
     let (device, reason) = match select_for_model(opened.kind, Some(opened.target)) {
         Ok(selected) => selected,
         Err(error) => {
@@ -119,10 +121,18 @@ pub fn run(args: &Args) -> Result<ExitCode> {
 /// The model's chat template (`--chat`), recognised before anything is loaded.
 ///
 /// # Errors
-/// Invalid input (exit 1): the key is missing, not a string, or not a template this build
-/// renders, naming the file, the key and the byte offset where the template departs from the
-/// supported ones.
-fn chat_template(file: &gguf::Gguf, path: &str) -> Result<ChatTemplate> {
+/// A usage error (exit 2) when the model has no chat template, naming the model (`model`, the
+/// `--model` argument) and saying to drop `--chat`. Invalid input (exit 1) when the key is not a
+/// string or not a template this build renders, naming the file, the key and the byte offset
+/// where the template departs from the supported ones.
+fn chat_template(file: &gguf::Gguf, model: &str, path: &str) -> Result<ChatTemplate> {
+    if file.get(CHAT_TEMPLATE_KEY).is_none() {
+        let model = if model == path { path.to_owned() } else { format!("{model} ({path})") };
+        bail!(
+            "--chat: the model {model} has no chat template ({CHAT_TEMPLATE_KEY}): it is a base model, \
+             which continues text; drop --chat and give the text to continue with --prompt"
+        );
+    }
     let text =
         file.str(CHAT_TEMPLATE_KEY).invalid().with_context(|| format!("{path}: --chat needs a chat template"))?;
     ChatTemplate::from_gguf_template(text).invalid().with_context(|| format!("{path}: {CHAT_TEMPLATE_KEY}"))

@@ -30,19 +30,22 @@ use tape_core::tape::Tape;
 /// crate's kernels at three positions and calibrated; the bundle starts from the workload's
 /// state after those steps and is patched for the next position.
 ///
-/// With `--model ALIAS|PATH --position P`, the bundle is one decode step of a GGUF llama (an
-/// alias of `redline models`, pulled on first use; `tiny` is built in), its weights, KV cache
+/// With `--model ALIAS|PATH --position P`, the bundle is one decode step of a GGUF model, a
+/// `llama` or a `gemma3` (an alias of `redline models`, pulled on first use; `tiny` and
+/// `tiny-gemma3` are built in), its weights, KV cache
 /// and every other state region included. On the soft device the model runs its ordinary
 /// forwards at positions 0..P-3 with a fixed prompt (position 0: the BOS token; position p > 0:
 /// token (p * 7919) mod vocab), is recorded at P-3, P-2 and P-1 (so P must be at least 3) and
 /// takes the token of P; the bundle starts from that state, is patched for P, and its expected
 /// bytes are checked against the model's own step at P. `DIR/model.json` says which region holds
 /// which model surface (logits, k_cache, ...). A 135M-parameter model makes a bundle of a few
-/// hundred MB and takes about half a minute on the soft device; progress goes to stderr.
+/// hundred MB and takes about half a minute on the soft device (Gemma 3 270M, about 350 MB);
+/// progress goes to stderr.
 ///
 /// Exit codes: 0 bundle written and checked; 1 the tape, example or model cannot be lowered as
-/// asked (the message says why: an unknown example or model alias, a file that is not a
-/// supported llama, a position or context the model does not have); 2 usage or I/O error.
+/// asked (the message says why: an unknown example or model alias, a file of an architecture
+/// this build does not run, a position or context the model does not have); 2 usage or I/O
+/// error.
 #[derive(Debug, clap::Args)]
 #[command(after_help = examples_help())]
 pub struct Args {
@@ -59,8 +62,8 @@ pub struct Args {
     /// A built-in example instead of a tape file (see --list-examples).
     #[arg(long, value_name = "NAME", conflicts_with = "model")]
     example: Option<String>,
-    /// A GGUF llama model instead of a tape: an alias (`redline models`; `tiny` is built in) or a
-    /// path to a `.gguf` file. Needs --position.
+    /// A GGUF model (`llama` or `gemma3`) instead of a tape: an alias (`redline models`; `tiny`
+    /// and `tiny-gemma3` are built in) or a path to a `.gguf` file. Needs --position.
     #[arg(long, value_name = "ALIAS|PATH", requires = "position")]
     model: Option<String>,
     /// KV-cache positions of --model [default: 1024, or the model's trained context when

@@ -49,8 +49,8 @@ impl DeviceArgs {
 /// The model and the device it runs on (`generate`, `bench`, `golden`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ModelDevice {
-    /// A model alias (`redline models`; `tiny` is built in) or a path to a `.gguf` file. An
-    /// alias not yet pulled is pulled first.
+    /// A model alias (`redline models`: smollm2-135m, gemma-3-270m; `tiny` and `tiny-gemma3` are
+    /// built in) or a path to a `.gguf` file. An alias not yet pulled is pulled first.
     #[arg(long, default_value = model_files::DEFAULT_ALIAS)]
     pub model: String,
     /// The device.
@@ -125,8 +125,8 @@ impl SessionArgs {
     ///
     /// # Errors
     /// A model that cannot be fetched or read (exit 2); a file that is not a valid GGUF or not
-    /// a llama model this build runs, naming the path and the key or tensor (invalid input,
-    /// exit 1); a context the model cannot take (usage, exit 2).
+    /// a model of an architecture this build runs (llama, gemma3), naming the path and the key
+    /// or tensor (invalid input, exit 1); a context the model cannot take (usage, exit 2).
     pub fn open_model(&self, model: &str) -> Result<ModelFile> {
         Ok(open_model(model, self.context, |path| Ok(gguf::Gguf::open(path)?))?)
     }

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use model_files::CatalogueEntry;
-use model_files::cache::{cache_root, model_path, tiny_path, write_atomically};
-use model_files::catalogue::{self, CATALOGUE, DEFAULT_ALIAS, TINY_ABOUT, TINY_ALIAS, TINY_LICENSE, tiny_bytes};
+use model_files::cache::{builtin_path, cache_root, model_path, write_atomically};
+use model_files::catalogue::{self, BUILTINS, BuiltinModel, CATALOGUE, DEFAULT_ALIAS, TINY_ALIAS, TINY_LICENSE};
 use model_files::digest::hex;
 use model_files::pull::{PullError, PullOptions, pull};
 use serde_json::json;
@@ -59,11 +59,12 @@ pub struct ListArgs {
     pub json: bool,
 }
 
-/// List the models `--model` accepts, or write the built-in one (`models write-tiny PATH`).
+/// List the models `--model` accepts, or write a built-in one (`models write-tiny PATH`).
 ///
 /// Without a subcommand: the catalogue `redline pull` fetches, whether each model is pulled and
-/// where, and the built-in `tiny` model (generated, no download; `--model tiny` writes it into
-/// the cache on first use). Exit codes: 0 success; 2 usage or I/O error.
+/// where, and the built-in models `tiny` (a tiny llama) and `tiny-gemma3` (a tiny gemma3 with a
+/// sliding window of 8), generated, no download (`--model tiny` writes it into the cache on
+/// first use). Exit codes: 0 success; 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct ModelsArgs {
@@ -78,10 +79,14 @@ pub struct ModelsArgs {
 /// `redline models` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum ModelsCommand {
-    /// Write the built-in tiny llama (deterministic bytes, the same on every machine) to PATH.
+    /// Write a built-in model (deterministic bytes, the same on every machine) to PATH: the tiny
+    /// llama, or the one --model names.
     WriteTiny {
         /// The file to write.
         path: PathBuf,
+        /// The built-in model: tiny or tiny-gemma3.
+        #[arg(long, default_value = TINY_ALIAS)]
+        model: String,
         /// Replace PATH when it exists.
         #[arg(long)]
         force: bool,
@@ -100,11 +105,12 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     if args.list {
         return list(&ListArgs { json: args.json });
     }
-    if args.alias == TINY_ALIAS {
+    if let Some(builtin) = catalogue::builtin(&args.alias) {
         eprintln!(
             "redline: error: {} is built in and never pulled: `--model {0}` writes it into the cache on first use, \
-             `redline models write-tiny PATH` writes it to a file",
-            TINY_ALIAS
+             `redline models write-tiny PATH{}` writes it to a file",
+            builtin.alias,
+            write_tiny_flag(builtin)
         );
         return Ok(ExitCode::from(2));
     }
@@ -145,25 +151,34 @@ pub fn run(args: &Args) -> Result<ExitCode> {
 pub fn models(args: &ModelsArgs) -> Result<ExitCode> {
     match &args.command {
         None => list_with_builtin(&args.list, true),
-        Some(ModelsCommand::WriteTiny { path, force, json }) => write_tiny(path, *force, *json),
+        Some(ModelsCommand::WriteTiny { path, model, force, json }) => write_tiny(path, model, *force, *json),
     }
 }
 
-/// `redline models write-tiny PATH`.
-fn write_tiny(path: &Path, force: bool, json: bool) -> Result<ExitCode> {
+/// ` --model ALIAS` for a built-in model other than the default of `models write-tiny`.
+fn write_tiny_flag(builtin: &BuiltinModel) -> String {
+    if builtin.alias == TINY_ALIAS { String::new() } else { format!(" --model {}", builtin.alias) }
+}
+
+/// `redline models write-tiny PATH [--model ALIAS]`.
+fn write_tiny(path: &Path, model: &str, force: bool, json: bool) -> Result<ExitCode> {
+    let Some(builtin) = catalogue::builtin(model) else {
+        let aliases: Vec<&str> = BUILTINS.iter().map(|b| b.alias).collect();
+        anyhow::bail!("--model {model}: not a built-in model (built in: {})", aliases.join(", "));
+    };
     if !force && path.exists() {
         anyhow::bail!("{} exists; pass --force to replace it", path.display());
     }
-    let bytes = tiny_bytes();
+    let bytes = (builtin.bytes)();
     write_atomically(path, &bytes).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     let sha256 = hex(&Sha256::digest(&bytes));
     let mut out = io::stdout().lock();
     if json {
         let report =
-            json!({"alias": TINY_ALIAS, "path": path.display().to_string(), "bytes": bytes.len(), "sha256": sha256});
+            json!({"alias": builtin.alias, "path": path.display().to_string(), "bytes": bytes.len(), "sha256": sha256});
         writeln!(out, "{report}")?;
     } else {
-        writeln!(out, "wrote {} ({} bytes, sha256 {sha256}) to {}", TINY_ALIAS, bytes.len(), path.display())?;
+        writeln!(out, "wrote {} ({} bytes, sha256 {sha256}) to {}", builtin.alias, bytes.len(), path.display())?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -187,13 +202,17 @@ fn list_with_builtin(args: &ListArgs, builtin: bool) -> Result<ExitCode> {
             (e, path, len == Some(e.gguf_bytes))
         })
         .collect();
-    let tiny = builtin.then(|| {
-        let bytes = tiny_bytes();
-        let path = root.as_deref().map(tiny_path);
-        // Written means the cached file has the built-in bytes; `--model tiny` rewrites it otherwise.
-        let written = path.as_deref().and_then(|p| std::fs::read(p).ok()).is_some_and(|cached| cached == bytes);
-        (bytes, path, written)
-    });
+    let builtins: Vec<_> = BUILTINS
+        .iter()
+        .filter(|_| builtin)
+        .map(|model| {
+            let bytes = (model.bytes)();
+            let path = root.as_deref().map(|r| builtin_path(r, model));
+            // Written means the cached file has the built-in bytes; `--model ALIAS` rewrites it otherwise.
+            let written = path.as_deref().and_then(|p| std::fs::read(p).ok()).is_some_and(|cached| cached == bytes);
+            (model, bytes, path, written)
+        })
+        .collect();
     let mut out = io::stdout().lock();
     if args.json {
         let mut rows: Vec<_> = rows
@@ -207,10 +226,10 @@ fn list_with_builtin(args: &ListArgs, builtin: bool) -> Result<ExitCode> {
                 })
             })
             .collect();
-        if let Some((bytes, path, written)) = &tiny {
+        for (model, bytes, path, written) in &builtins {
             rows.push(json!({
-                "alias": TINY_ALIAS, "about": TINY_ABOUT, "package": null, "wheels": [],
-                "file": catalogue::TINY_FILE, "bytes": bytes.len(), "sha256": hex(&Sha256::digest(bytes)),
+                "alias": model.alias, "about": model.about, "package": null, "wheels": [],
+                "file": model.file, "bytes": bytes.len(), "sha256": hex(&Sha256::digest(bytes)),
                 "license": TINY_LICENSE, "license_terms": null, "pulled": written, "path": path.as_ref().map(|p| p.display().to_string()), "builtin": true,
             }));
         }
@@ -236,14 +255,15 @@ fn list_with_builtin(args: &ListArgs, builtin: bool) -> Result<ExitCode> {
             writeln!(out, "  licence terms: {terms}")?;
         }
     }
-    if let Some((bytes, path, written)) = &tiny {
+    for (model, bytes, path, written) in &builtins {
         let state = if *written { "built in (no download), written" } else { "built in (no download)" };
         writeln!(
             out,
-            "{}  {state}  {} KiB  {TINY_LICENSE}  {}\n  written on first use of --model {0}; `redline models write-tiny PATH` writes a copy\n  {}",
-            TINY_ALIAS,
+            "{}  {state}  {} KiB  {TINY_LICENSE}  {}\n  written on first use of --model {0}; `redline models write-tiny PATH{}` writes a copy\n  {}",
+            model.alias,
             bytes.len() >> 10,
-            TINY_ABOUT,
+            model.about,
+            write_tiny_flag(model),
             shown(path)
         )?;
     }

@@ -40,7 +40,8 @@ use crate::select::{AnyDevice, select_for_model};
 /// `suffix`, `audio`, `modalities` but text, `prediction`, ...) is a 400 naming it, and so is a
 /// field the endpoint does not define (`unknown_parameter`).
 ///
-/// Several models: repeat --model (`--model tiny --model /path/b.gguf`). Each is served under its
+/// Several models: repeat --model (`--model tiny --model /path/b.gguf`, or `--model smollm2-135m
+/// --model gemma-3-270m`, a llama and a gemma3). Each is served under its
 /// id, the alias or the file name without `.gguf` (two models with one id are refused); a
 /// request's "model" picks one, a request without "model" gets the first, and an id not served
 /// is answered 404 `model_not_found` listing the served ids. One model is on the device at a
@@ -68,14 +69,16 @@ use crate::select::{AnyDevice, select_for_model};
 /// The first line on standard output is `listening on http://HOST:PORT`.
 /// Each model file is checked at startup as `redline generate` checks it (GGUF structure,
 /// hyperparameters, vocabulary sizes, tokenizer, finite weights); a model whose chat template is
-/// missing or not ChatML is served with a warning, its chat completions answering 400.
+/// missing or not ChatML (a base model such as Gemma 3 270M) is served with a warning, its chat
+/// completions answering 400 `no_chat_template`.
 /// Exit codes: 0 after a signal; 1 the input is invalid (a model file, naming the key or tensor
 /// and the value) or the device failed to load it; 2 usage or I/O.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// A model alias (`redline models`; `tiny` is built in) or a path to a `.gguf` file. An
-    /// alias not yet pulled is pulled first. Repeat to serve several models (one on the device
+    /// A model alias (`redline models`: smollm2-135m, gemma-3-270m; `tiny` and `tiny-gemma3` are
+    /// built in) or a path to a `.gguf` file, a llama or a gemma3. An alias not yet pulled is
+    /// pulled first. Repeat to serve several models (one on the device
     /// at a time; a request's "model" picks one, the first by default).
     #[arg(long = "model", value_name = "MODEL", default_value = model_files::DEFAULT_ALIAS)]
     pub models: Vec<String>,

@@ -1,12 +1,14 @@
 //! `redline bench` end to end on the soft device: the tiny generated model gives a valid report
 //! with both route proofs (resident and fresh processes), an injected replay fault makes it
 //! invalid naming the gate, bad arguments fail with a message; the reference fixture gives a
-//! valid report once. Every report is checked against `docs/bench-report.schema.json`.
+//! valid report once; the built-in tiny gemma3 and Gemma 3 270M (`REDLINE_GEMMA3_GGUF`) give valid
+//! reports with their own hyperparameters. Every report is checked against
+//! `docs/bench-report.schema.json`.
 
 mod common;
 mod schema;
 
-use common::{redline, reference_model};
+use common::{gemma_model, redline, reference_model};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -448,6 +450,48 @@ fn the_reference_model_bench_is_valid() {
     assert_eq!(report["admission"]["admitted"], true, "{}", report["admission"]);
     assert_eq!(report["arms"]["auto"]["timed_route_proof"]["state"], "ready");
     assert_eq!(report["arms"]["hip"]["timed_route_proof"]["observations"]["retained"], 0);
+}
+
+#[test]
+fn the_tiny_gemma3_bench_is_valid_with_both_route_proofs() {
+    let dir = temp_dir("tiny-gemma3");
+    let model = dir.join("tiny-gemma3.gguf");
+    let config = gguf::TinyGemma3Config::default();
+    gguf::write_tiny_gemma3(&model, &config).unwrap();
+    let (out, report, _) = bench(&dir, &model, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_valid_proofs(&report, "pm4", 3);
+    let hyper = value(&report["model"]["hyperparameters"], "hyperparameters");
+    assert_eq!(value(&report["model"]["architecture"], "architecture"), "gemma3");
+    assert_eq!((&hyper["layers"], &hyper["sliding_window"]), (&json!(config.n_layers), &json!(config.window)));
+    // The 6 decode positions after the prompt run past the 8-key window of the sliding layers.
+    assert!(report["workload"]["prompt_tokens"].as_u64().unwrap() + 6 > u64::from(config.window));
+}
+
+#[test]
+fn the_gemma_model_bench_is_valid_admitted_with_its_hyperparameters() {
+    let Some(path) = gemma_model() else { return };
+    let dir = temp_dir("gemma");
+    let (out, report, _) = bench_with(&dir, Path::new(&path), "Hi", "3", "2", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    schema::assert_valid_report(&report);
+    assert_eq!(report["valid"], true, "{}", report["invalid_reasons"]);
+    assert_eq!(report["admission"]["admitted"], true, "{}", report["admission"]);
+    assert_eq!(report["arms"]["auto"]["timed_route_proof"]["state"], "ready");
+    assert_eq!(report["arms"]["hip"]["timed_route_proof"]["observations"]["retained"], 0);
+    let model = &report["model"];
+    let hyper = value(&model["hyperparameters"], "hyperparameters");
+    // Gemma 3 270M: 18 layers of 4 query heads and 1 KV head of 256, a window of 512.
+    assert_eq!(
+        (&hyper["layers"], &hyper["heads"], &hyper["kv_heads"], &hyper["head_dim"], &hyper["sliding_window"]),
+        (&json!(18), &json!(4), &json!(1), &json!(256), &json!(512))
+    );
+    let file_type = value(&model["quantization"]["file_type"], "file_type");
+    assert_eq!((&file_type["id"], &file_type["llama_ftype"]), (&json!(15), &json!("MOSTLY_Q4_K_M")));
+    // K and V of 18 layers × 64 positions × 256 f32.
+    let kv = value(&report["kv_cache"], "kv_cache");
+    assert_eq!(kv["total_bytes"], 2 * 18 * 64 * 256 * 4, "{kv}");
 }
 
 #[test]

@@ -1,12 +1,12 @@
-//! `redline golden` end to end: every sealed fixture reproduces on the soft device with the
-//! reference model (`REDLINE_SMOLLM2_GGUF`; under `CI=true` its absence is a failure), a
-//! tampered registry row fails naming the fixture and each tampered field, and malformed
-//! registries are refused. The registries in the repository are checked against each other and
-//! the model catalogue.
+//! `redline golden` end to end: every sealed fixture reproduces on the soft device with its
+//! model (the reference model, `REDLINE_SMOLLM2_GGUF`, and Gemma 3 270M, `REDLINE_GEMMA3_GGUF`;
+//! under `CI=true` their absence is a failure), a tampered registry row fails naming the fixture
+//! and each tampered field, and malformed registries are refused. The registries in the
+//! repository are checked against each other and the model catalogue.
 
 mod common;
 
-use common::{redline, reference_model};
+use common::{gemma_model, redline, reference_model};
 use std::path::PathBuf;
 
 use serde_json::Value;
@@ -27,14 +27,26 @@ fn temp_file(name: &str, value: &Value) -> PathBuf {
     path
 }
 
+/// The models of the sealed fixtures: each one's catalogue alias, `general.architecture` and
+/// tensor types (read from the files with gguf-py).
+const MODELS: [(&str, &str, &[&str]); 2] = [
+    ("smollm2-135m", "llama", &["F32", "Q4_1", "Q8_0"]),
+    ("gemma-3-270m", "gemma3", &["F32", "Q4_K", "Q5_0", "Q6_K", "Q8_0"]),
+];
+
 #[test]
 fn every_sealed_fixture_reproduces() {
-    let Some(model) = reference_model() else { return };
-    let out = redline(&["golden", "--model", &model, "--device", "sim"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let (Some(smollm2), Some(gemma)) = (reference_model(), gemma_model()) else { return };
     for fixture in registry()["fixtures"].as_array().unwrap() {
         let id = fixture["id"].as_str().unwrap();
+        let model = match fixture["model"]["alias"].as_str().unwrap() {
+            "smollm2-135m" => &smollm2,
+            "gemma-3-270m" => &gemma,
+            other => panic!("{id}: no test model for {other}"),
+        };
+        let out = redline(&["golden", "--id", id, "--model", model, "--device", "sim"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{id}: {stderr}");
         assert!(stderr.contains(&format!("golden: {id}: ok")), "{id}: {stderr}");
     }
 }
@@ -89,43 +101,29 @@ fn malformed_registries_and_unknown_ids_are_refused() {
 }
 
 #[test]
-fn the_registries_hold_one_sealed_fixture_per_architecture_with_its_admission() {
+fn the_registries_hold_one_sealed_fixture_per_architecture_and_model_with_its_admission() {
     let fixtures = registry();
     let admissions: Value =
         serde_json::from_str(&std::fs::read_to_string(repo_file("registry/admissions.json")).unwrap()).unwrap();
-    // One per target of the target table.
+    // One per target of the target table and model.
     let archs = pm4_encoding::Target::ALL.map(pm4_encoding::Target::name);
     let fixtures = fixtures["fixtures"].as_array().unwrap();
     let admissions = admissions["admissions"].as_array().unwrap();
-    // The engine's KV-cache layout scheme (it does not depend on the sizes).
-    let tiny = gguf::Gguf::parse(gguf::tiny_llama(&gguf::TinyLlamaConfig::default())).unwrap();
-    let params = engine::model::LlamaParams::from_gguf(&tiny).unwrap();
-    let kv_layout = engine::model::KvCacheLayout::of(&params, 1).scheme();
+    // The engine's KV-cache layout scheme (it does not depend on the sizes), the same for both
+    // architectures.
+    let scheme = |bytes: Vec<u8>| {
+        let file = gguf::Gguf::parse(bytes).unwrap();
+        engine::model::language::ModelParams::from_gguf(&file).unwrap().kv_cache_layout(1).scheme()
+    };
+    let kv_layout = scheme(gguf::tiny_llama(&gguf::TinyLlamaConfig::default()));
     assert_eq!(kv_layout, "f32:layer,position,kv_head,head_dim");
-    assert_eq!(fixtures.len(), archs.len());
-    assert_eq!(admissions.len(), archs.len());
-    for arch in archs {
-        let fixture = fixtures.iter().find(|f| f["arch"] == arch).unwrap_or_else(|| panic!("no fixture for {arch}"));
-        let id = fixture["id"].as_str().unwrap();
-        assert_eq!(id, format!("smollm2-135m-{arch}-sim"));
-        assert_eq!(fixture["device_kind"], "sim");
-        // The pinned digest of the catalogue's smollm2-135m (model-files/src/catalogue.rs).
-        let sha = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
-        assert_eq!(fixture["model"]["sha256"], sha);
-        assert!(fixture["tape"]["dispatch_count"].as_u64().unwrap() > 0);
-        assert!(
-            fixture["floors"]["min_retained_tok_s"].as_f64().unwrap()
-                < fixture["sealed"]["retained_tok_s"].as_f64().unwrap()
-        );
-        assert!(fixture["floors"]["min_ratio"].as_f64().unwrap() < fixture["sealed"]["ratio"].as_f64().unwrap());
-        let row = admissions.iter().find(|r| r["arch"] == arch).unwrap_or_else(|| panic!("no admission for {arch}"));
-        assert_eq!(row["fixture"], id);
-        assert_eq!(row["model_sha256"], sha);
-        assert_eq!(row["device_kind"], "sim");
-        // The row claims no more than its evidence ran: its context, transport and KV layout.
-        assert_eq!(row["max_context"], fixture["bench"]["context"], "{id}");
-        assert_eq!(row["transport"], fixture["bench"]["transport"], "{id}");
-        assert_eq!(row["kv_layout"].as_str(), Some(kv_layout.as_str()), "{id}");
+    assert_eq!(scheme(gguf::tiny_gemma3(&gguf::TinyGemma3Config::default())), kv_layout);
+    assert_eq!(fixtures.len(), archs.len() * MODELS.len());
+    assert_eq!(admissions.len(), archs.len() * MODELS.len());
+    for (alias, architecture, tensor_types) in MODELS {
+        for arch in archs {
+            check_fixture_and_admission(fixtures, admissions, (alias, architecture, tensor_types), arch, &kv_layout);
+        }
     }
     // The binary parses the embedded admissions against the embedded fixtures: a generate run
     // with a registry naming an unknown fixture is refused naming the row and field.
@@ -136,6 +134,41 @@ fn the_registries_hold_one_sealed_fixture_per_architecture_with_its_admission() 
     assert_eq!(out.status.code(), Some(1), "an invalid registry is invalid input");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("admissions row 2") && stderr.contains("fixture"), "{stderr}");
+}
+
+/// The fixture of `model` on `arch` and the admission row it is the evidence of.
+fn check_fixture_and_admission(
+    fixtures: &[Value],
+    admissions: &[Value],
+    (alias, architecture, tensor_types): (&str, &str, &[&str]),
+    arch: &str,
+    kv_layout: &str,
+) {
+    let id = format!("{alias}-{arch}-sim");
+    let fixture = fixtures.iter().find(|f| f["id"] == id.as_str()).unwrap_or_else(|| panic!("no fixture {id}"));
+    assert_eq!(fixture["arch"], arch);
+    assert_eq!(fixture["model"]["alias"], alias);
+    assert_eq!(fixture["device_kind"], "sim");
+    // The pinned digest of the catalogue's model (model-files/src/catalogue.rs).
+    let sha = model_files::lookup(alias).unwrap().gguf_sha256;
+    assert_eq!(fixture["model"]["sha256"], sha);
+    assert!(fixture["tape"]["dispatch_count"].as_u64().unwrap() > 0);
+    assert!(
+        fixture["floors"]["min_retained_tok_s"].as_f64().unwrap()
+            < fixture["sealed"]["retained_tok_s"].as_f64().unwrap()
+    );
+    assert!(fixture["floors"]["min_ratio"].as_f64().unwrap() < fixture["sealed"]["ratio"].as_f64().unwrap());
+    let row = admissions.iter().find(|r| r["fixture"] == id.as_str()).unwrap_or_else(|| panic!("no row for {id}"));
+    assert_eq!(row["arch"], arch);
+    assert_eq!(row["model_sha256"], sha);
+    assert_eq!(row["device_kind"], "sim");
+    assert_eq!(row["model_format"]["container"], "gguf");
+    assert_eq!(row["model_format"]["architecture"], architecture);
+    assert_eq!(row["model_format"]["tensor_types"], serde_json::json!(tensor_types), "{id}");
+    // The row claims no more than its evidence ran: its context, transport and KV layout.
+    assert_eq!(row["max_context"], fixture["bench"]["context"], "{id}");
+    assert_eq!(row["transport"], fixture["bench"]["transport"], "{id}");
+    assert_eq!(row["kv_layout"].as_str(), Some(kv_layout), "{id}");
 }
 
 #[test]

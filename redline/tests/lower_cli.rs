@@ -185,19 +185,38 @@ fn surface_bytes(dir: &Path, name: &str) -> (Vec<u8>, Vec<u8>, usize) {
     (initial, after, usize::try_from(surface["offset_bytes"].as_u64().unwrap()).unwrap())
 }
 
+/// The launches of one decode step of a model of `layers` layers of `architecture`.
+fn step_launches(architecture: &str, layers: u32) -> u64 {
+    match architecture {
+        // The embedding row, 16 launches per layer, the final norm and the logits.
+        "llama" => 3 + 16 * u64::from(layers),
+        // The embedding row and its scale; per layer the norm, Q, K and V, the Q and K norms,
+        // RoPE of Q, RoPE of K into the cache, V into the cache, attention, the output, its norm
+        // and residual, the feed-forward norm, gate, up, GELU gating, down, its norm and
+        // residual (20); the final norm and the logits.
+        "gemma3" => 4 + 20 * u64::from(layers),
+        other => panic!("no step of {other}"),
+    }
+}
+
 /// Checks that the bundle in `dir` is the decode step at `position` of the GGUF at `model`
 /// with a KV cache of `context` positions, and that `redline sim run` runs it clean.
 fn assert_model_step_bundle(dir: &Path, model: &Path, position: u32, context: u32) {
     let file = gguf::Gguf::open(model).unwrap();
-    let layers = file.u32("llama.block_count").unwrap();
-    let dim = file.u32("llama.embedding_length").unwrap();
-    let heads = file.u32("llama.attention.head_count").unwrap();
-    let kv_heads = file.u32("llama.attention.head_count_kv").unwrap();
+    let arch = file.str("general.architecture").unwrap().to_owned();
+    let key = |k: &str| file.u32(&format!("{arch}.{k}")).unwrap();
+    let layers = key("block_count");
+    let kv_heads = key("attention.head_count_kv");
+    // gemma3 states its head size; llama's is the embedding over the heads.
+    let head_dim = if arch == "gemma3" {
+        key("attention.key_length")
+    } else {
+        key("embedding_length") / key("attention.head_count")
+    };
     let vocab = u32::try_from(file.tensor("token_embd.weight").unwrap().dims()[1]).unwrap();
     let tape = read_json(&dir.join("tape.json"));
     let launches = tape["launches"].as_array().unwrap().len() as u64;
-    // The step: the embedding row, 16 launches per layer, the final norm and the logits.
-    assert_eq!(launches, 3 + 16 * u64::from(layers), "the tape holds one decode step");
+    assert_eq!(launches, step_launches(&arch, layers), "the tape holds one decode step");
 
     let run = sim_run(dir);
     assert_eq!(run["ok"], true, "{run}");
@@ -205,6 +224,7 @@ fn assert_model_step_bundle(dir: &Path, model: &Path, position: u32, context: u3
     assert_eq!(run["dispatches"].as_array().unwrap().len() as u64, launches);
 
     let described = read_json(&dir.join("model.json"));
+    assert_eq!(described["architecture"], arch.as_str());
     assert_eq!(described["position"], position);
     assert_eq!(described["context"], context);
     assert_eq!(described["recorded_positions"], serde_json::json!([position - 3, position - 2, position - 1]));
@@ -216,7 +236,7 @@ fn assert_model_step_bundle(dir: &Path, model: &Path, position: u32, context: u3
 
     // Each layer's K and V rows: positions before `position` are the prefix's and stay; the
     // step writes row `position`; the rows after it stay zero.
-    let row_bytes = 4 * usize::try_from(kv_heads * (dim / heads)).unwrap();
+    let row_bytes = 4 * usize::try_from(kv_heads * head_dim).unwrap();
     let layer_bytes = row_bytes * usize::try_from(context).unwrap();
     let p = usize::try_from(position).unwrap();
     for name in ["k_cache", "v_cache"] {
@@ -268,6 +288,61 @@ fn a_tiny_llama_decode_step_lowers_to_a_bundle_that_runs_clean() {
 }
 
 #[test]
+fn a_tiny_gemma3_decode_step_past_its_window_lowers_to_a_bundle_that_runs_clean() {
+    let home = scratch("tiny-gemma3-home");
+    let dir = scratch("tiny-gemma3");
+    let d = dir.to_str().unwrap();
+    // Position 20: recorded at 17, 18 and 19, where every sliding layer's window (8 keys) starts
+    // past key 0; the bundle is patched for the window starting at key 13.
+    let args = ["lower", "--model", "tiny-gemma3", "--position", "20", "--arch", "gfx1100", "--out", d, "--json"];
+    let lowered = json(&redline_in(&home, &args));
+    assert_eq!(lowered["model"]["position"], 20);
+    let cached = home.join("models/tiny-gemma3/tiny-gemma3.gguf");
+    assert_eq!(std::fs::read(&cached).unwrap(), gguf::tiny_gemma3(&gguf::TinyGemma3Config::default()));
+    // Its trained context is 2048; the default KV cache is 1024 positions.
+    assert_model_step_bundle(&dir, &cached, 20, 1024);
+    // The window's first key is bound on the sliding layers (all but layer 5 of 7) and patched
+    // for position 20: max(0, 20 + 1 - 8) = 13; every layer attends over 21 keys.
+    let manifest = read_json(&dir.join("manifest.json"));
+    let regions = manifest["regions"].as_array().unwrap();
+    let patched = |binding: &str| -> Option<(String, u32)> {
+        let site = manifest["patch_sites"].as_array().unwrap().iter().find(|s| s["binding"] == binding)?;
+        let va = u64::from_str_radix(site["va"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+        let region = regions.iter().find(|r| {
+            let start = u64::from_str_radix(r["va"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+            (start..start + r["size"].as_u64().unwrap()).contains(&va) && r["file"].is_string()
+        })?;
+        let start = u64::from_str_radix(region["va"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+        let bytes = std::fs::read(dir.join(region["file"].as_str().unwrap())).unwrap();
+        let at = usize::try_from(va - start).unwrap();
+        Some((site["rule"].as_str().unwrap().to_owned(), u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())))
+    };
+    for layer in 0..7 {
+        let first = patched(&format!("layer{layer}.attention.first"));
+        let expected = (layer != 5).then(|| ("max(0, position + -7)".to_owned(), 13));
+        assert_eq!(first, expected, "layer {layer}");
+        assert_eq!(patched(&format!("layer{layer}.attention.n")), Some(("position + 1".to_owned(), 21)));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+#[test]
+fn the_gemma_model_decode_step_lowers_to_a_bundle_that_runs_clean() {
+    let Some(model) = common::gemma_model() else { return };
+    let dir = scratch("gemma-gfx1100");
+    let d = dir.to_str().unwrap();
+    let started = std::time::Instant::now();
+    let out = redline(&["lower", "--model", &model, "--position", "40", "--arch", "gfx1100", "--out", d, "--json"]);
+    let lowered = json(&out);
+    println!("lowering Gemma 3 270M at position 40 took {:.1} s", started.elapsed().as_secs_f64());
+    assert_eq!(lowered["check"]["dispatches"], 4 + 20 * 18, "Gemma 3 270M has 18 layers");
+    // Its trained context is 32768; the default KV cache is 1024 positions.
+    assert_model_step_bundle(&dir, Path::new(&model), 40, 1024);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn the_reference_model_decode_step_lowers_to_a_bundle_that_runs_clean() {
     let Some(model) = common::reference_model() else { return };
     let dir = scratch("smollm2-gfx1100");
@@ -309,14 +384,18 @@ fn bad_model_input_is_refused_with_a_message_naming_it() {
     assert!(stderr.contains("--model"), "{stderr}");
 
     // The model cannot be lowered as asked (exit 1).
-    let cases: [(&[&str], &[&str]); 5] = [
+    let cases: [(&[&str], &[&str]); 6] = [
         (&["--model", "tiny", "--position", "256"], &["position 256", "context of 256 positions", "at most 256"]),
         (&["--model", "tiny", "--position", "64", "--context", "64"], &["position 64", "context of 64 positions"]),
         (&["--model", "tiny", "--position", "2"], &["position 2", "at least 3"]),
         (&["--model", "tiny", "--position", "5", "--context", "300"], &["--context 300", "1..=256"]),
         (
+            &["--model", "tiny-gemma3", "--position", "5", "--context", "3000"],
+            &["--context 3000", "1..=2048", "(gemma3.context_length)"],
+        ),
+        (
             &["--model", "llama-70b", "--position", "5"],
-            &["\"llama-70b\"", "smollm2-135m, gemma-3-270m, tiny (built in)"],
+            &["\"llama-70b\"", "smollm2-135m, gemma-3-270m; built in: tiny, tiny-gemma3"],
         ),
     ];
     for (extra, needles) in cases {

@@ -16,7 +16,7 @@ use std::process::{Command, Output};
 use model_files::digest::{self, VerifyError};
 use model_files::pull::{self, Mismatch, PullError};
 use model_files::{CatalogueEntry, WheelPart};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const ALIAS: &str = "smollm2-135m";
 const GEMMA: &str = "gemma-3-270m";
@@ -166,9 +166,9 @@ fn models_lists_the_built_in_model_and_writes_it_to_a_path() {
     let (digest, len) = digest::sha256_reader(&bytes[..]).unwrap();
     let listed = report(&redline(&home, None, &["models", "--json"]));
     let rows = listed.as_array().unwrap();
-    assert_eq!(rows.len(), model_files::CATALOGUE.len() + 1, "the catalogue and the built-in model");
+    assert_eq!(rows.len(), model_files::CATALOGUE.len() + 2, "the catalogue and the two built-in models");
     assert_eq!((&rows[0]["alias"], &rows[0]["builtin"]), (&Value::from(ALIAS), &Value::from(false)));
-    let tiny = rows.last().unwrap();
+    let tiny = &rows[rows.len() - 2];
     assert_eq!(tiny["alias"], "tiny");
     assert_eq!(tiny["builtin"], true);
     assert_eq!(tiny["pulled"], false, "not written before first use");
@@ -177,6 +177,8 @@ fn models_lists_the_built_in_model_and_writes_it_to_a_path() {
     let text = String::from_utf8_lossy(&redline(&home, None, &["models"]).stdout).into_owned();
     assert!(text.contains("tiny  built in (no download)"), "{text}");
     assert!(text.contains("smollm2-135m  not pulled"), "{text}");
+    assert!(text.contains("tiny-gemma3  built in (no download)"), "{text}");
+    assert!(text.contains("`redline models write-tiny PATH --model tiny-gemma3` writes a copy"), "{text}");
 
     let path = home.join("copy.gguf");
     let p = path.to_str().unwrap();
@@ -197,6 +199,37 @@ fn models_lists_the_built_in_model_and_writes_it_to_a_path() {
     let stderr = String::from_utf8_lossy(&pulled.stderr);
     assert_eq!(pulled.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("tiny is built in") && stderr.contains("write-tiny"), "{stderr}");
+    std::fs::remove_dir_all(&home).unwrap();
+}
+
+#[test]
+fn models_lists_the_built_in_gemma3_and_writes_it_to_a_path() {
+    let home = scratch("tiny-gemma3");
+    let bytes = gguf::tiny_gemma3(&gguf::TinyGemma3Config::default());
+    let (digest, len) = digest::sha256_reader(&bytes[..]).unwrap();
+    let listed = report(&redline(&home, None, &["models", "--json"]));
+    let gemma = listed.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (&gemma["alias"], &gemma["builtin"], &gemma["pulled"]),
+        (&json!("tiny-gemma3"), &json!(true), &json!(false))
+    );
+    assert_eq!((gemma["bytes"].as_u64(), gemma["sha256"].as_str()), (Some(len), Some(digest.as_str())));
+    assert_eq!(gemma["path"], home.join("models/tiny-gemma3/tiny-gemma3.gguf").display().to_string());
+
+    let path = home.join("gemma.gguf");
+    let p = path.to_str().unwrap();
+    let written = report(&redline(&home, None, &["models", "write-tiny", p, "--model", "tiny-gemma3", "--json"]));
+    assert_eq!((written["alias"].as_str(), written["sha256"].as_str()), (Some("tiny-gemma3"), Some(digest.as_str())));
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    let unknown = redline(&home, None, &["models", "write-tiny", p, "--model", "smollm2-135m", "--force"]);
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert_eq!(unknown.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a built-in model (built in: tiny, tiny-gemma3)"), "{stderr}");
+
+    let pulled = redline(&home, Some("/nonexistent/python3"), &["pull", "tiny-gemma3"]);
+    let stderr = String::from_utf8_lossy(&pulled.stderr);
+    assert_eq!(pulled.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("tiny-gemma3 is built in") && stderr.contains("--model tiny-gemma3"), "{stderr}");
     std::fs::remove_dir_all(&home).unwrap();
 }
 

@@ -4,7 +4,7 @@
 use hal::Device;
 
 use super::{AdmissionDecision, AdmissionQuery, AdmissionRegistry, ModelFormat};
-use crate::model::{KvCacheLayout, LlamaParams};
+use crate::model::language::ModelParams;
 use crate::plan::Transport;
 
 /// What a session would run with, as admission compares it.
@@ -19,8 +19,8 @@ pub struct Setting<'a> {
 }
 
 /// The decision for `file` (SHA-256 `sha256`) on `device` (its architecture and topology) with
-/// `setting`. The KV layout is the one the engine's llama gives `file` at the context; a file
-/// that is not a llama has none a row can name.
+/// `setting`. The KV layout is the one the adapter of `file`'s architecture gives it at the
+/// context ([`ModelParams::kv_cache_layout`]); a file no adapter runs has none a row can name.
 #[must_use]
 pub fn decide(
     registry: &AdmissionRegistry,
@@ -30,8 +30,8 @@ pub fn decide(
     setting: Setting<'_>,
 ) -> AdmissionDecision {
     let model_format = ModelFormat::of_gguf(file);
-    let kv_layout = match LlamaParams::from_gguf(file) {
-        Ok(params) => KvCacheLayout::of(&params, setting.context).scheme(),
+    let kv_layout = match ModelParams::from_gguf(file) {
+        Ok(params) => params.kv_cache_layout(setting.context).scheme(),
         Err(e) => format!("none ({e})"),
     };
     registry.decide(&AdmissionQuery {

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::facts::fact;
-use crate::model::{KvCacheLayout, LlamaParams};
+use crate::model::language::ModelParams;
 
 /// llama.cpp's `llama_ftype` names of `general.file_type` values (llama.h).
 fn file_type_name(value: u32) -> Option<&'static str> {
@@ -21,6 +21,16 @@ fn file_type_name(value: u32) -> Option<&'static str> {
         7 => "MOSTLY_Q8_0",
         8 => "MOSTLY_Q5_0",
         9 => "MOSTLY_Q5_1",
+        10 => "MOSTLY_Q2_K",
+        11 => "MOSTLY_Q3_K_S",
+        12 => "MOSTLY_Q3_K_M",
+        13 => "MOSTLY_Q3_K_L",
+        14 => "MOSTLY_Q4_K_S",
+        15 => "MOSTLY_Q4_K_M",
+        16 => "MOSTLY_Q5_K_S",
+        17 => "MOSTLY_Q5_K_M",
+        18 => "MOSTLY_Q6_K",
+        32 => "MOSTLY_BF16",
         _ => return None,
     })
 }
@@ -49,11 +59,19 @@ fn quantization(file: &gguf::Gguf) -> Value {
     })
 }
 
-fn hyperparameters(p: &LlamaParams) -> Value {
-    json!({
-        "layers": p.layers, "embedding": p.dim, "feed_forward": p.ffn, "heads": p.heads, "kv_heads": p.kv_heads,
-        "head_dim": p.head_dim, "vocab": p.vocab, "context_train": p.context_train, "tied_output": p.tied_output,
-    })
+/// The hyperparameters every architecture has, and a `gemma3` model's sliding window.
+fn hyperparameters(params: &ModelParams) -> Value {
+    match params {
+        ModelParams::Llama(p) => json!({
+            "layers": p.layers, "embedding": p.dim, "feed_forward": p.ffn, "heads": p.heads, "kv_heads": p.kv_heads,
+            "head_dim": p.head_dim, "vocab": p.vocab, "context_train": p.context_train, "tied_output": p.tied_output,
+        }),
+        ModelParams::Gemma3(p) => json!({
+            "layers": p.layers, "embedding": p.dim, "feed_forward": p.ffn, "heads": p.heads, "kv_heads": p.kv_heads,
+            "head_dim": p.head_dim, "vocab": p.vocab, "context_train": p.context_train, "tied_output": p.tied_output,
+            "sliding_window": p.window,
+        }),
+    }
 }
 
 /// The model facts added to the report's `model`: file size, parameters, architecture,
@@ -68,7 +86,7 @@ pub fn model(path: &Path, file: &gguf::Gguf) -> serde_json::Map<String, Value> {
         .ok_or("the tensors' element counts overflow u64");
     let architecture = file.str("general.architecture").map(str::to_owned).map_err(|e| e.to_string());
     let name = file.str("general.name").map(str::to_owned).map_err(|e| e.to_string());
-    let params = LlamaParams::from_gguf(file).map(|p| hyperparameters(&p)).map_err(|e| e.to_string());
+    let params = ModelParams::from_gguf(file).map(|p| hyperparameters(&p)).map_err(|e| e.to_string());
     let value = json!({
         "bytes": fact(bytes), "parameters": fact(parameters), "architecture": fact(architecture), "name": fact(name),
         "hyperparameters": fact(params), "quantization": quantization(file),
@@ -76,15 +94,51 @@ pub fn model(path: &Path, file: &gguf::Gguf) -> serde_json::Map<String, Value> {
     value.as_object().cloned().unwrap_or_default()
 }
 
-/// The KV cache of a session of `context` positions: [`KvCacheLayout`] and its order in words.
+/// The KV cache of a session of `context` positions ([`ModelParams::kv_cache_layout`]) and its
+/// order in words.
 #[must_use]
 pub fn kv_cache(file: &gguf::Gguf, context: u32) -> Value {
-    let layout = LlamaParams::from_gguf(file).map_err(|e| e.to_string()).and_then(|p| {
-        let mut value = serde_json::to_value(KvCacheLayout::of(&p, context)).map_err(|e| e.to_string())?;
+    let layout = ModelParams::from_gguf(file).map_err(|e| e.to_string()).and_then(|p| {
+        let layout = p.kv_cache_layout(context);
+        let mut value = serde_json::to_value(layout).map_err(|e| e.to_string())?;
         value["order"] = json!("[layer][position][kv_head][head_dim], row-major, little-endian");
         value["surfaces"] = json!(["k_cache", "v_cache"]);
-        value["total_bytes"] = json!(2 * KvCacheLayout::of(&p, context).surface_bytes);
+        value["total_bytes"] = json!(2 * layout.surface_bytes);
         Ok(value)
     });
     fact(layout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gemma3_model_has_its_hyperparameters_file_type_and_kv_cache() {
+        let config = gguf::TinyGemma3Config::default();
+        let file = gguf::Gguf::parse(gguf::tiny_gemma3(&config)).unwrap();
+        let (layers, kv_heads, head_dim) = (config.n_layers, config.n_kv_heads, config.head_dim);
+        let params = ModelParams::from_gguf(&file).unwrap();
+        let p = hyperparameters(&params);
+        assert_eq!(p["layers"], layers);
+        assert_eq!((&p["kv_heads"], &p["head_dim"]), (&json!(kv_heads), &json!(head_dim)));
+        assert_eq!(p["sliding_window"], config.window);
+        assert_eq!(p["context_train"], config.context_length);
+        // [layer][position][kv_head][head_dim] f32: 4 bytes per element.
+        let context = 64u64;
+        let kv = &kv_cache(&file, 64)["value"];
+        let position_stride = 4 * u64::from(kv_heads) * u64::from(head_dim);
+        assert_eq!(kv["position_stride_bytes"], position_stride, "{kv}");
+        assert_eq!(kv["layer_stride_bytes"], position_stride * context, "{kv}");
+        assert_eq!(kv["total_bytes"], 2 * position_stride * context * u64::from(layers), "{kv}");
+        assert_eq!(kv["element"], "f32");
+    }
+
+    #[test]
+    fn k_quant_file_types_have_llama_cpp_names() {
+        // llama.h: LLAMA_FTYPE_MOSTLY_Q4_K_M = 15, the type of Gemma 3 270M Q4_K_M.
+        assert_eq!(file_type_name(15), Some("MOSTLY_Q4_K_M"));
+        assert_eq!(file_type_name(18), Some("MOSTLY_Q6_K"));
+        assert_eq!(file_type_name(4), None, "MOSTLY_Q4_1_SOME_F16 is no longer written");
+    }
 }

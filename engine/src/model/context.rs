@@ -13,13 +13,14 @@ pub enum ContextError {
     PastTrained {
         /// The positions asked for.
         context: u32,
-        /// `llama.context_length`.
+        /// `<architecture>.context_length`.
         trained: u32,
     },
 }
 
 /// `context`, checked: at least 1 and at most the model's trained context
-/// (`llama.context_length`; any length when the file does not say).
+/// (`<architecture>.context_length`, [`trained_context`]; any length when the file does not
+/// say).
 ///
 /// # Errors
 /// [`ContextError`] naming both.
@@ -27,15 +28,25 @@ pub fn check_context(file: &gguf::Gguf, context: u32) -> Result<u32, ContextErro
     if context == 0 {
         return Err(ContextError::Zero);
     }
-    match file.u32("llama.context_length") {
+    match trained_context(file) {
         Ok(trained) if context > trained => Err(ContextError::PastTrained { context, trained }),
         _ => Ok(context),
     }
 }
 
 /// KV-cache positions when `--context` is not given: 1024, or the model's trained context
-/// (`llama.context_length`) when shorter.
+/// ([`trained_context`]) when shorter.
 #[must_use]
 pub fn default_context(file: &gguf::Gguf) -> u32 {
-    file.u32("llama.context_length").map_or(1024, |trained| trained.min(1024))
+    trained_context(file).map_or(1024, |trained| trained.min(1024))
+}
+
+/// The trained context the file states: `<architecture>.context_length`, the architecture
+/// being `general.architecture` (`llama.context_length`, `gemma3.context_length`).
+///
+/// # Errors
+/// Either key is missing or not of its type.
+pub fn trained_context(file: &gguf::Gguf) -> Result<u32, gguf::GgufError> {
+    let architecture = file.str("general.architecture")?;
+    file.u32(&format!("{architecture}.context_length"))
 }

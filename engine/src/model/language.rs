@@ -6,9 +6,9 @@
 use gguf::Gguf;
 use hal::Device;
 
-use super::gemma3::Gemma3;
-use super::llama::{Llama, LoadError};
-use super::params::ParamsError;
+use super::gemma3::{Gemma3, Gemma3Params};
+use super::llama::{KvCacheLayout, Llama, LoadError};
+use super::params::{LlamaParams, ParamsError};
 use crate::workload::{Workload, WorkloadError};
 
 /// The architectures [`load`] runs (`general.architecture`).
@@ -50,5 +50,107 @@ pub fn load(device: &mut dyn Device, file: &Gguf, context: u32) -> Result<Box<dy
         "llama" => Ok(Box::new(Llama::load_model(device, file, context)?)),
         "gemma3" => Ok(Box::new(Gemma3::load_model(device, file, context)?)),
         other => Err(LoadError::Model(ParamsError::Architecture { found: other.to_owned() })),
+    }
+}
+
+/// A model's hyperparameters as its adapter reads and checks them
+/// ([`LlamaParams::from_gguf`], [`Gemma3Params::from_gguf`]), for what is decided before the
+/// model is loaded: the trained context, the weights' check, the KV cache a session would have.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ModelParams {
+    /// A `llama` model.
+    Llama(LlamaParams),
+    /// A `gemma3` model.
+    Gemma3(Gemma3Params),
+}
+
+impl ModelParams {
+    /// The hyperparameters of `file`, read by the adapter its `general.architecture` names.
+    ///
+    /// # Errors
+    /// [`ParamsError::Architecture`] for an architecture no adapter runs; the adapter's own
+    /// [`ParamsError`] naming the key or tensor.
+    pub fn from_gguf(file: &Gguf) -> Result<Self, ParamsError> {
+        match file.str("general.architecture")? {
+            "llama" => Ok(Self::Llama(LlamaParams::from_gguf(file)?)),
+            "gemma3" => Ok(Self::Gemma3(Gemma3Params::from_gguf(file)?)),
+            other => Err(ParamsError::Architecture { found: other.to_owned() }),
+        }
+    }
+
+    /// The architecture (`general.architecture`).
+    #[must_use]
+    pub const fn architecture(&self) -> &'static str {
+        match self {
+            Self::Llama(_) => "llama",
+            Self::Gemma3(_) => "gemma3",
+        }
+    }
+
+    /// Tokens in the vocabulary (rows of the token embedding).
+    #[must_use]
+    pub const fn vocab(&self) -> u32 {
+        match self {
+            Self::Llama(p) => p.vocab,
+            Self::Gemma3(p) => p.vocab,
+        }
+    }
+
+    /// The trained context (`<architecture>.context_length`).
+    #[must_use]
+    pub const fn context_train(&self) -> u32 {
+        match self {
+            Self::Llama(p) => p.context_train,
+            Self::Gemma3(p) => p.context_train,
+        }
+    }
+
+    /// Every tensor the model uses, in upload order.
+    #[must_use]
+    pub fn tensor_names(&self) -> Vec<String> {
+        match self {
+            Self::Llama(p) => p.tensor_names(),
+            Self::Gemma3(p) => p.tensor_names(),
+        }
+    }
+
+    /// Checks that every weight the model uses is finite
+    /// ([`gguf::TensorView::check_finite`]), as its load does while uploading.
+    ///
+    /// # Errors
+    /// [`ParamsError::Weights`] naming the tensor, the block or element and its byte offset;
+    /// [`ParamsError::Metadata`] for a tensor the file cannot give.
+    pub fn check_weights(&self, file: &Gguf) -> Result<(), ParamsError> {
+        for name in self.tensor_names() {
+            file.tensor(&name)?.check_finite().map_err(ParamsError::Weights)?;
+        }
+        Ok(())
+    }
+
+    /// The KV cache of a session of `context` positions. Both adapters keep one K and one V
+    /// surface of `[layer][position][kv_head][head_dim]` f32 (the `gemma3` step addresses layer
+    /// `L`'s block at `L × context × kv_dim × 4` bytes, as llama's does), every layer holding
+    /// every position: a sliding layer's window bounds what it reads, not what it keeps.
+    #[must_use]
+    pub fn kv_cache_layout(&self, context: u32) -> KvCacheLayout {
+        match self {
+            Self::Llama(p) => KvCacheLayout::of(p, context),
+            Self::Gemma3(p) => {
+                let element_bytes = 4;
+                let position_stride_bytes = u64::from(element_bytes) * u64::from(p.kv_dim());
+                let layer_stride_bytes = position_stride_bytes * u64::from(context);
+                KvCacheLayout {
+                    layers: p.layers,
+                    positions: context,
+                    kv_heads: p.kv_heads,
+                    head_dim: p.head_dim,
+                    element: "f32",
+                    element_bytes,
+                    position_stride_bytes,
+                    layer_stride_bytes,
+                    surface_bytes: layer_stride_bytes * u64::from(p.layers),
+                }
+            }
+        }
     }
 }

@@ -9,7 +9,8 @@ use gguf::Gguf;
 use model_files::{ModelError, ResolvedModel};
 
 use super::context::{ContextError, check_context, default_context};
-use super::params::{LlamaParams, ParamsError};
+use super::language::ModelParams;
+use super::params::ParamsError;
 
 /// One model file, resolved and open, with the KV-cache positions it gets.
 #[derive(Debug)]
@@ -18,8 +19,8 @@ pub struct ModelFile {
     pub resolved: ResolvedModel,
     /// The opened GGUF.
     pub file: Gguf,
-    /// Its hyperparameters, checked ([`LlamaParams::from_gguf`]).
-    pub params: LlamaParams,
+    /// Its hyperparameters, checked by its architecture's adapter ([`ModelParams::from_gguf`]).
+    pub params: ModelParams,
     /// KV-cache positions: the context asked for, checked against the file, or its default.
     pub context: u32,
 }
@@ -44,7 +45,8 @@ pub enum OpenError {
         /// The reader's error.
         source: Box<dyn Error + Send + Sync>,
     },
-    /// The file is a GGUF but not a llama model this build runs.
+    /// The file is a GGUF but not a model of an architecture this build runs, or one whose
+    /// hyperparameters or tensors its adapter refuses.
     #[error("{}", path.display())]
     Params {
         /// The file.
@@ -67,7 +69,7 @@ impl OpenError {
 }
 
 /// Resolves `model` (pulling an alias on first use), reads it with `read`, checks its
-/// hyperparameters and tensor inventory ([`LlamaParams::from_gguf`]) and checks `context`
+/// hyperparameters and tensor inventory ([`ModelParams::from_gguf`]) and checks `context`
 /// against it (its default when `None`).
 ///
 /// # Errors
@@ -80,7 +82,7 @@ pub fn open_model(
     let resolved = model_files::resolve_model(model, true)
         .map_err(|source| OpenError::Resolve { model: model.to_owned(), source: Box::new(source) })?;
     let file = read(&resolved.path).map_err(|source| OpenError::Read { path: resolved.path.clone(), source })?;
-    let params = LlamaParams::from_gguf(&file)
+    let params = ModelParams::from_gguf(&file)
         .map_err(|source| OpenError::Params { path: resolved.path.clone(), source: Box::new(source) })?;
     let context = match context {
         Some(context) => check_context(&file, context).map_err(OpenError::Context)?,

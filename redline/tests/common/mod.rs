@@ -26,3 +26,16 @@ pub(crate) fn reference_model() -> Option<String> {
         }
     }
 }
+
+/// The Gemma 3 270M model's path (`REDLINE_GEMMA3_GGUF`). Without it the calling test does
+/// nothing, except under `CI=true`, where its absence is a failure.
+pub(crate) fn gemma_model() -> Option<String> {
+    match std::env::var("REDLINE_GEMMA3_GGUF") {
+        Ok(path) => Some(path),
+        Err(_) => {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "REDLINE_GEMMA3_GGUF is not set under CI=true");
+            println!("REDLINE_GEMMA3_GGUF not set: did nothing");
+            None
+        }
+    }
+}

@@ -1,10 +1,13 @@
 """Drives `redline serve` with the official OpenAI Python client (pinned in requirements.txt).
 
-Usage: openai_client.py BASE_URL MODEL [logprobs]
+Usage: openai_client.py BASE_URL MODEL [logprobs | base PROMPT]
 Prints one JSON object: the whole and streamed chat answers, a completion and what the client
 raises for an invalid request; or, with `logprobs`, the log-probabilities of both endpoints,
-whole and streamed, each response validated against the client's own types. The Rust test
-(redline/tests/serve_clients.rs) checks them against the server's raw HTTP answers.
+whole and streamed, each response validated against the client's own types; or, with `base`, for
+a model without a chat template, a greedy completion of PROMPT (8 tokens, with its legacy
+logprobs) and what the client raises for a chat request. The Rust tests
+(redline/tests/serve_clients.rs, serve_gemma.rs) check them against the server's raw HTTP
+answers.
 """
 
 import json
@@ -89,12 +92,38 @@ def logprobs_report(client: openai.OpenAI, model: str, messages: list) -> dict:
     return report
 
 
+def base_report(client: openai.OpenAI, model: str, prompt: str, messages: list) -> dict:
+    """A base model: a greedy completion, and the error a chat request raises."""
+    whole = client.completions.create(model=model, prompt=prompt, max_tokens=8, temperature=0, logprobs=1)
+    Completion.model_validate(whole.to_dict())
+    report = {
+        "version": openai.__version__,
+        "models": [m.id for m in client.models.list()],
+        "completion": {
+            "model": whole.model,
+            "text": whole.choices[0].text,
+            "finish_reason": whole.choices[0].finish_reason,
+            "completion_tokens": whole.usage.completion_tokens,
+            "tokens": whole.choices[0].logprobs.tokens,
+        },
+    }
+    try:
+        client.chat.completions.create(model=model, messages=messages, max_tokens=8, temperature=0)
+        report["chat"] = {"raised": None}
+    except openai.BadRequestError as error:
+        report["chat"] = {"raised": type(error).__name__, "status": error.status_code, "code": error.code}
+    return report
+
+
 def main() -> None:
     base_url, model = sys.argv[1], sys.argv[2]
     client = openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0, timeout=120)
     messages = [{"role": "user", "content": "hello there"}]
     if sys.argv[3:] == ["logprobs"]:
         print(json.dumps(logprobs_report(client, model, messages)))
+        return
+    if sys.argv[3:4] == ["base"]:
+        print(json.dumps(base_report(client, model, sys.argv[4], messages)))
         return
 
     whole = client.chat.completions.create(model=model, messages=messages, max_tokens=16, temperature=0)
