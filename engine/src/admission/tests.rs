@@ -192,23 +192,3 @@ fn the_format_of_the_tiny_model_is_read_from_its_tensors() {
     assert_eq!(f.tensor_types, expected);
     assert!(!f.tensor_types.is_empty());
 }
-
-#[test]
-fn a_gemma3_file_is_admitted_by_a_row_naming_its_format_and_the_kv_layout_of_its_adapter() {
-    let file = gguf::Gguf::parse(gguf::tiny_gemma3(&gguf::TinyGemma3Config::default())).unwrap();
-    let format = ModelFormat::of_gguf(&file);
-    assert_eq!(format.architecture, "gemma3");
-    let text = serde_json::json!({"admissions": [{
-        "arch": "gfx1100", "device_kind": "sim", "model_format": format,
-        "model_sha256": SHA, "max_context": 64, "kv_layout": KV, "transport": "pm4",
-        "fixture": "smollm2-135m-gfx1100-sim",
-    }]})
-    .to_string();
-    let registry = AdmissionRegistry::parse(&text, Some(&fixtures())).unwrap();
-    let device = soft_device::SimDevice::new(Target::Gfx1100);
-    let setting = |context| model::Setting { kind: "sim", context, transport: Transport::Pm4 };
-    let decision = model::decide(&registry, &file, SHA, &device, setting(64));
-    assert!(decision.admitted, "{}", decision.reason);
-    let longer = model::decide(&registry, &file, SHA, &device, setting(65));
-    assert!(!longer.admitted && longer.reason.contains("context 65"), "{}", longer.reason);
-}
