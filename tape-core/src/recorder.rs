@@ -14,7 +14,7 @@
 //!
 //! A launch's owner declares the kernarg arguments that follow the position
 //! ([`DeclaredArg`], through [`Recorder::record_declared`]): each becomes a named
-//! [`Binding`](crate::binding::Binding) of that launch, checked at once against the value the
+//! [`Binding`] of that launch, checked at once against the value the
 //! launch passes at the capture's position, and the finished tape carries them. Calibration then
 //! confirms the declarations against a second recording and refuses any word that moves without
 //! one ([`calibrate_declared`](crate::calibrate::calibrate_declared)).
