@@ -20,7 +20,7 @@ use engine::model::FixedPrompt;
 use engine::model::fixed_prompt::TOKEN_STRIDE;
 use engine::model::language::{self, ModelParams};
 use engine::replay::capture_tape;
-use engine::workload::{Surface, Workload as _};
+use engine::workload::{StateKind, Surface, Workload as _};
 use hal::Device;
 use model_files::ModelError;
 use pm4_encoding::Target;
@@ -231,6 +231,7 @@ fn surface_names(surfaces: &[Surface], exported: &Exported) -> Vec<Value> {
                 "region": region.name,
                 "offset_bytes": s.va - s.allocation.va,
                 "bytes": s.bytes,
+                "state": s.state.map(StateKind::as_str),
             }))
         })
         .collect()

@@ -63,6 +63,8 @@ pub struct ShadowReport {
     pub bytes_per_arm: u64,
     /// Differences, at most one per surface, arm and position.
     pub divergences: Vec<Divergence>,
+    /// The sequence-state surfaces compared ([`Surface::state`]), by name, in order.
+    pub state_surfaces: Vec<String>,
 }
 
 impl ShadowReport {
@@ -70,6 +72,18 @@ impl ShadowReport {
     #[must_use]
     pub fn is_exact(&self) -> bool {
         self.divergences.is_empty() && !self.positions.is_empty()
+    }
+
+    /// The sequence-state surfaces of `surfaces` (a workload's [`Workload::surfaces`]) this
+    /// run did not compare, by name: a parity claim about a model's state holds only when this
+    /// is empty.
+    #[must_use]
+    pub fn uncovered_state<'a>(&self, surfaces: &'a [Surface]) -> Vec<&'a str> {
+        surfaces
+            .iter()
+            .filter(|s| s.state.is_some() && !self.state_surfaces.contains(&s.name))
+            .map(|s| s.name.as_str())
+            .collect()
     }
 }
 
@@ -129,26 +143,49 @@ pub fn run<D: Device>(
     timeout: std::time::Duration,
 ) -> Result<ShadowReport, ShadowError> {
     let surfaces: Vec<Surface> = workload.surfaces().to_vec();
+    run_over(device, funnel, workload, tape, plan, positions, timeout, &surfaces)
+}
+
+/// [`run`] over the given `surfaces` instead of every surface of the workload: each arm starts
+/// from their snapshot and only they are compared. A surface left out is neither restored nor
+/// compared, so whatever it holds leaks from one arm into the next; this is how a test shows
+/// that the oracle needs each of a model's surfaces ([`ShadowReport::uncovered_state`] names
+/// the sequence state left out).
+///
+/// # Errors
+/// As [`run`].
+#[allow(clippy::too_many_arguments)]
+pub fn run_over<D: Device>(
+    device: &mut D,
+    funnel: &mut Funnel,
+    workload: &mut dyn Workload,
+    tape: &Tape,
+    plan: &mut PreparedPlan,
+    positions: &[u32],
+    timeout: std::time::Duration,
+    surfaces: &[Surface],
+) -> Result<ShadowReport, ShadowError> {
     let mut report = ShadowReport {
         positions: Vec::with_capacity(positions.len()),
         surfaces: surfaces.len(),
         bytes_per_arm: surfaces.iter().map(|s| s.allocation.size).sum(),
         divergences: Vec::new(),
+        state_surfaces: surfaces.iter().filter(|s| s.state.is_some()).map(|s| s.name.clone()).collect(),
     };
     for &position in positions {
         workload.prepare_step(device, funnel, position).map_err(|source| ShadowError::Ordinary { position, source })?;
-        let primed = snapshot(device, &surfaces, position)?;
+        let primed = snapshot(device, surfaces, position)?;
 
         workload.step(device, funnel, position).map_err(|source| ShadowError::Ordinary { position, source })?;
-        let ordinary = snapshot(device, &surfaces, position)?;
+        let ordinary = snapshot(device, surfaces, position)?;
 
-        restore(device, &surfaces, &primed, position)?;
+        restore(device, surfaces, &primed, position)?;
         relaunch(device, tape, position)?;
-        let relaunched = snapshot(device, &surfaces, position)?;
+        let relaunched = snapshot(device, surfaces, position)?;
 
-        restore(device, &surfaces, &primed, position)?;
+        restore(device, surfaces, &primed, position)?;
         plan.replay(device, position, timeout).map_err(|source| ShadowError::Retained { position, source })?;
-        let retained = snapshot(device, &surfaces, position)?;
+        let retained = snapshot(device, surfaces, position)?;
 
         for (i, surface) in surfaces.iter().enumerate() {
             if let Some(offset) = surface.guard_violation(&ordinary[i]) {
@@ -163,7 +200,7 @@ pub fn run<D: Device>(
             }
         }
         // The forward's result is the ordinary arm's, not the retained arm's.
-        restore(device, &surfaces, &ordinary, position)?;
+        restore(device, surfaces, &ordinary, position)?;
         report.positions.push(position);
     }
     Ok(report)

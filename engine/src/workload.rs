@@ -18,6 +18,35 @@ pub const GUARD_BYTE: u8 = 0xA5;
 /// Default guard bytes on each side of a surface's buffer.
 pub const GUARD_BYTES: u64 = 256;
 
+/// What a [`Surface`] that carries a sequence's state from one step to the next holds.
+///
+/// A KV cache is appended to: a step writes its own position's row and a new sequence simply
+/// overwrites rows from position 0. A sequence state is rewritten in place by every step and
+/// read whole by the next one, so a new sequence must start it from zeros
+/// ([`Workload::reset_state`]), and a shadow oracle that did not snapshot and restore it would
+/// compare arms that started from different states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StateKind {
+    /// A causal convolution's last inputs (LFM2's short convolution, Qwen3.5's DeltaNet
+    /// convolution): `[layer][channel][kernel - 1]` values the next step's convolution reads.
+    Convolution,
+    /// A linear-attention recurrence's state matrices (Qwen3.5's gated delta rule): one
+    /// `[head_k_dim][head_v_dim]` matrix per head and layer, decayed and updated every step.
+    Recurrent,
+}
+
+impl StateKind {
+    /// The name in reports and in a bundle's `model.json`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Convolution => "convolution",
+            Self::Recurrent => "recurrent",
+        }
+    }
+}
+
 /// One mutable (or must-stay-unchanged) state surface: an allocation whose middle
 /// `[va, va + bytes)` the workload uses and whose `guard` bytes on each side must keep
 /// [`GUARD_BYTE`]. The shadow oracle compares the whole allocation, guards included.
@@ -33,6 +62,9 @@ pub struct Surface {
     pub bytes: u64,
     /// Guard bytes before `va` and after `va + bytes`.
     pub guard: u64,
+    /// The sequence state it holds, if any ([`Surface::holding`]): reset to zeros when a new
+    /// sequence starts ([`Workload::reset_state`]).
+    pub state: Option<StateKind>,
 }
 
 impl Surface {
@@ -54,7 +86,30 @@ impl Surface {
         let pattern = vec![GUARD_BYTE; usize::try_from(guard).unwrap_or(usize::MAX)];
         device.write(allocation.va, &pattern)?;
         device.write(allocation.va + guard + bytes, &pattern)?;
-        Ok(Self { name: name.to_owned(), allocation, va: allocation.va + guard, bytes, guard })
+        Ok(Self { name: name.to_owned(), allocation, va: allocation.va + guard, bytes, guard, state: None })
+    }
+
+    /// The surface marked as holding sequence state of `kind`.
+    #[must_use]
+    pub fn holding(mut self, kind: StateKind) -> Self {
+        self.state = Some(kind);
+        self
+    }
+
+    /// Writes zeros over the used range (the guards keep their pattern).
+    ///
+    /// # Errors
+    /// The device's write error.
+    pub fn zero<D: Device + ?Sized>(&self, device: &mut D) -> Result<(), WorkloadError> {
+        const CHUNK: u64 = 1 << 20;
+        let zeros = vec![0u8; usize::try_from(self.bytes.min(CHUNK)).unwrap_or(0)];
+        let mut offset = 0;
+        while offset < self.bytes {
+            let n = (self.bytes - offset).min(CHUNK);
+            device.write(self.va + offset, &zeros[..usize::try_from(n).unwrap_or(0)])?;
+            offset += n;
+        }
+        Ok(())
     }
 
     /// Writes `data` at the start of the used range.
@@ -166,6 +221,20 @@ pub trait Workload {
 
     /// Every state surface the step reads or writes, in a stable order.
     fn surfaces(&self) -> &[Surface];
+
+    /// Starts a new sequence's state: every surface that holds sequence state
+    /// ([`Surface::state`]) is zeroed, as a freshly loaded model's is. Every route runs it when a
+    /// request starts; a KV cache needs nothing (the new sequence overwrites its rows from
+    /// position 0, and attention reads no row past the position).
+    ///
+    /// # Errors
+    /// The device's write error.
+    fn reset_state(&mut self, device: &mut dyn Device) -> Result<(), WorkloadError> {
+        for surface in self.surfaces().iter().filter(|s| s.state.is_some()) {
+            surface.zero(device)?;
+        }
+        Ok(())
+    }
 
     /// The launches whose grid follows the position, for calibration.
     fn grid_rules(&self) -> &[GridRule] {

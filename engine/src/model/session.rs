@@ -427,6 +427,9 @@ impl<D: Device> Session<D> {
         // prompt token, the last included, is a prompt step; the decode forwards after it are
         // continuations (the controller decides their eligibility).
         parts.controller.begin_sequence();
+        // The sequence state (convolution and recurrent state) starts from zeros; the KV cache
+        // is overwritten from position 0.
+        parts.model.reset_state(parts.device)?;
         let (mut text, mut tokens) = (String::new(), Vec::new());
         let mut decode_time = Duration::ZERO;
         let mut decode_forwards = 0u32;
