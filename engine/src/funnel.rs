@@ -20,7 +20,10 @@
 use kernarg_abi::KernargLayout;
 use kernarg_abi::layout::{ArgValue, DispatchGeometry};
 use kernarg_abi::metadata::ValueKind;
+use kernels::effects::EffectsDecl;
 pub use tape_core::binding::Rule;
+use tape_core::coverage::{self, Uncovered};
+use tape_core::record::AllocationId;
 pub use tape_core::recorder::DeclaredArg;
 use tape_core::recorder::{RecordError, Recorder};
 use tape_core::tape::Tape;
@@ -36,6 +39,9 @@ pub struct Kernel {
     layout: KernargLayout,
     static_lds: u32,
     wave_size: u8,
+    /// The kernel's own declared effects, when the kernel catalogue knows its code object
+    /// (`kernels::catalog`): a capture refuses a launch whose [`Use`]s do not cover them.
+    effects: Option<&'static EffectsDecl>,
 }
 
 /// Why a [`Kernel`] cannot be made.
@@ -96,6 +102,7 @@ impl Kernel {
             layout,
             static_lds: on_device.group_segment_fixed_size,
             wave_size,
+            effects: catalogued_effects(&loaded.sha256, name),
         })
     }
 
@@ -135,6 +142,14 @@ impl Kernel {
     pub fn name(&self) -> &str {
         &self.artifact.symbol
     }
+}
+
+/// The declared effects of kernel `name` of the checked-in code object whose SHA-256 is
+/// `sha256`, when the catalogue holds it.
+fn catalogued_effects(sha256: &[u8; 32], name: &str) -> Option<&'static EffectsDecl> {
+    let artifact =
+        kernels::artifacts().iter().find(|a| kernels::parse_sha256_hex(a.sha256).as_ref() == Some(sha256))?;
+    Some(kernels::catalog::module_of(artifact.path)?.kernel(name)?.effects)
 }
 
 /// One declared effect of a launch: `bytes` bytes from `va` are read and/or written.
@@ -334,9 +349,45 @@ impl Funnel {
         if self.recorder.is_open() {
             let record = Self::record(device, launch, blob);
             // A failure poisons the capture; `finish_capture` reports it.
-            let _ = self.recorder.record_declared(record, &kernel.layout, launch.declared);
+            let _ = match Self::uncovered(device, launch, &record) {
+                Some((argument, uncovered)) => self.recorder.refuse_uncovered(kernel.name(), argument, uncovered),
+                None => self.recorder.record_declared(record, &kernel.layout, launch.declared),
+            };
         }
         Ok(())
+    }
+
+    /// The first range the kernel's own declaration (`kernels::effects`, resolved for this
+    /// launch's kernarg blob and geometry) gives that the launch's [`Use`]s do not grant, with
+    /// the argument's name. `None` when every range is granted, when the catalogue does not know
+    /// the kernel, and when its declaration does not resolve for these arguments (the device
+    /// refuses such a launch itself).
+    fn uncovered<D: Device + ?Sized>(
+        device: &D,
+        launch: &Launch<'_>,
+        record: &LaunchRecord,
+    ) -> Option<(&'static str, Uncovered)> {
+        let decl = launch.kernel.effects?;
+        let view = kernels::launch::Launch {
+            kernarg: &record.kernarg,
+            grid_size: launch.grid,
+            workgroup_size: launch.workgroup,
+            dynamic_lds_bytes: launch.dynamic_lds,
+        };
+        let resolved = kernels::resolve::resolve(decl, &view).ok()?;
+        let kernel: Vec<Effect> = resolved
+            .iter()
+            .filter(|r| r.bytes > 0)
+            .map(|r| {
+                // An address outside every allocation is granted by no declared use either.
+                let (allocation, offset_bytes) = device.resolve(r.address).unwrap_or((AllocationId(u32::MAX), 0));
+                Effect { allocation, offset_bytes, len_bytes: r.bytes, access: r.access }
+            })
+            .collect();
+        let found = coverage::uncovered(&record.effects, &kernel)?;
+        let argument = resolved.iter().filter(|r| r.bytes > 0).nth(found.index).map(|r| r.arg_index);
+        let name = argument.and_then(|i| decl.effects.iter().find(|e| e.arg_index == i)).map_or("?", |e| e.arg_name);
+        Some((name, found))
     }
 
     fn record<D: Device + ?Sized>(device: &D, launch: &Launch<'_>, kernarg: Vec<u8>) -> LaunchRecord {

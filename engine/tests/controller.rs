@@ -223,6 +223,8 @@ struct ManyBindings {
     fill: Kernel,
     surfaces: Vec<Surface>,
     undeclared: Option<u32>,
+    /// The launch whose store is declared as a read.
+    read_only: Option<u32>,
 }
 
 impl ManyBindings {
@@ -244,7 +246,8 @@ impl Workload for ManyBindings {
             let value = i as f32 + 0.5;
             // n = position + i % 7 + 1: a different addend per launch, at most ROW at max_position.
             let args = [ArgValue::Pointer(row), ArgValue::F32(value), ArgValue::U32(position + i % 7 + 1)];
-            let uses = [Use::write(row, 4 * u64::from(Self::ROW))];
+            let bytes = 4 * u64::from(Self::ROW);
+            let uses = [if self.read_only == Some(i) { Use::read(row, bytes) } else { Use::write(row, bytes) }];
             let name = format!("row{i}.fill.n");
             let declared = [DeclaredArg { name: &name, arg: 2, rule: Rule::Offset { addend: i64::from(i % 7 + 1) } }];
             let declared = if self.undeclared == Some(i) { &[][..] } else { &declared[..] };
@@ -269,7 +272,7 @@ fn more_bindings_than_the_mailbox_holds_replay_bit_exact_on_both_transports() {
         let fill = Kernel::load_all(device, bytes, &["fill"]).unwrap().remove(0);
         let floats = u64::from(ManyBindings::LAUNCHES * ManyBindings::ROW);
         let surfaces = vec![Surface::allocate(device, "rows", 4 * floats, GUARD_BYTES).unwrap()];
-        Box::new(ManyBindings { fill, surfaces, undeclared: None })
+        Box::new(ManyBindings { fill, surfaces, undeclared: None, read_only: None })
     };
     for transport in [Transport::Pm4, Transport::Aql] {
         let mut device = SimDevice::new(Target::Gfx1201);
@@ -312,7 +315,7 @@ fn an_undeclared_position_word_refuses_the_capture_by_name() {
     let fill = Kernel::load_all(&mut device, bytes, &["fill"]).unwrap().remove(0);
     let floats = u64::from(ManyBindings::LAUNCHES * ManyBindings::ROW);
     let surfaces = vec![Surface::allocate(&mut device, "rows", 4 * floats, GUARD_BYTES).unwrap()];
-    let workload = Box::new(ManyBindings { fill, surfaces, undeclared: Some(12) });
+    let workload = Box::new(ManyBindings { fill, surfaces, undeclared: Some(12), read_only: None });
     let mut r = Run {
         device,
         funnel: Funnel::new(64),
@@ -411,4 +414,37 @@ fn a_declared_clamped_word_replays_past_the_calibration_window() {
         assert_eq!(written, 32);
         assert_eq!(r.surfaces()[0], expected, "{transport:?}");
     }
+}
+
+/// A launch whose store is declared as a read (the tape's dependency derivation would order
+/// nothing by it): the capture is refused against the kernel's own declared effects, by launch,
+/// kernel and argument, and the controller falls back for good. With the store declared, the
+/// same workload reaches the retained route (above).
+#[test]
+fn a_store_left_out_of_the_declared_effects_refuses_the_capture_by_name() {
+    let mut device = SimDevice::new(Target::Gfx1100);
+    let bytes = kernels::artifact(&format!("{}/fill.co", device.target())).unwrap().bytes;
+    let fill = Kernel::load_all(&mut device, bytes, &["fill"]).unwrap().remove(0);
+    let floats = u64::from(ManyBindings::LAUNCHES * ManyBindings::ROW);
+    let surfaces = vec![Surface::allocate(&mut device, "rows", 4 * floats, GUARD_BYTES).unwrap()];
+    let workload = Box::new(ManyBindings { fill, surfaces, undeclared: None, read_only: Some(5) });
+    let mut r = Run {
+        device,
+        funnel: Funnel::new(64),
+        workload,
+        controller: ReplayController::new(config(Backend::Auto, Transport::Pm4)),
+    };
+    r.controller.configure_model_default(true);
+    let routes = r.decode(1..8);
+    assert!(routes.iter().all(|&x| x != Route::Retained), "{routes:?}");
+    let State::Fallback { reason: FallbackReason::CaptureAborted { failure, detail } } = r.controller.state() else {
+        panic!("{:?}", r.controller.state())
+    };
+    assert_eq!(*failure, CaptureFailure::UndeclaredEffect);
+    // Launch 5 stores n = position + 5 % 7 + 1 = 7 floats at position 1: 28 bytes, at row 5.
+    let offset = GUARD_BYTES + 4 * 5 * u64::from(ManyBindings::ROW);
+    assert!(
+        detail.contains(&format!("launch 5 (fill): argument out may write 28 bytes at offset {offset}")),
+        "{detail}"
+    );
 }

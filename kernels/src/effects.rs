@@ -3,7 +3,7 @@
 //! derivation can inspect without running anything.
 //!
 //! An extent is a small expression ([`Extent`]) over the kernel's `u32` arguments and the launch
-//! geometry; `kernel_refs::effects::resolve` evaluates it for one launch into byte ranges (the
+//! geometry; [`crate::resolve::resolve`] evaluates it for one launch into byte ranges (the
 //! soft device does, before it runs a kernel's CPU reference). Every declared range contains
 //! everything the CPU reference (and the GPU kernel) may touch through that argument;
 //! `kernel-refs/tests/effects_cover.rs` checks this on recorded accesses.
@@ -38,7 +38,7 @@ pub enum Extent {
     /// The sum: a range that ends past a computed offset (a cache row at `pos * width`).
     Add(&'static Extent, &'static Extent),
     /// The quotient rounded down by a constant: a count of 32-element blocks or of element pairs.
-    /// A divisor of 0 makes the extent unresolvable (`kernel_refs::effects::ResolveError::ExtentOverflow`).
+    /// A divisor of 0 makes the extent unresolvable ([`crate::resolve::ResolveError::ExtentOverflow`]).
     Div(&'static Extent, u64),
 }
 

@@ -8,8 +8,9 @@
 //!   nothing at build or run time needs clang; [`artifacts`] embeds them.
 //! - [`plan`] and [`compile`]: the build (`cargo run -p kernels --bin build-kernels`).
 //! - [`signature`]: every kernel's explicit kernarg layout and the launch facts of its metadata.
-//! - [`effects`]: every kernel's buffer effects as data (declarations; the soft device resolves
-//!   them per launch).
+//! - [`effects`]: every kernel's buffer effects as data (declarations); [`resolve`] evaluates
+//!   them for one [`launch::Launch`] (the soft device does before it runs a kernel, the engine's
+//!   funnel while it records).
 //! - [`catalog`]: which kernels every module's code object defines, with their signatures and
 //!   effects, and which checked-in code object holds which module.
 //!
@@ -23,7 +24,9 @@
 pub mod catalog;
 pub mod compile;
 pub mod effects;
+pub mod launch;
 pub mod plan;
+pub mod resolve;
 pub mod signature;
 
 /// A checked-in code object, embedded in the library.

@@ -47,6 +47,9 @@ pub enum CaptureFailure {
     Stability,
     /// A value that follows the position is not declared by its owner, or not as declared.
     Declaration,
+    /// A launch's declared effects leave out a range its kernel declares it touches (a store
+    /// into state declared as a read, say): the dependency derivation cannot be trusted.
+    UndeclaredEffect,
 }
 
 impl CaptureFailure {
@@ -76,6 +79,9 @@ impl CaptureFailure {
             CaptureFailure::Declaration => {
                 "Capture aborted: capture contract broken: a value that follows the position is not declared by its owner, or not as declared."
             }
+            CaptureFailure::UndeclaredEffect => {
+                "Capture aborted: capture contract broken: a launch's declared effects leave out memory its kernel touches."
+            }
         }
     }
 
@@ -87,6 +93,7 @@ impl CaptureFailure {
             RecordError::KernargTotal { .. } => CaptureFailure::KernargCapacity,
             RecordError::Launch { .. } => CaptureFailure::InvalidLaunch,
             RecordError::Declared { .. } => CaptureFailure::Declaration,
+            RecordError::Uncovered { .. } => CaptureFailure::UndeclaredEffect,
             RecordError::External(_) => CaptureFailure::InvalidExternal,
             RecordError::Tape(_) => CaptureFailure::EmptyCapture,
             RecordError::Poisoned { first } => Self::of_record_error(first),
