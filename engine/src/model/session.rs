@@ -329,6 +329,29 @@ impl<D: Device> Session<D> {
         Ok(())
     }
 
+    /// Starts a new sequence as every request does before its prompt ([`Session::generate`]
+    /// calls it): the next forward continues nothing, and every surface that holds sequence
+    /// state is zeroed ([`Workload::reset_state`](crate::workload::Workload::reset_state)).
+    ///
+    /// # Errors
+    /// The device's write error.
+    pub fn begin_sequence(&mut self) -> Result<(), SessionError> {
+        let mut parts = Parts {
+            device: &mut self.device,
+            model: self.model.as_mut(),
+            funnel: &mut self.funnel,
+            controller: &mut self.controller,
+        };
+        parts.begin_sequence()
+    }
+
+    /// The model's state surfaces ([`Workload::surfaces`](crate::workload::Workload::surfaces)),
+    /// to read through [`Session::device_mut`].
+    #[must_use]
+    pub fn surfaces(&self) -> &[crate::workload::Surface] {
+        self.model.surfaces()
+    }
+
     /// The admission decision the controller was configured with.
     #[must_use]
     pub const fn admission(&self) -> &AdmissionDecision {
@@ -423,13 +446,9 @@ impl<D: Device> Session<D> {
             controller: &mut self.controller,
         };
         let mut position = 0u32;
-        // A new sequence from position 0: the plan, when valid, stays installed. Prefill: every
-        // prompt token, the last included, is a prompt step; the decode forwards after it are
-        // continuations (the controller decides their eligibility).
-        parts.controller.begin_sequence();
-        // The sequence state (convolution and recurrent state) starts from zeros; the KV cache
-        // is overwritten from position 0.
-        parts.model.reset_state(parts.device)?;
+        // Prefill: every prompt token, the last included, is a prompt step; the decode forwards
+        // after it are continuations (the controller decides their eligibility).
+        parts.begin_sequence()?;
         let (mut text, mut tokens) = (String::new(), Vec::new());
         let mut decode_time = Duration::ZERO;
         let mut decode_forwards = 0u32;
@@ -535,6 +554,15 @@ struct Parts<'a, D: Device> {
 }
 
 impl<D: Device> Parts<'_, D> {
+    /// A new sequence from position 0: the plan, when valid, stays installed; the sequence
+    /// state (convolution and recurrent state) starts from zeros; the KV cache is overwritten
+    /// from position 0.
+    fn begin_sequence(&mut self) -> Result<(), SessionError> {
+        self.controller.begin_sequence();
+        self.model.reset_state(self.device)?;
+        Ok(())
+    }
+
     fn forward(&mut self, token: u32, position: u32, step: Step) -> Result<(), SessionError> {
         self.model.set_token(token)?;
         self.controller.forward(self.device, self.funnel, self.model, position, step)?;
