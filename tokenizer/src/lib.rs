@@ -20,7 +20,8 @@
 //! `REDLINE_SMOLLM2_GGUF`. `tests/data/gen_gemma3_reference.py` records llama.cpp's own ids and
 //! detokenized text for Gemma 3 (see `tests/data/README.md`); that test reads the vocabulary from
 //! the GGUF named by `REDLINE_GEMMA3_GGUF`. Without its file each test does nothing, except under
-//! `CI=true`, where it fails.
+//! `CI=true`, where it fails. `tests/data/gen_pretokenize_llamacpp.py` records llama.cpp's own
+//! pre-token splits under every supported `tokenizer.ggml.pre` name, and its Unicode categories.
 #![forbid(unsafe_code)]
 
 mod bpe;
