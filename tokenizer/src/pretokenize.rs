@@ -268,18 +268,13 @@ fn next_len_words(s: &str, rule: WordRule) -> usize {
     }
     // `\p{N}{1,3}` or `\p{N}`.
     if is_number(first) {
-        return s
-            .char_indices()
-            .take_while(|&(_, c)| is_number(c))
-            .take(rule.digits_max)
-            .map(|(_, c)| c.len_utf8())
-            .sum();
+        return s.chars().take_while(|&c| is_number(c)).take(rule.digits_max).map(char::len_utf8).sum();
     }
     // ` ?[^\s W \p{N}]+[\r\n]*`.
-    let is_other = |c: char| !c.is_whitespace() && !is_word(c) && !is_number(c);
-    let lead = usize::from(first == ' ' && second.is_some_and(is_other));
-    if lead == 1 || is_other(first) {
-        let len = lead + run_len(&s[lead..], is_other);
+    let other = |c: char| !c.is_whitespace() && !is_word(c) && !is_number(c);
+    let lead = usize::from(first == ' ' && second.is_some_and(other));
+    if lead == 1 || other(first) {
+        let len = lead + run_len(&s[lead..], other);
         return len + run_len(&s[len..], |c| matches!(c, '\r' | '\n'));
     }
     // `\s*[\r\n]+`: whitespace up to and including the last newline of the run.
