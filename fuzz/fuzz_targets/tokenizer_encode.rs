@@ -1,12 +1,13 @@
 //! Any bytes, read as lossy UTF-8 text, through a small byte-level vocabulary with merges and
-//! control/user-defined tokens: encode never panics, every id is in range, decode gives the text
-//! back (with and without special parsing), and streaming decode agrees.
+//! control/user-defined tokens, under every supported pre-tokenizer: encode never panics, every id
+//! is in range, decode gives the text back (with and without special parsing), and streaming
+//! decode agrees.
 #![no_main]
 
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use tokenizer::{Decoder, Tokenizer, Vocab};
+use tokenizer::{Decoder, SUPPORTED_PRE_TOKENIZERS, Tokenizer, Vocab};
 
 /// GPT-2's byte-to-character table.
 fn byte_char(byte: u8) -> char {
@@ -18,9 +19,10 @@ fn byte_char(byte: u8) -> char {
     char::from_u32(0x100 + u32::try_from(rank).unwrap()).unwrap()
 }
 
-fn tokenizer() -> &'static Tokenizer {
-    static TOKENIZER: OnceLock<Tokenizer> = OnceLock::new();
-    TOKENIZER.get_or_init(|| {
+/// One tokenizer per supported `tokenizer.ggml.pre` name, over the same vocabulary.
+fn tokenizers() -> &'static [Tokenizer] {
+    static TOKENIZERS: OnceLock<Vec<Tokenizer>> = OnceLock::new();
+    TOKENIZERS.get_or_init(|| {
         const MERGES: &[&str] = &["Ġ t", "h e", "Ġt he", "i n", "Ġ a", "Ġ Ġ", "ĠĠ ĠĠ", "Ċ Ċ", "Ã ©", "a a", "aa a"];
         const SPECIALS: &[(&str, i32)] = &[("<|im_start|>", 3), ("<|im_end|>", 3), ("<|im", 3), ("<t>", 4)];
         let mut tokens: Vec<String> = (0..=u8::MAX).map(|b| byte_char(b).to_string()).collect();
@@ -39,14 +41,16 @@ fn tokenizer() -> &'static Tokenizer {
             unk: None,
             pad: None,
         };
-        Tokenizer::new(vocab, "smollm").expect("built-in vocabulary is valid")
+        SUPPORTED_PRE_TOKENIZERS
+            .split(", ")
+            .map(|pre| Tokenizer::new(vocab.clone(), pre).expect("built-in vocabulary is valid"))
+            .collect()
     })
 }
 
 fuzz_target!(|data: &[u8]| {
-    let t = tokenizer();
     let text = String::from_utf8_lossy(data);
-    for parse_special in [false, true] {
+    for (t, parse_special) in tokenizers().iter().flat_map(|t| [(t, false), (t, true)]) {
         let ids = t.encode(&text, parse_special);
         assert_eq!(t.decode(&ids, true).expect("ids in range"), text.as_bytes());
         let mut decoder = Decoder::new(t, true);

@@ -9,7 +9,8 @@ use crate::error::TokenizerError;
 use crate::pieces::{PieceIndex, Pieces};
 use crate::pretokenize::{PreTokenizer, SUPPORTED_PRE_TOKENIZERS};
 use crate::tokenizer::{
-    IndexError, Model, NO_TOKEN, TokenType, Tokenizer, Vocab, end_of_generation_ids, id_index, in_range, index_tokens,
+    IndexError, Model, NO_TOKEN, TokenType, Tokenizer, Vocab, control_by_text, end_of_generation_ids, id_index,
+    in_range, index_tokens,
 };
 
 /// `(left id, right id)` → `(rank, merged id)`.
@@ -25,6 +26,13 @@ pub(crate) struct Bpe {
     /// only when special parsing is on.
     literal: Vec<Vec<(u32, bool)>>,
     pub(crate) pre: PreTokenizer,
+    /// Whether a pre-token that is itself a token is emitted whole ([`PreTokenizer::ignore_merges`]).
+    ignore_merges: bool,
+    /// GPT-2's byte-to-character table, to spell a pre-token as a token string for that lookup.
+    byte_level: ByteLevel,
+    /// Whether `encode_special` puts BOS first / EOS last (llama.cpp's `add_bos`, `add_eos`).
+    pub(crate) add_bos: bool,
+    pub(crate) add_eos: bool,
 }
 
 fn checked_id(name: &'static str, id: u32, vocab_size: usize) -> Result<u32, TokenizerError> {
@@ -39,7 +47,12 @@ fn bpe_token_type(raw: i32) -> Option<TokenType> {
 
 impl Tokenizer {
     /// Validates a byte-level BPE `vocab` and builds a tokenizer using the pre-tokenizer named
-    /// `pre` (GGUF `tokenizer.ggml.pre`: `smollm`, `gpt2` or `default`).
+    /// `pre` (GGUF `tokenizer.ggml.pre`: `smollm`, `gpt2`, `default`, `lfm2` or `qwen35`).
+    ///
+    /// As llama.cpp does: tokens on its end-of-generation list and its fill-in-the-middle tokens
+    /// (found by text) become control tokens whatever their stored type (Qwen's normal `</s>`);
+    /// `lfm2` emits a pre-token that is itself in the vocabulary as that token, without merges,
+    /// and puts BOS first by default (see [`Tokenizer::with_add_special`]).
     pub fn new(vocab: Vocab, pre: &str) -> Result<Self, TokenizerError> {
         let pre = PreTokenizer::from_name(pre).ok_or_else(|| TokenizerError::UnknownPreTokenizer {
             name: pre.to_owned(),
@@ -57,10 +70,16 @@ impl Tokenizer {
             IndexError::Duplicate { index, first, token } => TokenizerError::DuplicateToken { index, first, token },
         })?;
         let bl = ByteLevel::new();
-        let mut types = Vec::with_capacity(size);
+        let mut types = token_types
+            .iter()
+            .enumerate()
+            .map(|(index, &raw)| bpe_token_type(raw).ok_or(TokenizerError::UnsupportedTokenType { index, value: raw }))
+            .collect::<Result<Vec<TokenType>, _>>()?;
+        for id in control_by_text(&pieces) {
+            types[id_index(id)] = TokenType::Control;
+        }
         let mut bytes = Pieces::with_capacity(size, 0);
-        for (index, &raw) in token_types.iter().enumerate() {
-            let ty = bpe_token_type(raw).ok_or(TokenizerError::UnsupportedTokenType { index, value: raw })?;
+        for (index, &ty) in types.iter().enumerate() {
             let token = pieces.text(index);
             match ty {
                 TokenType::Normal => {
@@ -71,7 +90,6 @@ impl Tokenizer {
                 }
                 _ => bytes.push(token.as_bytes()),
             }
-            types.push(ty);
         }
         // Real vocabularies lack some byte symbols (SmolLM2 has no token for 21 bytes: some C0
         // controls, 0xF1, 0xF2 and bytes that never occur in UTF-8). Those bytes get NO_TOKEN.
@@ -93,7 +111,16 @@ impl Tokenizer {
             pieces,
             types,
             bytes,
-            model: Model::Bpe(Box::new(Bpe { merges, byte_ids, literal, pre })),
+            model: Model::Bpe(Box::new(Bpe {
+                merges,
+                byte_ids,
+                literal,
+                pre,
+                ignore_merges: pre.ignore_merges(),
+                byte_level: bl,
+                add_bos: pre.default_add_bos(),
+                add_eos: false,
+            })),
         })
     }
 }
@@ -107,7 +134,7 @@ impl Bpe {
         let bytes = text.as_bytes();
         while at < bytes.len() {
             if let Some((id, len)) = self.literal_at(t, &bytes[at..], parse_special) {
-                self.encode_plain(&text[plain_start..at], &mut out);
+                self.encode_plain(t, &text[plain_start..at], &mut out);
                 out.push(id);
                 at += len;
                 plain_start = at;
@@ -118,7 +145,7 @@ impl Bpe {
                 }
             }
         }
-        self.encode_plain(&text[plain_start..], &mut out);
+        self.encode_plain(t, &text[plain_start..], &mut out);
         out
     }
 
@@ -132,15 +159,32 @@ impl Bpe {
     }
 
     /// Encodes text that holds no literal tokens.
-    fn encode_plain(&self, text: &str, out: &mut Vec<u32>) {
+    fn encode_plain(&self, t: &Tokenizer, text: &str, out: &mut Vec<u32>) {
         let mut work = Work::default();
-        self.pre.split(text, |piece| self.bpe(piece, &mut work, out));
+        self.pre.split(text, |piece| {
+            if let Some(id) = self.whole_token(t, piece, &mut work.spelled) {
+                out.push(id);
+            } else {
+                self.bpe(piece, &mut work, out);
+            }
+        });
+    }
+
+    /// With `ignore_merges`, the token whose string is `piece` in byte-level form, of any type (as
+    /// llama.cpp looks the pre-token up among all token texts).
+    fn whole_token(&self, t: &Tokenizer, piece: &str, spelled: &mut String) -> Option<u32> {
+        if !self.ignore_merges {
+            return None;
+        }
+        spelled.clear();
+        spelled.extend(piece.bytes().map(|b| self.byte_level.char_of(b)));
+        t.pieces.id(spelled)
     }
 
     /// Byte-pair encodes one pre-token: start from single-byte symbols and repeatedly apply the
     /// lowest-ranked merge among adjacent pairs, leftmost first on ties (HF's and llama.cpp's order).
     fn bpe(&self, piece: &str, work: &mut Work, out: &mut Vec<u32>) {
-        let Work { syms, prev, heap } = work;
+        let Work { syms, prev, heap, spelled: _ } = work;
         syms.clear();
         prev.clear();
         heap.clear();
@@ -257,4 +301,6 @@ struct Work {
     syms: Vec<Sym>,
     prev: Vec<usize>,
     heap: BinaryHeap<Reverse<Pair>>,
+    /// A pre-token spelled in the byte-level alphabet.
+    spelled: String,
 }

@@ -2,7 +2,8 @@
 //! ([`TokenizerModel::from_gguf_name`]), and the text side of generation around it.
 //!
 //! - [`Tokenizer`]: one type for both models, built with [`Tokenizer::new`] from a byte-level BPE
-//!   [`Vocab`] (`gpt2`: SmolLM2 and kin; model pre-tokenizer and ranked merges) or with
+//!   [`Vocab`] (`gpt2`: SmolLM2, LFM2, Qwen 3.5 and kin; the [`PreTokenizer`] its
+//!   `tokenizer.ggml.pre` names, and ranked merges) or with
 //!   [`Tokenizer::new_spm`] from a SentencePiece-style [`SpmVocab`] (`llama`: Gemma 3; scored
 //!   pieces, byte fallback, llama.cpp's SPM rules); parses special tokens on request, decodes.
 //! - [`Decoder`]: streaming decode that only ever yields complete UTF-8.
@@ -20,7 +21,10 @@
 //! `REDLINE_SMOLLM2_GGUF`. `tests/data/gen_gemma3_reference.py` records llama.cpp's own ids and
 //! detokenized text for Gemma 3 (see `tests/data/README.md`); that test reads the vocabulary from
 //! the GGUF named by `REDLINE_GEMMA3_GGUF`. Without its file each test does nothing, except under
-//! `CI=true`, where it fails.
+//! `CI=true`, where it fails. `tests/data/gen_pretokenize_llamacpp.py` records llama.cpp's own
+//! pre-token splits under every supported `tokenizer.ggml.pre` name, and its Unicode categories;
+//! `tests/data/gen_bpe_families_reference.py` its ids, token bytes and end-of-generation sets for
+//! small vocabularies of the `lfm2` and `qwen35` families.
 #![forbid(unsafe_code)]
 
 mod bpe;

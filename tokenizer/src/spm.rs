@@ -8,8 +8,8 @@ use crate::error::SpmVocabError;
 use crate::pieces::Pieces;
 use crate::spm_specials::{Fragment, Specials};
 use crate::tokenizer::{
-    END_OF_GENERATION_TEXTS, IndexError, Model, NO_TOKEN, TokenType, Tokenizer, end_of_generation_ids, id_index,
-    in_range, index_tokens,
+    IndexError, Model, NO_TOKEN, TokenType, Tokenizer, control_by_text, end_of_generation_ids, id_index, in_range,
+    index_tokens,
 };
 
 /// `▁` (U+2581 LOWER ONE EIGHTH BLOCK), SentencePiece's stand-in for a space.
@@ -118,11 +118,9 @@ impl Tokenizer {
                 TokenType::from_raw(raw).ok_or(SpmVocabError::UnsupportedTokenType { index, value: raw })
             })
             .collect::<Result<Vec<TokenType>, _>>()?;
-        // llama.cpp makes every token on its end-of-generation list a control token.
-        for text in END_OF_GENERATION_TEXTS {
-            if let Some(id) = pieces.id(text) {
-                types[id_index(id)] = TokenType::Control;
-            }
+        // llama.cpp makes every token on its end-of-generation list, and the FIM tokens, control.
+        for id in control_by_text(&pieces) {
+            types[id_index(id)] = TokenType::Control;
         }
         let mut bytes = Pieces::with_capacity(size, pieces.total_len());
         for (index, ty) in types.iter().enumerate() {

@@ -86,7 +86,8 @@ pub struct Vocab {
 
 /// Texts of the tokens llama.cpp treats as ending generation (its end-of-generation list, matched
 /// by text because converted models rarely name them in metadata). Of these a vocabulary holds a
-/// few: Gemma 3 `<end_of_turn>`, `<eos>` and `</s>`, SmolLM2 `<|im_end|>` and `<|endoftext|>`.
+/// few: Gemma 3 `<end_of_turn>`, `<eos>` and `</s>`, SmolLM2, LFM2 and Qwen `<|im_end|>` and
+/// `<|endoftext|>`, Qwen also a normal token `</s>`.
 pub(crate) const END_OF_GENERATION_TEXTS: &[&str] = &[
     "<|eot_id|>",
     "<|im_end|>",
@@ -111,6 +112,63 @@ pub(crate) const END_OF_GENERATION_TEXTS: &[&str] = &[
     "<｜end▁of▁sentence｜>",
     "[e~[",
 ];
+
+/// The texts by which llama.cpp finds a vocabulary's fill-in-the-middle tokens: prefix, suffix,
+/// middle, pad, repository and file separator, one list each. Each token found is made a control
+/// token; the last three also end generation (Qwen's `<|fim_pad|>`, `<|repo_name|>` and
+/// `<|file_sep|>`, SmolLM2's `<reponame>`).
+const FIM_TEXTS: [&[&str]; 6] = [
+    &[
+        "<|fim_prefix|>",
+        "<fim-prefix>",
+        "<fim_prefix>",
+        "<｜fim▁begin｜>",
+        "<PRE>",
+        "▁<PRE>",
+        "<|code_prefix|>",
+        "<|prefix|>",
+    ],
+    &[
+        "<|fim_suffix|>",
+        "<fim-suffix>",
+        "<fim_suffix>",
+        "<｜fim▁hole｜>",
+        "<SUF>",
+        "▁<SUF>",
+        "<|code_suffix|>",
+        "<|suffix|>",
+    ],
+    &[
+        "<|fim_middle|>",
+        "<fim-middle>",
+        "<fim_middle>",
+        "<｜fim▁end｜>",
+        "<MID>",
+        "▁<MID>",
+        "<|code_middle|>",
+        "<|middle|>",
+    ],
+    &["<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"],
+    &["<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"],
+    &["<|file_sep|>"],
+];
+
+/// The [`FIM_TEXTS`] lists whose token ends generation.
+const FIM_END_OF_GENERATION: std::ops::Range<usize> = 3..6;
+
+/// The FIM token llama.cpp finds by one of `texts`. It takes the first match in its hash map's
+/// order; a vocabulary with two texts of one list (none known) gets the lowest id here.
+fn fim_token(pieces: &PieceIndex, texts: &[&str]) -> Option<u32> {
+    texts.iter().filter_map(|text| pieces.id(text)).min()
+}
+
+/// The tokens llama.cpp makes control tokens whatever their stored type: those on its
+/// end-of-generation list and the FIM tokens. A control token is split out of text only with
+/// special parsing, and decodes to its raw text only with `special` set.
+pub(crate) fn control_by_text(pieces: &PieceIndex) -> Vec<u32> {
+    let eog = END_OF_GENERATION_TEXTS.iter().filter_map(|text| pieces.id(text));
+    eog.chain(FIM_TEXTS.iter().filter_map(|texts| fim_token(pieces, texts))).collect()
+}
 
 /// A validated tokenizer of either model.
 #[derive(Debug, Clone)]
@@ -166,9 +224,11 @@ pub(crate) fn index_tokens(tokens: Vec<String>) -> Result<PieceIndex, IndexError
     Ok(pieces)
 }
 
-/// Ids of the tokens llama.cpp ends generation at: those of [`END_OF_GENERATION_TEXTS`] and `eos`.
+/// Ids of the tokens llama.cpp ends generation at: those of [`END_OF_GENERATION_TEXTS`], the FIM
+/// pad, repository and file-separator tokens, and `eos`.
 pub(crate) fn end_of_generation_ids(pieces: &PieceIndex, eos: u32) -> Vec<u32> {
     let mut eog: Vec<u32> = END_OF_GENERATION_TEXTS.iter().filter_map(|text| pieces.id(text)).collect();
+    eog.extend(FIM_TEXTS[FIM_END_OF_GENERATION].iter().filter_map(|texts| fim_token(pieces, texts)));
     eog.push(eos);
     eog.sort_unstable();
     eog.dedup();
@@ -224,28 +284,47 @@ impl Tokenizer {
         self.pad
     }
 
-    /// The tokens llama.cpp ends generation at, sorted: the EOS id and every token whose text is on
-    /// its end-of-generation list (Gemma 3: `<eos>`, `</s>`, `<end_of_turn>`).
+    /// The tokens llama.cpp ends generation at, sorted: the EOS id, every token whose text is on
+    /// its end-of-generation list, and the FIM pad, repository and file-separator tokens it finds
+    /// by text (Gemma 3: `<eos>`, `</s>`, `<end_of_turn>`; SmolLM2: `<|endoftext|>`, `<|im_end|>`,
+    /// `<reponame>`; Qwen: `</s>`, `<|endoftext|>`, `<|im_end|>`, `<|fim_pad|>`, `<|repo_name|>`,
+    /// `<|file_sep|>`).
     pub fn end_of_generation(&self) -> &[u32] {
         &self.end_of_generation
     }
 
-    /// Whether [`Tokenizer::encode_special`] puts BOS first (`tokenizer.ggml.add_bos_token`;
-    /// a byte-level [`Vocab`] carries no such flag: `false`).
+    /// Whether [`Tokenizer::encode_special`] puts BOS first (`tokenizer.ggml.add_bos_token`). A
+    /// byte-level [`Vocab`] carries no such flag: llama.cpp's default for the pre-tokenizer
+    /// ([`PreTokenizer::default_add_bos`]: `true` for `lfm2`), unless
+    /// [`Tokenizer::with_add_special`] set it.
     pub fn add_bos(&self) -> bool {
         match &self.model {
-            Model::Bpe(_) => false,
+            Model::Bpe(bpe) => bpe.add_bos,
             Model::Spm(spm) => spm.add_bos,
         }
     }
 
     /// Whether [`Tokenizer::encode_special`] puts EOS last (`tokenizer.ggml.add_eos_token`;
-    /// `false` for a byte-level [`Vocab`]).
+    /// `false` for a byte-level [`Vocab`] unless [`Tokenizer::with_add_special`] set it).
     pub fn add_eos(&self) -> bool {
         match &self.model {
-            Model::Bpe(_) => false,
+            Model::Bpe(bpe) => bpe.add_eos,
             Model::Spm(spm) => spm.add_eos,
         }
+    }
+
+    /// This tokenizer with [`Tokenizer::add_bos`] and [`Tokenizer::add_eos`] set from a file's
+    /// `tokenizer.ggml.add_bos_token` and `tokenizer.ggml.add_eos_token`; `None` (the key is
+    /// absent) keeps the current value, as llama.cpp lets a present key override its default.
+    #[must_use]
+    pub fn with_add_special(mut self, add_bos: Option<bool>, add_eos: Option<bool>) -> Self {
+        let (bos, eos) = match &mut self.model {
+            Model::Bpe(bpe) => (&mut bpe.add_bos, &mut bpe.add_eos),
+            Model::Spm(spm) => (&mut spm.add_bos, &mut spm.add_eos),
+        };
+        *bos = add_bos.unwrap_or(*bos);
+        *eos = add_eos.unwrap_or(*eos);
+        self
     }
 
     /// Whether SPM encoding writes a space before text that starts the input or follows a special
@@ -344,7 +423,9 @@ impl Tokenizer {
     /// llama.cpp's `detokenize` with `remove_special` off: the pieces of [`Tokenizer::token_bytes`]
     /// one after another, except that with [`Tokenizer::add_space_prefix`] one leading space of the
     /// first piece is dropped (the space encoding added). Control tokens give their text only when
-    /// `special` is set.
+    /// `special` is set. (For `gpt2`, `default` and `lfm2` vocabularies llama.cpp's `detokenize`
+    /// also "cleans up" spaces before `?!.,` and some contractions afterwards; this does not,
+    /// which keeps decoding the inverse of encoding.)
     pub fn decode(&self, ids: &[u32], special: bool) -> Result<Vec<u8>, TokenizerError> {
         let mut out = Vec::new();
         for (position, &id) in ids.iter().enumerate() {

@@ -5,7 +5,7 @@ mod common;
 
 use common::{merged, small_tokenizer, small_vocab};
 use proptest::prelude::*;
-use tokenizer::{Decoder, TokenType, Tokenizer, TokenizerError};
+use tokenizer::{Decoder, PreTokenizer, SUPPORTED_PRE_TOKENIZERS, TokenType, Tokenizer, TokenizerError};
 
 fn b(byte: u8) -> u32 {
     u32::from(byte)
@@ -88,10 +88,44 @@ fn streaming_holds_back_split_characters() {
     assert_eq!(d.finish(), "");
 }
 
+/// Every `tokenizer.ggml.pre` name the crate supports builds a tokenizer from the same byte-level
+/// vocabulary, with that pre-tokenizer and llama.cpp's BOS default for the name.
+#[test]
+fn every_supported_pre_tokenizer_name_builds() {
+    let expected = [
+        ("smollm", PreTokenizer::SmolLm, false),
+        ("gpt2", PreTokenizer::Gpt2, false),
+        ("default", PreTokenizer::Gpt2, false),
+        ("lfm2", PreTokenizer::Lfm2, true),
+        ("qwen35", PreTokenizer::Qwen35, false),
+    ];
+    let names: Vec<&str> = SUPPORTED_PRE_TOKENIZERS.split(", ").collect();
+    assert_eq!(names, expected.map(|(name, _, _)| name));
+    for (name, pre, add_bos) in expected {
+        let t = Tokenizer::new(small_vocab(), name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(t.pre_tokenizer(), Some(pre), "{name}");
+        assert_eq!(t.add_bos(), add_bos, "{name}");
+        assert!(!t.add_eos(), "{name}");
+        let text = "I'LL see  the 1234 é\u{301}!\n\n<|im_end|>";
+        for parse_special in [false, true] {
+            let ids = t.encode(text, parse_special);
+            assert_eq!(t.decode(&ids, true).unwrap(), text.as_bytes(), "{name}");
+        }
+        // The merges apply under every rule.
+        assert_eq!(t.encode(" the", false), [merged(2)], "{name}");
+        let with_bos = t.encode_special("x", true, false);
+        assert_eq!(with_bos.first() == Some(&t.bos()), add_bos, "{name}");
+    }
+}
+
 #[test]
 fn malformed_vocabularies_name_the_index() {
     let unknown = Tokenizer::new(small_vocab(), "llama3").unwrap_err();
-    assert!(unknown.to_string().contains("smollm, gpt2, default"), "{unknown}");
+    assert_eq!(
+        unknown,
+        TokenizerError::UnknownPreTokenizer { name: "llama3".to_owned(), supported: SUPPORTED_PRE_TOKENIZERS }
+    );
+    assert!(unknown.to_string().contains("smollm, gpt2, default, lfm2, qwen35"), "{unknown}");
 
     let mut v = small_vocab();
     v.token_types.pop();

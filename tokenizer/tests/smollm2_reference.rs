@@ -60,6 +60,11 @@ fn smollm2_matches_hf_tokenizers() {
     assert_eq!(t.vocab_size(), 49_152);
     assert_eq!((t.bos(), t.eos(), t.unk(), t.pad()), (1, 2, Some(0), Some(2)));
     assert_eq!((t.special("<|im_start|>"), t.special("<|im_end|>")), (Some(1), Some(2)));
+    // llama.cpp's `llama_vocab_is_eog` on this file: `<|endoftext|>`, `<|im_end|>`, and `<reponame>`,
+    // which it takes for a FIM repository token (tests/data/README.md); no BOS added.
+    assert_eq!(t.end_of_generation(), [0, 2, 4]);
+    assert_eq!(t.token_text(4), Some("<reponame>"));
+    assert!(!t.add_bos());
     assert_eq!(template, SMOLLM2_CHATML);
     assert!(ChatTemplate::from_gguf_template(&template).is_ok());
 
