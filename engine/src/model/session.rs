@@ -80,11 +80,11 @@ pub fn tokenizer_from_gguf(file: &Gguf) -> Result<Tokenizer, SessionError> {
         Ok(file.string_array(key).map_err(|e| err(&e))?.into_iter().map(str::to_owned).collect())
     };
     let optional = |key: &str| file.get(key).map(|_| file.u32(key).map_err(|e| err(&e))).transpose();
+    let flag = |key: &str| file.get(key).map(|_| file.bool(key).map_err(|e| err(&e))).transpose();
     match TokenizerModel::from_gguf_name(model) {
         Some(TokenizerModel::Bpe) => {}
         Some(TokenizerModel::Spm) => {
             let tokens = strings(TOKENS)?;
-            let flag = |key: &str| file.get(key).map(|_| file.bool(key).map_err(|e| err(&e))).transpose();
             // llama.cpp's reading: no scores means 0 for every piece, no types all normal.
             let scores = match file.get(SCORES) {
                 Some(_) => file.f32_array(SCORES).map_err(|e| err(&e))?,
@@ -127,7 +127,12 @@ pub fn tokenizer_from_gguf(file: &Gguf) -> Result<Tokenizer, SessionError> {
         Some(_) => file.str(PRE).map_err(|e| err(&e))?,
         None => "default",
     };
-    Tokenizer::new(vocab, pre).map_err(|e| SessionError::Tokenizer(format!("{}: {e}", tokenizer_key(&e))))
+    // The pre-tokenizer's name sets llama.cpp's default for BOS and EOS (lfm2 adds BOS); a
+    // present add_bos_token / add_eos_token key overrides it, as llama.cpp lets it.
+    let (add_bos, add_eos) = (flag(ADD_BOS)?, flag(ADD_EOS)?);
+    Tokenizer::new(vocab, pre)
+        .map(|t| t.with_add_special(add_bos, add_eos))
+        .map_err(|e| SessionError::Tokenizer(format!("{}: {e}", tokenizer_key(&e))))
 }
 
 const TOKENS: &str = "tokenizer.ggml.tokens";
