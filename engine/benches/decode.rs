@@ -1,8 +1,11 @@
 //! Decode tokens per second of the reference model (SmolLM2-135M-Instruct, the GGUF named by
-//! `REDLINE_SMOLLM2_GGUF`; `redline pull smollm2-135m` fetches it) and of Gemma 3 270M (Q4_K_M,
-//! `REDLINE_GEMMA3_GGUF`; `redline pull gemma-3-270m`) when its file is named, on the soft device,
-//! through the ordinary route and the retained route, next to this machine's memory-bandwidth
-//! floor, all in one run. Each model is a group of its own (`decode_smollm2`, `decode_gemma3`):
+//! `REDLINE_SMOLLM2_GGUF`; `redline pull smollm2-135m` fetches it), of Gemma 3 270M (Q4_K_M,
+//! `REDLINE_GEMMA3_GGUF`; `redline pull gemma-3-270m`) and of the LFM2-350M and Qwen3.5-0.8B
+//! shapes (`REDLINE_LFM2_GGUF`, `REDLINE_QWEN35_GGUF`, see [`MODELS`]) when their files are named,
+//! on the soft device, through the ordinary route and the retained route, next to this machine's
+//! memory-bandwidth floor, all in one run. Each model is a group of its own (`decode_smollm2`,
+//! `decode_gemma3`, `decode_lfm2`, `decode_qwen35`), which also prints the retained tape's
+//! identity (dispatches, unique kernels, external launches, sequence hash):
 //!
 //! - `ordinary_token`: one decode forward with backend `hip` (483 launches through the funnel
 //!   for SmolLM2, 364 for Gemma 3 270M), then its logits read back (where the host waits for the
@@ -18,7 +21,8 @@
 //! Tokens per second are `1 / time` (`128 / time` for the prefill); the ratios between the rows
 //! are the result (the machine is shared), printed at the end of each model's group from the
 //! same measurements: each decode route as a fraction of the floor's tok/s, the prefill as a
-//! multiple of the decode tok/s; with both models, Gemma's tok/s as a fraction of SmolLM2's. The
+//! multiple of the decode tok/s; with SmolLM2 measured, every other model's tok/s as a fraction of
+//! SmolLM2's. The
 //! soft device runs every kernel's CPU reference with its strict checks on, so both routes are
 //! compute-bound here; the retained route removes the host's per-launch work, not the kernels'
 //! work.
@@ -45,9 +49,16 @@ const PREFILL_TOKENS: u32 = 128;
 /// The token every decode step embeds (in both vocabularies).
 const TOKEN: u32 = 7042;
 
-/// The models benched: the group's name and the environment variable naming the GGUF.
-const MODELS: [(&str, &str); 2] =
-    [("decode_smollm2", "REDLINE_SMOLLM2_GGUF"), ("decode_gemma3", "REDLINE_GEMMA3_GGUF")];
+/// The models benched: the group's name and the environment variable naming the GGUF. The
+/// `lfm2` and `qwen35` files are the published shapes with seeded random weights
+/// (`redline models write-tiny --shape lfm2-350m PATH`, `--shape qwen35-0.8b`): the step's
+/// work and the tape are those of the real models, the tokens are not.
+const MODELS: [(&str, &str); 4] = [
+    ("decode_smollm2", "REDLINE_SMOLLM2_GGUF"),
+    ("decode_gemma3", "REDLINE_GEMMA3_GGUF"),
+    ("decode_lfm2", "REDLINE_LFM2_GGUF"),
+    ("decode_qwen35", "REDLINE_QWEN35_GGUF"),
+];
 
 struct Arm {
     device: SimDevice,
@@ -130,13 +141,15 @@ fn decode(c: &mut Criterion) {
             measured.push((group, rates));
         }
     }
-    if let [(_, smollm2), (_, gemma)] = &measured[..] {
-        eprintln!(
-            "gemma3 / smollm2: decode ordinary {:.2} x, decode retained {:.2} x, prefill {:.2} x",
-            gemma.ordinary / smollm2.ordinary,
-            gemma.retained / smollm2.retained,
-            gemma.prefill / smollm2.prefill
-        );
+    if let Some((_, smollm2)) = measured.iter().find(|(group, _)| *group == "decode_smollm2") {
+        for (group, rates) in measured.iter().filter(|(group, _)| *group != "decode_smollm2") {
+            eprintln!(
+                "{group} / decode_smollm2: decode ordinary {:.2} x, decode retained {:.2} x, prefill {:.2} x",
+                rates.ordinary / smollm2.ordinary,
+                rates.retained / smollm2.retained,
+                rates.prefill / smollm2.prefill
+            );
+        }
     }
 }
 
@@ -156,6 +169,14 @@ fn bench_model(c: &mut Criterion, group_name: &str, file: &Gguf) -> Option<Rates
     let mut retained = Arm::new(file, Backend::Auto);
     assert_eq!(retained.controller.state(), &State::Ready, "the retained arm is prepared");
     let before = retained.controller.observations().retained;
+    if let Some(tape) = retained.controller.tape() {
+        let id = tape.identity();
+        let hash: String = id.sequence_hash.iter().map(|b| format!("{b:02x}")).collect();
+        eprintln!(
+            "{group_name}: retained tape: {} dispatches, {} unique kernels, {} external launches, sequence hash {hash}",
+            id.dispatch_count, id.unique_kernels, id.external_launches
+        );
+    }
     group.bench_function("retained_token", |b| b.iter_custom(|iters| retained_mean.time(iters, || retained.token())));
     // (A filter that skips the row times nothing.)
     let timed = retained_mean.iterations.get() > 0;
