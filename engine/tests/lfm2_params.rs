@@ -108,6 +108,7 @@ fn missing_and_unsupported_keys_and_tensors_are_refused_by_name() {
         (set("lfm2.attention.head_count", Value::U32(256)), "even head sizes"),
         (set("lfm2.block_count", Value::U32(65)), "lfm2.block_count = 65"),
         (set("lfm2.context_length", Value::U32(0)), "lfm2.context_length = 0"),
+        (set("lfm2.embedding_length", Value::U32(1 << 17)), "lfm2.embedding_length = 131072"),
         (remove_tensor("token_embd_norm.weight"), "token_embd_norm.weight is missing"),
         (remove_tensor("blk.3.shortconv.conv.weight"), "blk.3.shortconv.conv.weight is missing"),
         (remove_tensor("blk.4.attn_k_norm.weight"), "blk.4.attn_k_norm.weight is missing"),

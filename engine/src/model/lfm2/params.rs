@@ -56,6 +56,12 @@ use crate::model::params::{ParamsError, check_vocab_of, positive_finite, tensor}
 
 /// The most blocks a model may have: the block kinds are a bit mask.
 pub const LAYERS_MAX: u32 = 64;
+/// The widest embedding the adapter takes (LFM2's are 1024 to 2048): every launch size it
+/// derives (`3 × dim` rows of `in_proj`, 64 work-items per head) then fits a `u32`.
+pub const DIM_MAX: u32 = 1 << 16;
+/// The widest feed-forward the adapter takes, so that a prefill pass's `ffn × 128` elements fit
+/// a `u32`.
+pub const FFN_MAX: u32 = 1 << 20;
 /// The longest convolution the adapter takes (LFM2's is 3): its state is `l_cache - 1` floats
 /// per channel and layer, and each step reads all of them.
 pub const L_CACHE_MAX: u32 = 16;
@@ -186,9 +192,13 @@ impl Lfm2Params {
         if heads == 0 {
             return Err(unsupported("lfm2.attention.head_count", heads, "must be at least 1"));
         }
-        for (name, value) in [("lfm2.embedding_length", dim), ("lfm2.feed_forward_length", ffn)] {
+        for (name, value, max) in [("lfm2.embedding_length", dim, DIM_MAX), ("lfm2.feed_forward_length", ffn, FFN_MAX)]
+        {
             if value == 0 || value % 32 != 0 {
                 return Err(unsupported(name, value, "the quantised matvecs need a non-zero multiple of 32"));
+            }
+            if value > max {
+                return Err(unsupported(name, value, "wider than the adapter's launch sizes allow (DIM_MAX, FFN_MAX)"));
             }
         }
         let kv = head_count_kv(file, layers)?;
