@@ -8,7 +8,8 @@
 //!   F32, F16, BF16, the 32-value blocks Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the k-quants Q2_K to
 //!   Q6_K; [`f16`](mod@f16) holds the exact binary16 conversions they rest on.
 //! - [`GgufWriter`] writes files; [`tiny_llama`] generates a deterministic tiny model in the
-//!   shape of the SmolLM2 fixture.
+//!   shape of the SmolLM2 fixture, [`tiny_gemma3()`] and [`tiny_lfm2()`] tiny models of those
+//!   architectures; [`shaped_lfm2`] writes LFM2's published shapes with random weights.
 //!
 //! The crate's one `unsafe` block is the memory map in [`Gguf::open`].
 #![deny(unsafe_code)]
@@ -19,8 +20,10 @@ pub mod f16;
 mod file;
 mod parse;
 pub mod quant;
+pub mod shaped_lfm2;
 pub mod tiny;
 pub mod tiny_gemma3;
+pub mod tiny_lfm2;
 mod types;
 mod value;
 mod writer;
@@ -37,6 +40,7 @@ pub use parse::{
 pub use quant::QuantError;
 pub use tiny::{TinyLlamaConfig, tiny_llama, tiny_llama_writer, write_tiny_llama};
 pub use tiny_gemma3::{TinyGemma3Config, tiny_gemma3, tiny_gemma3_writer, write_tiny_gemma3};
+pub use tiny_lfm2::{TinyLfm2Config, tiny_lfm2, tiny_lfm2_writer, write_tiny_lfm2};
 pub use types::{BlockLayout, GgmlType};
 pub use value::{Array, MixedArray, Value, ValueType};
 pub use writer::{GgufWriter, WRITE_VERSION, WriteError};

@@ -329,12 +329,12 @@ fn len_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&len_u64(s.len()).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
 }
 
-fn put_value(out: &mut Vec<u8>, value: &Value) {
+pub(crate) fn put_value(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::U8(x) => out.extend_from_slice(&x.to_le_bytes()),
         Value::I8(x) => out.extend_from_slice(&x.to_le_bytes()),

@@ -101,6 +101,8 @@ pub static REFERENCES: &[Reference] = &[
     reference_of(&signature::ATTENTION_WINDOW, cpu::attention_window),
     reference_of(&signature::ATTENTION_WINDOW_ROWS, cpu::attention_window_rows),
     reference_of(&signature::GELU_MUL, cpu::gelu_mul),
+    reference_of(&signature::SHORTCONV, cpu::shortconv),
+    reference_of(&signature::SHORTCONV_ROWS, cpu::shortconv_rows),
 ];
 
 /// The CPU reference of the kernel whose signature is `signature` (the same static, not an

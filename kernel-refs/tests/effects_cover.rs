@@ -201,6 +201,17 @@ fn cases(kernel: &str) -> Vec<Case> {
                 )
             },
         ],
+        // Grids that cover every channel (one past the last is idle).
+        "shortconv" => vec![
+            case(&[("dim", 300), ("d_conv", 2)], 320, 64),
+            case(&[("dim", 64), ("d_conv", 4)], 64, 32),
+            Case { aliased: true, ..case(&[("dim", 40), ("d_conv", 2)], 64, 64) },
+        ],
+        "shortconv_rows" => vec![
+            case(&[("dim", 300), ("d_conv", 2), ("n", 3)], 320, 64),
+            case(&[("dim", 64), ("d_conv", 1), ("n", 5)], 64, 16),
+            Case { aliased: true, ..case(&[("dim", 40), ("d_conv", 2), ("n", 2)], 64, 64) },
+        ],
         other => panic!("no effect cases for {other}: add some"),
     }
 }
@@ -306,10 +317,10 @@ fn recorded_accesses_lie_in_declared_effects() {
     // the matmuls (2 x 3), get_rows_q8_0, rope_rows, attention_rows; then module ggml_quants:
     // 10 matvecs, 10 matmuls, 11 get_rows and 11 get_row (3 each).
     // then module gemma: gelu_mul (4), rope_neox and rope_neox_store (2 x 2), rope_neox_rows,
-    // attention_window, attention_window_rows.
+    // attention_window, attention_window_rows; then module lfm2: shortconv, shortconv_rows.
     assert_eq!(
         runs,
-        7 * 4 + 3 + 3 + 4 + 2 * 3 + 3 + 2 * 2 + 2 + 3 + 2 * 3 + 3 + 2 + 3 + 42 * 3 + 4 + 2 * 2 + 2 + 3 + 3
+        7 * 4 + 3 + 3 + 4 + 2 * 3 + 3 + 2 * 2 + 2 + 3 + 2 * 3 + 3 + 2 + 3 + 42 * 3 + 4 + 2 * 2 + 2 + 3 + 3 + 3 + 3
     );
 }
 

@@ -154,6 +154,13 @@ pub static MODULES: &[ModuleDecl] = &[
             decl(&signature::GELU_MUL, &effects::GELU_MUL),
         ],
     },
+    ModuleDecl {
+        module: "lfm2",
+        kernels: &[
+            decl(&signature::SHORTCONV, &effects::SHORTCONV),
+            decl(&signature::SHORTCONV_ROWS, &effects::SHORTCONV_ROWS),
+        ],
+    },
 ];
 
 /// Fixture code objects (`fixtures/gfxNNNN/<stem>.co`) that are a module built with other flags:

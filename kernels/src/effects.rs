@@ -607,6 +607,45 @@ pub static GELU_MUL: EffectsDecl = EffectsDecl {
     ],
 };
 
+// Module `lfm2`.
+
+/// Channels a short-convolution launch handles (dim 4): `min(dim, grid_size_x)`.
+const CHANNELS: Extent = Min(&Arg(4), &GridSizeX);
+/// Bytes of the state rows of the handled channels (d_conv 5): `4 * channels * d_conv`.
+const CONV_STATE: Extent = Mul(&Mul(&Const(4), &CHANNELS), &Arg(5));
+/// Bytes of the taps of the handled channels: `4 * channels * (d_conv + 1)`.
+const CONV_TAPS: Extent = Mul(&Mul(&Const(4), &CHANNELS), &Add(&Arg(5), &Const(1)));
+
+/// `shortconv` (dim 4, d_conv 5): writes `out` (`4 * channels` bytes, `channels = min(dim,
+/// grid_size_x)`), reads and rewrites the handled channels' state rows in place
+/// (`4 * channels * d_conv`), reads their taps (`4 * channels * (d_conv + 1)`) and `bcx` from its
+/// start to the end of the x third's handled channels, `4 * (2 * dim + channels)` (exactly the
+/// three thirds when the grid covers every channel).
+pub static SHORTCONV: EffectsDecl = EffectsDecl {
+    kernel: "shortconv",
+    args: signature::SHORTCONV.explicit_args,
+    effects: &[
+        effect(0, signature::shortconv::OUT, Write, Mul(&Const(4), &CHANNELS)),
+        effect(1, signature::shortconv::STATE, ReadWrite, CONV_STATE),
+        effect(2, signature::shortconv::BCX, Read, Mul(&Const(4), &Add(&Mul(&Const(2), &Arg(4)), &CHANNELS))),
+        effect(3, signature::shortconv::WEIGHT, Read, CONV_TAPS),
+    ],
+};
+
+/// `shortconv_rows` (dim 4, d_conv 5, n 6): as [`SHORTCONV`] over `n` tokens: writes `out`'s
+/// `n` rows (`4 * n * dim` bytes: conservative when the grid leaves channels out), reads `bcx`'s
+/// `n` rows (`4 * n * 3 * dim`, as conservative), and the state and taps as [`SHORTCONV`].
+pub static SHORTCONV_ROWS: EffectsDecl = EffectsDecl {
+    kernel: "shortconv_rows",
+    args: signature::SHORTCONV_ROWS.explicit_args,
+    effects: &[
+        effect(0, signature::shortconv::OUT, Write, Mul(&Mul(&Const(4), &Arg(6)), &Arg(4))),
+        effect(1, signature::shortconv::STATE, ReadWrite, CONV_STATE),
+        effect(2, signature::shortconv::BCX, Read, Mul(&Mul(&Const(12), &Arg(6)), &Arg(4))),
+        effect(3, signature::shortconv::WEIGHT, Read, CONV_TAPS),
+    ],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -723,6 +723,49 @@ pub static ATTENTION_WINDOW_ROWS: Signature = fixed(
 /// [`silu_mul`]'s arguments.
 pub static GELU_MUL: Signature = plain("gelu_mul", &[silu_mul::OUT, silu_mul::GATE, silu_mul::UP, silu_mul::N], 44);
 
+// Module `lfm2`: the gated short convolution of LFM2's convolution blocks.
+
+/// `shortconv(float* out, float* state, const float* bcx, const float* weight, u32 dim,
+/// u32 d_conv)` and `shortconv_rows(..., u32 n)` (module `lfm2`).
+pub mod shortconv {
+    use super::ArgDecl;
+    /// `float* out`: `dim` floats per token.
+    pub const OUT: ArgDecl = ArgDecl::global_buffer("out", 0);
+    /// `float* state`: one layer's convolution state, `[dim][d_conv]`, rewritten in place.
+    pub const STATE: ArgDecl = ArgDecl::global_buffer("state", 8);
+    /// `const float* bcx`: the in_proj output, `[3][dim]` per token (B, C, x).
+    pub const BCX: ArgDecl = ArgDecl::global_buffer("bcx", 16);
+    /// `const float* weight`: the convolution taps, `[dim][d_conv + 1]`, oldest first.
+    pub const WEIGHT: ArgDecl = ArgDecl::global_buffer("weight", 24);
+    /// `u32 dim`: channels.
+    pub const DIM: ArgDecl = ArgDecl::u32("dim", 32);
+    /// `u32 d_conv`: previous inputs the convolution reads (`lfm2.shortconv.l_cache - 1`).
+    pub const D_CONV: ArgDecl = ArgDecl::u32("d_conv", 36);
+    /// `u32 n` (`shortconv_rows` only): tokens.
+    pub const N: ArgDecl = ArgDecl::u32("n", 40);
+}
+
+/// `shortconv` in module `lfm2`: one work-item per channel.
+pub static SHORTCONV: Signature = plain(
+    "shortconv",
+    &[shortconv::OUT, shortconv::STATE, shortconv::BCX, shortconv::WEIGHT, shortconv::DIM, shortconv::D_CONV],
+    52,
+);
+/// `shortconv_rows` in module `lfm2`: [`SHORTCONV`]'s arguments and the token count.
+pub static SHORTCONV_ROWS: Signature = plain(
+    "shortconv_rows",
+    &[
+        shortconv::OUT,
+        shortconv::STATE,
+        shortconv::BCX,
+        shortconv::WEIGHT,
+        shortconv::DIM,
+        shortconv::D_CONV,
+        shortconv::N,
+    ],
+    60,
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

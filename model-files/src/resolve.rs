@@ -185,7 +185,7 @@ mod tests {
         assert!(matches!(err, ModelError::Unknown { .. }));
         assert!(
             text.contains("\"no-such-model\"")
-                && text.contains("smollm2-135m, gemma-3-270m; built in: tiny, tiny-gemma3"),
+                && text.contains("smollm2-135m, gemma-3-270m; built in: tiny, tiny-gemma3, tiny-lfm2"),
             "{text}"
         );
     }
@@ -230,6 +230,16 @@ mod tests {
         assert_eq!(std::fs::read(&gemma.path).unwrap(), gguf::tiny_gemma3(&gguf::TinyGemma3Config::default()));
         let llama = resolve_builtin(&root, &crate::catalogue::TINY).unwrap();
         assert_ne!(llama.path, gemma.path);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_built_in_lfm2_is_written_beside_the_others() {
+        let root = std::env::temp_dir().join(format!("redline-models-tiny-lfm2-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let lfm2 = resolve_builtin(&root, &crate::catalogue::TINY_LFM2).unwrap();
+        assert_eq!(lfm2.path, root.join("models/tiny-lfm2/tiny-lfm2.gguf"));
+        assert_eq!(std::fs::read(&lfm2.path).unwrap(), gguf::tiny_lfm2(&gguf::TinyLfm2Config::default()));
         std::fs::remove_dir_all(&root).unwrap();
     }
 

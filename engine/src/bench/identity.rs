@@ -59,7 +59,8 @@ fn quantization(file: &gguf::Gguf) -> Value {
     })
 }
 
-/// The hyperparameters every architecture has, and a `gemma3` model's sliding window.
+/// The hyperparameters every architecture has, and a `gemma3` model's sliding window (an `lfm2`
+/// model's `kv_heads` are those of its attention blocks).
 fn hyperparameters(params: &ModelParams) -> Value {
     match params {
         ModelParams::Llama(p) => json!({
@@ -70,6 +71,10 @@ fn hyperparameters(params: &ModelParams) -> Value {
             "layers": p.layers, "embedding": p.dim, "feed_forward": p.ffn, "heads": p.heads, "kv_heads": p.kv_heads,
             "head_dim": p.head_dim, "vocab": p.vocab, "context_train": p.context_train, "tied_output": p.tied_output,
             "sliding_window": p.window,
+        }),
+        ModelParams::Lfm2(p) => json!({
+            "layers": p.layers, "embedding": p.dim, "feed_forward": p.ffn, "heads": p.heads, "kv_heads": p.kv_heads,
+            "head_dim": p.head_dim, "vocab": p.vocab, "context_train": p.context_train, "tied_output": p.tied_output,
         }),
     }
 }
