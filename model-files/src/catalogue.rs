@@ -171,6 +171,33 @@ pub struct BuiltinModel {
 /// The built-in models, the tiny llama first.
 pub const BUILTINS: &[BuiltinModel] = &[TINY, TINY_GEMMA3, TINY_LFM2];
 
+/// A published model shape that `redline models write-tiny --shape` writes with seeded random
+/// weights (quantised as the published files are): the real model's step, tape and bundle
+/// sizes, without its tokens.
+#[derive(Clone, Copy, Debug)]
+pub struct ShapedModel {
+    /// The name users type (`--shape lfm2-350m`).
+    pub name: &'static str,
+    /// What it is.
+    pub about: &'static str,
+    /// Writes the file at the path with weights from the seed; returns its size in bytes.
+    pub write: fn(&std::path::Path, u64) -> std::io::Result<u64>,
+}
+
+/// The shapes `redline models write-tiny --shape` writes.
+pub const SHAPED: &[ShapedModel] = &[ShapedModel {
+    name: "lfm2-350m",
+    about: "LFM2-350M's shape (lfm2: 16 blocks, 10 short-convolution and 6 attention, dim 1024, vocab 65536) with \
+            seeded random weights in the Q4_K_M file's types, 228 MB",
+    write: |path, seed| gguf::shaped_lfm2::write_lfm2_350m(path, seed),
+}];
+
+/// The shape called `name`.
+#[must_use]
+pub fn shaped(name: &str) -> Option<&'static ShapedModel> {
+    SHAPED.iter().find(|s| s.name == name)
+}
+
 /// The built-in tiny llama: `gguf::tiny_llama(&TinyLlamaConfig::default())`.
 pub const TINY: BuiltinModel =
     BuiltinModel { alias: TINY_ALIAS, about: TINY_ABOUT, file: TINY_FILE, bytes: tiny_bytes };

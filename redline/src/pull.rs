@@ -80,17 +80,29 @@ pub struct ModelsArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum ModelsCommand {
     /// Write a built-in model (deterministic bytes, the same on every machine) to PATH: the tiny
-    /// llama, or the one --model names.
+    /// llama, the one --model names, the tiny model of --arch; or, with --shape, a published
+    /// model's shape with seeded random weights (hundreds of MB: speed, tape and bundle sizes at
+    /// the real size, not its tokens).
     WriteTiny {
         /// The file to write.
         path: PathBuf,
-        /// The built-in model: tiny or tiny-gemma3.
-        #[arg(long, default_value = TINY_ALIAS)]
+        /// The built-in model: tiny, tiny-gemma3 or tiny-lfm2 (`redline models` lists them).
+        #[arg(long, default_value = TINY_ALIAS, conflicts_with_all = ["arch", "shape"])]
         model: String,
+        /// The tiny model of an architecture: llama, gemma3 or lfm2 (the same as --model tiny,
+        /// tiny-gemma3, tiny-lfm2).
+        #[arg(long, conflicts_with = "shape")]
+        arch: Option<String>,
+        /// A published shape with random weights: lfm2-350m.
+        #[arg(long)]
+        shape: Option<String>,
+        /// The seed of --shape's weights (the same seed writes the same bytes).
+        #[arg(long, default_value_t = 0, requires = "shape")]
+        seed: u64,
         /// Replace PATH when it exists.
         #[arg(long)]
         force: bool,
-        /// Print one JSON object: alias, path, bytes, sha256.
+        /// Print one JSON object: alias (or shape), path, bytes, sha256.
         #[arg(long)]
         json: bool,
     },
@@ -151,8 +163,60 @@ pub fn run(args: &Args) -> Result<ExitCode> {
 pub fn models(args: &ModelsArgs) -> Result<ExitCode> {
     match &args.command {
         None => list_with_builtin(&args.list, true),
-        Some(ModelsCommand::WriteTiny { path, model, force, json }) => write_tiny(path, model, *force, *json),
+        Some(ModelsCommand::WriteTiny { path, model, arch, shape, seed, force, json }) => match (arch, shape) {
+            (_, Some(shape)) => write_shape(path, shape, *seed, *force, *json),
+            (Some(arch), None) => write_tiny(path, &arch_alias(arch)?, *force, *json),
+            (None, None) => write_tiny(path, model, *force, *json),
+        },
     }
+}
+
+/// The built-in tiny model of `arch` (`general.architecture`).
+fn arch_alias(arch: &str) -> Result<String> {
+    let alias = if arch == "llama" { TINY_ALIAS.to_owned() } else { format!("tiny-{arch}") };
+    if catalogue::builtin(&alias).is_none() {
+        let archs: Vec<String> =
+            BUILTINS.iter().map(|b| b.alias.strip_prefix("tiny-").unwrap_or("llama").to_owned()).collect();
+        anyhow::bail!("--arch {arch}: no built-in tiny model of that architecture (built in: {})", archs.join(", "));
+    }
+    Ok(alias)
+}
+
+/// `redline models write-tiny PATH --shape NAME [--seed N]`: written beside PATH under a
+/// temporary name, then hashed and renamed, so PATH never holds a partial file.
+fn write_shape(path: &Path, name: &str, seed: u64, force: bool, json: bool) -> Result<ExitCode> {
+    let Some(shape) = catalogue::shaped(name) else {
+        let names: Vec<&str> = catalogue::SHAPED.iter().map(|s| s.name).collect();
+        anyhow::bail!("--shape {name}: not a known shape (known: {})", names.join(", "));
+    };
+    if !force && path.exists() {
+        anyhow::bail!("{} exists; pass --force to replace it", path.display());
+    }
+    let file_name = path.file_name().map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
+    let partial = path.with_file_name(format!(".{file_name}.{}.partial", std::process::id()));
+    eprintln!("writing {name} (seed {seed}) to {} ...", path.display());
+    let written = (shape.write)(&partial, seed).and_then(|bytes| {
+        let mut hasher = Sha256::new();
+        io::copy(&mut std::fs::File::open(&partial)?, &mut hasher)?;
+        std::fs::rename(&partial, path)?;
+        Ok((bytes, hex(&hasher.finalize())))
+    });
+    let (bytes, sha256) = match written {
+        Ok(done) => done,
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            anyhow::bail!("cannot write {}: {e}", path.display());
+        }
+    };
+    let mut out = io::stdout().lock();
+    if json {
+        let report =
+            json!({"shape": name, "seed": seed, "path": path.display().to_string(), "bytes": bytes, "sha256": sha256});
+        writeln!(out, "{report}")?;
+    } else {
+        writeln!(out, "wrote {name} (seed {seed}, {bytes} bytes, sha256 {sha256}) to {}", path.display())?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// ` --model ALIAS` for a built-in model other than the default of `models write-tiny`.

