@@ -101,6 +101,11 @@ pub static REFERENCES: &[Reference] = &[
     reference_of(&signature::ATTENTION_WINDOW, cpu::attention_window),
     reference_of(&signature::ATTENTION_WINDOW_ROWS, cpu::attention_window_rows),
     reference_of(&signature::GELU_MUL, cpu::gelu_mul),
+    reference_of(&signature::SSM_CONV_SILU, cpu::ssm_conv_silu),
+    reference_of(&signature::GATED_DELTA_NET, cpu::gated_delta_net),
+    reference_of(&signature::SPLIT_HALVES, cpu::split_halves),
+    reference_of(&signature::ROPE_PARTIAL, cpu::rope_partial),
+    reference_of(&signature::SIGMOID_MUL, cpu::sigmoid_mul),
 ];
 
 /// The CPU reference of the kernel whose signature is `signature` (the same static, not an

@@ -19,6 +19,7 @@ pub const MODULES: &[&str] = &[
     "prefill",
     "ggml_quants",
     "gemma",
+    "qwen35",
 ];
 
 /// Flags every compile uses: device-only HIP without ROCm headers or device libraries, one
