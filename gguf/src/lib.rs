@@ -21,6 +21,7 @@ mod parse;
 pub mod quant;
 pub mod tiny;
 pub mod tiny_gemma3;
+pub mod tiny_qwen35;
 mod types;
 mod value;
 mod writer;
@@ -37,6 +38,7 @@ pub use parse::{
 pub use quant::QuantError;
 pub use tiny::{TinyLlamaConfig, tiny_llama, tiny_llama_writer, write_tiny_llama};
 pub use tiny_gemma3::{TinyGemma3Config, tiny_gemma3, tiny_gemma3_writer, write_tiny_gemma3};
+pub use tiny_qwen35::{TinyQwen35Config, tiny_qwen35, tiny_qwen35_writer, write_tiny_qwen35};
 pub use types::{BlockLayout, GgmlType};
 pub use value::{Array, MixedArray, Value, ValueType};
 pub use writer::{GgufWriter, WRITE_VERSION, WriteError};
