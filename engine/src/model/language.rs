@@ -9,10 +9,11 @@ use hal::Device;
 use super::gemma3::{Gemma3, Gemma3Params};
 use super::llama::{KvCacheLayout, Llama, LoadError};
 use super::params::{LlamaParams, ParamsError};
+use super::qwen35::{Qwen35, Qwen35Params};
 use crate::workload::{Workload, WorkloadError};
 
 /// The architectures [`load`] runs (`general.architecture`).
-pub const ARCHITECTURES: &[&str] = &["llama", "gemma3"];
+pub const ARCHITECTURES: &[&str] = &["llama", "gemma3", "qwen35"];
 
 /// A language model whose decode step is a [`Workload`].
 pub trait LanguageModel: Workload + std::fmt::Debug {
@@ -49,12 +50,13 @@ pub fn load(device: &mut dyn Device, file: &Gguf, context: u32) -> Result<Box<dy
     match architecture {
         "llama" => Ok(Box::new(Llama::load_model(device, file, context)?)),
         "gemma3" => Ok(Box::new(Gemma3::load_model(device, file, context)?)),
+        "qwen35" => Ok(Box::new(Qwen35::load_model(device, file, context)?)),
         other => Err(LoadError::Model(ParamsError::Architecture { found: other.to_owned() })),
     }
 }
 
 /// A model's hyperparameters as its adapter reads and checks them
-/// ([`LlamaParams::from_gguf`], [`Gemma3Params::from_gguf`]), for what is decided before the
+/// ([`LlamaParams::from_gguf`], [`Gemma3Params::from_gguf`], [`Qwen35Params::from_gguf`]), for what is decided before the
 /// model is loaded: the trained context, the weights' check, the KV cache a session would have.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ModelParams {
@@ -62,6 +64,8 @@ pub enum ModelParams {
     Llama(LlamaParams),
     /// A `gemma3` model.
     Gemma3(Gemma3Params),
+    /// A `qwen35` model.
+    Qwen35(Qwen35Params),
 }
 
 impl ModelParams {
@@ -74,6 +78,7 @@ impl ModelParams {
         match file.str("general.architecture")? {
             "llama" => Ok(Self::Llama(LlamaParams::from_gguf(file)?)),
             "gemma3" => Ok(Self::Gemma3(Gemma3Params::from_gguf(file)?)),
+            "qwen35" => Ok(Self::Qwen35(Qwen35Params::from_gguf(file)?)),
             other => Err(ParamsError::Architecture { found: other.to_owned() }),
         }
     }
@@ -84,6 +89,7 @@ impl ModelParams {
         match self {
             Self::Llama(_) => "llama",
             Self::Gemma3(_) => "gemma3",
+            Self::Qwen35(_) => "qwen35",
         }
     }
 
@@ -93,6 +99,7 @@ impl ModelParams {
         match self {
             Self::Llama(p) => p.vocab,
             Self::Gemma3(p) => p.vocab,
+            Self::Qwen35(p) => p.vocab,
         }
     }
 
@@ -102,6 +109,7 @@ impl ModelParams {
         match self {
             Self::Llama(p) => p.context_train,
             Self::Gemma3(p) => p.context_train,
+            Self::Qwen35(p) => p.context_train,
         }
     }
 
@@ -111,6 +119,7 @@ impl ModelParams {
         match self {
             Self::Llama(p) => p.tensor_names(),
             Self::Gemma3(p) => p.tensor_names(),
+            Self::Qwen35(p) => p.tensor_names(),
         }
     }
 
@@ -127,30 +136,34 @@ impl ModelParams {
         Ok(())
     }
 
-    /// The KV cache of a session of `context` positions. Both adapters keep one K and one V
+    /// The KV cache of a session of `context` positions. Every adapter keeps one K and one V
     /// surface of `[layer][position][kv_head][head_dim]` f32 (the `gemma3` step addresses layer
     /// `L`'s block at `L × context × kv_dim × 4` bytes, as llama's does), every layer holding
-    /// every position: a sliding layer's window bounds what it reads, not what it keeps.
+    /// every position: a sliding layer's window bounds what it reads, not what it keeps. A
+    /// `qwen35` model's cache holds its full-attention layers only, in order (its DeltaNet
+    /// layers keep sequence state instead, surfaces of their own).
     #[must_use]
     pub fn kv_cache_layout(&self, context: u32) -> KvCacheLayout {
+        let f32_layout = |layers: u32, kv_heads: u32, head_dim: u32| {
+            let element_bytes = 4;
+            let position_stride_bytes = u64::from(element_bytes) * u64::from(kv_heads) * u64::from(head_dim);
+            let layer_stride_bytes = position_stride_bytes * u64::from(context);
+            KvCacheLayout {
+                layers,
+                positions: context,
+                kv_heads,
+                head_dim,
+                element: "f32",
+                element_bytes,
+                position_stride_bytes,
+                layer_stride_bytes,
+                surface_bytes: layer_stride_bytes * u64::from(layers),
+            }
+        };
         match self {
             Self::Llama(p) => KvCacheLayout::of(p, context),
-            Self::Gemma3(p) => {
-                let element_bytes = 4;
-                let position_stride_bytes = u64::from(element_bytes) * u64::from(p.kv_dim());
-                let layer_stride_bytes = position_stride_bytes * u64::from(context);
-                KvCacheLayout {
-                    layers: p.layers,
-                    positions: context,
-                    kv_heads: p.kv_heads,
-                    head_dim: p.head_dim,
-                    element: "f32",
-                    element_bytes,
-                    position_stride_bytes,
-                    layer_stride_bytes,
-                    surface_bytes: layer_stride_bytes * u64::from(p.layers),
-                }
-            }
+            Self::Gemma3(p) => f32_layout(p.layers, p.kv_heads, p.head_dim),
+            Self::Qwen35(p) => f32_layout(p.attention_layers(), p.kv_heads, p.head_dim),
         }
     }
 }
