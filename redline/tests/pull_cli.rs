@@ -166,9 +166,9 @@ fn models_lists_the_built_in_model_and_writes_it_to_a_path() {
     let (digest, len) = digest::sha256_reader(&bytes[..]).unwrap();
     let listed = report(&redline(&home, None, &["models", "--json"]));
     let rows = listed.as_array().unwrap();
-    assert_eq!(rows.len(), model_files::CATALOGUE.len() + 2, "the catalogue and the two built-in models");
+    assert_eq!(rows.len(), model_files::CATALOGUE.len() + 3, "the catalogue and the three built-in models");
     assert_eq!((&rows[0]["alias"], &rows[0]["builtin"]), (&Value::from(ALIAS), &Value::from(false)));
-    let tiny = &rows[rows.len() - 2];
+    let tiny = &rows[rows.len() - 3];
     assert_eq!(tiny["alias"], "tiny");
     assert_eq!(tiny["builtin"], true);
     assert_eq!(tiny["pulled"], false, "not written before first use");
@@ -208,7 +208,8 @@ fn models_lists_the_built_in_gemma3_and_writes_it_to_a_path() {
     let bytes = gguf::tiny_gemma3(&gguf::TinyGemma3Config::default());
     let (digest, len) = digest::sha256_reader(&bytes[..]).unwrap();
     let listed = report(&redline(&home, None, &["models", "--json"]));
-    let gemma = listed.as_array().unwrap().last().unwrap().clone();
+    let rows = listed.as_array().unwrap();
+    let gemma = rows[rows.len() - 2].clone();
     assert_eq!(
         (&gemma["alias"], &gemma["builtin"], &gemma["pulled"]),
         (&json!("tiny-gemma3"), &json!(true), &json!(false))
@@ -224,7 +225,7 @@ fn models_lists_the_built_in_gemma3_and_writes_it_to_a_path() {
     let unknown = redline(&home, None, &["models", "write-tiny", p, "--model", "smollm2-135m", "--force"]);
     let stderr = String::from_utf8_lossy(&unknown.stderr);
     assert_eq!(unknown.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("not a built-in model (built in: tiny, tiny-gemma3)"), "{stderr}");
+    assert!(stderr.contains("not a built-in model (built in: tiny, tiny-gemma3, tiny-qwen35)"), "{stderr}");
 
     let pulled = redline(&home, Some("/nonexistent/python3"), &["pull", "tiny-gemma3"]);
     let stderr = String::from_utf8_lossy(&pulled.stderr);
