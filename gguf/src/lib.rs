@@ -19,6 +19,7 @@ pub mod f16;
 mod file;
 mod parse;
 pub mod quant;
+pub mod shaped_qwen35;
 pub mod tiny;
 pub mod tiny_gemma3;
 pub mod tiny_qwen35;
@@ -36,6 +37,7 @@ pub use parse::{
     ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS, MAX_TENSOR_NAME_BYTES, TensorInfo,
 };
 pub use quant::QuantError;
+pub use shaped_qwen35::{QWEN35_0_8B, Qwen35Shape, write_shaped_qwen35, write_shaped_qwen35_file};
 pub use tiny::{TinyLlamaConfig, tiny_llama, tiny_llama_writer, write_tiny_llama};
 pub use tiny_gemma3::{TinyGemma3Config, tiny_gemma3, tiny_gemma3_writer, write_tiny_gemma3};
 pub use tiny_qwen35::{TinyQwen35Config, tiny_qwen35, tiny_qwen35_writer, write_tiny_qwen35};

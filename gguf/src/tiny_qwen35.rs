@@ -173,36 +173,51 @@ pub fn write_tiny_qwen35(path: impl AsRef<Path>, config: &TinyQwen35Config) -> s
 }
 
 /// The `qwen35.*` hyperparameter keys both the tiny and the real-shape writers emit, from the
-/// model's shape (`vocab` tokens).
-pub(crate) fn add_hyperparameters(
-    w: &mut GgufWriter,
-    c: &TinyQwen35Config,
-    vocab: u32,
-) -> Result<(), crate::WriteError> {
+/// model's shape (`vocab` tokens), in file order.
+pub(crate) fn hyperparameters(c: &TinyQwen35Config, vocab: u32) -> Vec<(&'static str, Value)> {
     let recurrent: Vec<Value> = (0..c.n_layers).map(|l| Value::Bool(c.is_recurrent(l))).collect();
     // INVARIANT: every item is a Bool.
     let recurrent = Array::new(ValueType::Bool, recurrent).expect("a Bool array of Bools");
-    w.add("qwen35.block_count", Value::U32(c.n_layers))?
-        .add("qwen35.context_length", Value::U32(c.context_length))?
-        .add("qwen35.embedding_length", Value::U32(c.dim))?
-        .add("qwen35.feed_forward_length", Value::U32(c.ffn_dim))?
-        .add("qwen35.attention.head_count", Value::U32(c.n_heads))?
-        .add("qwen35.attention.head_count_kv", Value::U32(c.n_kv_heads))?
-        .add("qwen35.attention.key_length", Value::U32(c.head_dim))?
-        .add("qwen35.attention.value_length", Value::U32(c.head_dim))?
-        .add("qwen35.attention.layer_norm_rms_epsilon", Value::F32(c.rms_eps))?
-        .add("qwen35.rope.freq_base", Value::F32(c.rope_freq_base))?
-        .add("qwen35.rope.dimension_count", Value::U32(c.rope_dims))?
-        .add("qwen35.rope.dimension_sections", Value::i32_array(c.rope_sections))?
-        .add("qwen35.ssm.conv_kernel", Value::U32(c.conv_kernel))?
-        .add("qwen35.ssm.state_size", Value::U32(c.state_size))?
-        .add("qwen35.ssm.group_count", Value::U32(c.k_heads))?
-        .add("qwen35.ssm.time_step_rank", Value::U32(c.v_heads))?
-        .add("qwen35.ssm.inner_size", Value::U32(c.state_size * c.v_heads))?
-        .add("qwen35.attention.recurrent_layers", Value::Array(recurrent))?
-        .add("qwen35.full_attention_interval", Value::U32(c.full_attention_interval))?
-        .add("qwen35.vocab_size", Value::U32(vocab))?;
-    Ok(())
+    vec![
+        ("qwen35.block_count", Value::U32(c.n_layers)),
+        ("qwen35.context_length", Value::U32(c.context_length)),
+        ("qwen35.embedding_length", Value::U32(c.dim)),
+        ("qwen35.feed_forward_length", Value::U32(c.ffn_dim)),
+        ("qwen35.attention.head_count", Value::U32(c.n_heads)),
+        ("qwen35.attention.head_count_kv", Value::U32(c.n_kv_heads)),
+        ("qwen35.attention.key_length", Value::U32(c.head_dim)),
+        ("qwen35.attention.value_length", Value::U32(c.head_dim)),
+        ("qwen35.attention.layer_norm_rms_epsilon", Value::F32(c.rms_eps)),
+        ("qwen35.rope.freq_base", Value::F32(c.rope_freq_base)),
+        ("qwen35.rope.dimension_count", Value::U32(c.rope_dims)),
+        ("qwen35.rope.dimension_sections", Value::i32_array(c.rope_sections)),
+        ("qwen35.ssm.conv_kernel", Value::U32(c.conv_kernel)),
+        ("qwen35.ssm.state_size", Value::U32(c.state_size)),
+        ("qwen35.ssm.group_count", Value::U32(c.k_heads)),
+        ("qwen35.ssm.time_step_rank", Value::U32(c.v_heads)),
+        ("qwen35.ssm.inner_size", Value::U32(c.state_size * c.v_heads)),
+        ("qwen35.attention.recurrent_layers", Value::Array(recurrent)),
+        ("qwen35.full_attention_interval", Value::U32(c.full_attention_interval)),
+        ("qwen35.vocab_size", Value::U32(vocab)),
+    ]
+}
+
+/// The tokenizer keys of a model with `vocab`'s tokens (a byte-level GPT-2 vocabulary), in file
+/// order.
+pub(crate) fn tokenizer(vocab: &TinyVocab) -> Vec<(&'static str, Value)> {
+    let s = |v: &str| Value::String(v.to_owned());
+    vec![
+        ("tokenizer.ggml.model", s("gpt2")),
+        ("tokenizer.ggml.pre", s("qwen35")),
+        ("tokenizer.ggml.tokens", Value::string_array(vocab.tokens.iter().cloned())),
+        ("tokenizer.ggml.token_type", Value::i32_array(vocab.token_types.iter().copied())),
+        ("tokenizer.ggml.merges", Value::string_array(vocab.merges.iter().cloned())),
+        ("tokenizer.ggml.eos_token_id", Value::U32(TOKEN_IM_END)),
+        ("tokenizer.ggml.padding_token_id", Value::U32(TOKEN_ENDOFTEXT)),
+        ("tokenizer.ggml.bos_token_id", Value::U32(TOKEN_ENDOFTEXT)),
+        ("tokenizer.ggml.add_bos_token", Value::Bool(false)),
+        ("tokenizer.chat_template", s(CHAT_TEMPLATE)),
+    ]
 }
 
 fn add_metadata(w: &mut GgufWriter, c: &TinyQwen35Config, vocab: &TinyVocab) -> Result<(), crate::WriteError> {
@@ -213,18 +228,11 @@ fn add_metadata(w: &mut GgufWriter, c: &TinyQwen35Config, vocab: &TinyVocab) -> 
         .add("general.basename", s("tiny-qwen35"))?
         .add("general.size_label", s("tiny"))?
         .add("general.license", s("MIT OR Apache-2.0"))?;
-    add_hyperparameters(w, c, u32::try_from(vocab.tokens.len()).unwrap_or(u32::MAX))?;
-    w.add("tokenizer.ggml.model", s("gpt2"))?
-        .add("tokenizer.ggml.pre", s("qwen35"))?
-        .add("tokenizer.ggml.tokens", Value::string_array(vocab.tokens.iter().cloned()))?
-        .add("tokenizer.ggml.token_type", Value::i32_array(vocab.token_types.iter().copied()))?
-        .add("tokenizer.ggml.merges", Value::string_array(vocab.merges.iter().cloned()))?
-        .add("tokenizer.ggml.eos_token_id", Value::U32(TOKEN_IM_END))?
-        .add("tokenizer.ggml.padding_token_id", Value::U32(TOKEN_ENDOFTEXT))?
-        .add("tokenizer.ggml.bos_token_id", Value::U32(TOKEN_ENDOFTEXT))?
-        .add("tokenizer.ggml.add_bos_token", Value::Bool(false))?
-        .add("tokenizer.chat_template", s(CHAT_TEMPLATE))?
-        .add("general.quantization_version", Value::U32(2))?;
+    let n_vocab = u32::try_from(vocab.tokens.len()).unwrap_or(u32::MAX);
+    for (key, value) in hyperparameters(c, n_vocab).into_iter().chain(tokenizer(vocab)) {
+        w.add(key, value)?;
+    }
+    w.add("general.quantization_version", Value::U32(2))?;
     Ok(())
 }
 
