@@ -316,9 +316,19 @@ fn write_tensor(sink: &mut impl Write, rng: &mut SplitMix64, t: &Planned) -> io:
 /// bytes written.
 ///
 /// # Errors
-/// The sink's error.
+/// [`io::ErrorKind::InvalidInput`] naming the tensor when the shape gives a matrix row that is
+/// not a whole number of its type's blocks (nothing is written then); the sink's error.
 pub fn write_shaped_qwen35(mut sink: impl Write, shape: &Qwen35Shape, seed: u64) -> io::Result<u64> {
     let tensors = plan(shape);
+    for t in &tensors {
+        let block = t.ty.layout().map_or(1, |l| l.block_elems);
+        if t.dims.contains(&0) || !t.dims[0].is_multiple_of(block) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: {:?} is not whole {}-value {} blocks per row", t.name, t.dims, block, t.ty),
+            ));
+        }
+    }
     let (head, offsets) = head(&tensors, &metadata(shape));
     sink.write_all(&head)?;
     let data_start = u64::try_from(head.len()).unwrap_or(u64::MAX);
@@ -346,6 +356,7 @@ pub fn write_shaped_qwen35_file(path: impl AsRef<Path>, shape: &Qwen35Shape, see
 mod tests {
     use super::*;
     use crate::Gguf;
+    use proptest::prelude::*;
 
     /// A shape of the 0.8B's layout at the tiny model's widths, so that the test is fast.
     fn small() -> Qwen35Shape {
@@ -401,11 +412,69 @@ mod tests {
     }
 
     #[test]
+    fn a_shape_the_types_cannot_hold_is_refused_before_anything_is_written() {
+        let mut shape = small();
+        shape.model.state_size = 32;
+        let mut bytes = Vec::new();
+        let err = write_shaped_qwen35(&mut bytes, &shape, 1).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("blk.0.ssm_out.weight"), "{err}");
+        assert!(bytes.is_empty());
+    }
+
+    #[test]
     fn the_published_shape_is_qwen35_0_8b() {
         let c = &QWEN35_0_8B.model;
         let recurrent = (0..c.n_layers).filter(|&l| c.is_recurrent(l)).count();
         assert_eq!((c.n_layers, recurrent, c.dim, c.ffn_dim, QWEN35_0_8B.vocab), (24, 18, 1024, 3584, 248_320));
         let bytes: u64 = plan(&QWEN35_0_8B).iter().map(Planned::bytes).sum();
         assert!((400_000_000..600_000_000).contains(&bytes), "{bytes} bytes of tensors");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Any small shape written streaming reads back as planned: every metadata value the
+        /// writer encoded, every tensor's name, dimensions, type and bytes where the header says.
+        #[test]
+        fn streamed_shapes_read_back_as_written(
+            layers in 1u32..6, interval in 1u32..4, heads in 1u32..3, kv in 1u32..3, k_heads in 1u32..3,
+            v_per_k in 1u32..3, vocab in 320u32..700, seed in any::<u64>(),
+        ) {
+            prop_assume!(heads % kv == 0);
+            let model = TinyQwen35Config {
+                n_layers: layers,
+                full_attention_interval: interval,
+                dim: 256,
+                ffn_dim: 256,
+                n_heads: heads * 2,
+                n_kv_heads: kv,
+                head_dim: 128,
+                rope_dims: 32,
+                rope_sections: [6, 5, 5, 0],
+                state_size: 256,
+                k_heads,
+                v_heads: k_heads * v_per_k,
+                ..TinyQwen35Config::default()
+            };
+            let shape = Qwen35Shape { name: "qwen35-prop", model, vocab };
+            let mut bytes = Vec::new();
+            let written = write_shaped_qwen35(&mut bytes, &shape, seed).unwrap();
+            prop_assert_eq!(written, u64::try_from(bytes.len()).unwrap());
+            let file = Gguf::parse(bytes).unwrap();
+            let meta = metadata(&shape);
+            prop_assert_eq!(file.metadata().len(), meta.len());
+            for ((key, value), (k, v)) in file.metadata().zip(&meta) {
+                prop_assert_eq!(key, *k);
+                prop_assert_eq!(value, v);
+            }
+            let planned = plan(&shape);
+            prop_assert_eq!(file.tensors().len(), planned.len());
+            for p in &planned {
+                let view = file.tensor(&p.name).unwrap();
+                prop_assert_eq!((view.dims(), view.ty()), (&p.dims[..], p.ty));
+                prop_assert_eq!(u64::try_from(view.bytes().len()).unwrap(), p.bytes());
+            }
+        }
     }
 }
