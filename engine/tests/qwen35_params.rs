@@ -82,6 +82,7 @@ type Edit = Box<dyn FnOnce(&mut GgufWriter)>;
 fn missing_and_unsupported_keys_are_refused_by_name() {
     let cases: Vec<(Edit, &str)> = vec![
         (Box::new(|w| drop(w.remove("qwen35.ssm.conv_kernel"))), "qwen35.ssm.conv_kernel"),
+        (Box::new(|w| drop(w.set("qwen35.ssm.conv_kernel", Value::U32(1)))), "qwen35.ssm.conv_kernel = 1"),
         (Box::new(|w| drop(w.set("qwen35.ssm.inner_size", Value::U32(255)))), "qwen35.ssm.inner_size = 255"),
         (Box::new(|w| drop(w.set("qwen35.ssm.time_step_rank", Value::U32(3)))), "qwen35.ssm.time_step_rank = 3"),
         (Box::new(|w| drop(w.set("qwen35.ssm.group_count", Value::U32(0)))), "qwen35.ssm.group_count = 0"),

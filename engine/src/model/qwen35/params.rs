@@ -314,11 +314,14 @@ impl Qwen35Params {
             u("ssm.time_step_rank")?,
             u("ssm.inner_size")?,
         );
-        for (name, value) in [
-            ("qwen35.ssm.conv_kernel", conv_kernel),
-            ("qwen35.ssm.state_size", state),
-            ("qwen35.ssm.group_count", k_heads),
-        ] {
+        if conv_kernel < 2 {
+            return Err(unsupported(
+                "qwen35.ssm.conv_kernel",
+                conv_kernel,
+                "the convolution state holds kernel - 1 inputs: at least 2 taps",
+            ));
+        }
+        for (name, value) in [("qwen35.ssm.state_size", state), ("qwen35.ssm.group_count", k_heads)] {
             if value == 0 {
                 return Err(unsupported(name, value, "must be at least 1"));
             }
