@@ -1,5 +1,5 @@
 //! `qwen35` models in the published shapes, with seeded random weights, written streaming: the
-//! metadata keys, tensor names, shapes and orientation of [`crate::tiny_qwen35`] at a published
+//! metadata keys, tensor names, shapes and orientation of [`crate::tiny_qwen35()`] at a published
 //! model's hyperparameters ([`QWEN35_0_8B`], Qwen3.5-0.8B), its matrices quantized as llama.cpp's
 //! Q4_K_M files are (Q4_K, with Q6_K for `attn_v` and `ffn_down` on the layers llama.cpp's
 //! `use_more_bits` rule picks and for the tied token embedding; Q8_0 for the small `ssm_alpha` and

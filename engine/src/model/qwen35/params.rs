@@ -54,9 +54,9 @@
 //!   conv state, `[channel][K - 1]`, oldest first, `build_conv_state`) then the new one;
 //!   `ggml_ssm_conv` sums `window[i] * tap[i]` for `i` ascending from 0 in f32; then SiLU; the
 //!   state keeps the last `K - 1` inputs. Query and key heads are L2-normalised: llama.cpp
-//!   (`build_gdn_l2_norm`) computes `rms_norm(x, eps / S) / sqrt(S)`, which is `x / sqrt(sum x^2
-//!   + eps)` with `eps = qwen35.attention.layer_norm_rms_epsilon` (newer ggml spells it
-//!   `ggml_l2_norm`, `x / max(|x|, eps)`: the same to `eps / (2 |x|^2)`). Value head `h` reads
+//!   (`build_gdn_l2_norm`) computes `rms_norm(x, eps / S) / sqrt(S)`, which is
+//!   `x / sqrt(sum(x^2) + eps)` with `eps = qwen35.attention.layer_norm_rms_epsilon` (newer ggml
+//!   spells it `ggml_l2_norm`, `x / max(|x|, eps)`: the same to `eps / (2 |x|^2)`). Value head `h` reads
 //!   query and key head `h % Hk` (ggml's tiled broadcast; the converter reorders V heads so that
 //!   this is HF's grouping). Gate: `g = softplus(alpha + ssm_dt.bias) * ssm_a` with `ssm_a`
 //!   stored as `-exp(A_log)` by the converter and `softplus(v) = v > 20 ? v : log(1 + exp(v))`;
