@@ -21,9 +21,11 @@ mod file;
 mod parse;
 pub mod quant;
 pub mod shaped_lfm2;
+pub mod shaped_qwen35;
 pub mod tiny;
 pub mod tiny_gemma3;
 pub mod tiny_lfm2;
+pub mod tiny_qwen35;
 mod types;
 mod value;
 mod writer;
@@ -38,9 +40,11 @@ pub use parse::{
     ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS, MAX_TENSOR_NAME_BYTES, TensorInfo,
 };
 pub use quant::QuantError;
+pub use shaped_qwen35::{QWEN35_0_8B, Qwen35Shape, write_shaped_qwen35, write_shaped_qwen35_file};
 pub use tiny::{TinyLlamaConfig, tiny_llama, tiny_llama_writer, write_tiny_llama};
 pub use tiny_gemma3::{TinyGemma3Config, tiny_gemma3, tiny_gemma3_writer, write_tiny_gemma3};
 pub use tiny_lfm2::{TinyLfm2Config, tiny_lfm2, tiny_lfm2_writer, write_tiny_lfm2};
+pub use tiny_qwen35::{TinyQwen35Config, tiny_qwen35, tiny_qwen35_writer, write_tiny_qwen35};
 pub use types::{BlockLayout, GgmlType};
 pub use value::{Array, MixedArray, Value, ValueType};
 pub use writer::{GgufWriter, WRITE_VERSION, WriteError};

@@ -103,6 +103,11 @@ pub static REFERENCES: &[Reference] = &[
     reference_of(&signature::GELU_MUL, cpu::gelu_mul),
     reference_of(&signature::SHORTCONV, cpu::shortconv),
     reference_of(&signature::SHORTCONV_ROWS, cpu::shortconv_rows),
+    reference_of(&signature::SSM_CONV_SILU, cpu::ssm_conv_silu),
+    reference_of(&signature::GATED_DELTA_NET, cpu::gated_delta_net),
+    reference_of(&signature::SPLIT_HALVES, cpu::split_halves),
+    reference_of(&signature::ROPE_PARTIAL, cpu::rope_partial),
+    reference_of(&signature::SIGMOID_MUL, cpu::sigmoid_mul),
 ];
 
 /// The CPU reference of the kernel whose signature is `signature` (the same static, not an

@@ -31,7 +31,7 @@ const fn case(scalars: &'static [(&'static str, u32)], grid_size_x: u32, workgro
 
 fn cases(kernel: &str) -> Vec<Case> {
     match kernel {
-        "fill" | "copy" | "axpy" | "add" | "mul" | "scale" | "silu_mul" | "gelu_mul" => vec![
+        "fill" | "copy" | "axpy" | "add" | "mul" | "scale" | "silu_mul" | "gelu_mul" | "sigmoid_mul" => vec![
             case(&[("n", 1000)], 1000, 256),
             case(&[("n", 1000)], 600, 64),
             case(&[("n", 5)], 1024, 1024),
@@ -212,6 +212,21 @@ fn cases(kernel: &str) -> Vec<Case> {
             case(&[("dim", 64), ("d_conv", 1), ("n", 5)], 64, 16),
             Case { aliased: true, ..case(&[("dim", 40), ("d_conv", 2), ("n", 2)], 64, 64) },
         ],
+        // Grids that cover every channel, column, item or pair (a grid cut short touches less than
+        // the extents, which do not follow it: tests/qwen35.rs).
+        "ssm_conv_silu" => vec![
+            case(&[("channels", 100), ("history", 3), ("n", 4)], 100, 64),
+            case(&[("channels", 64), ("history", 1), ("n", 2)], 64, 32),
+        ],
+        "gated_delta_net" => vec![
+            case(&[("v_heads", 4), ("k_heads", 2), ("head_dim", 8), ("n", 3)], 32, 32),
+            case(&[("v_heads", 3), ("k_heads", 3), ("head_dim", 16), ("n", 1)], 48, 64),
+        ],
+        "split_halves" => vec![case(&[("half", 8), ("rows", 5)], 40, 16), case(&[("half", 3), ("rows", 7)], 21, 64)],
+        "rope_partial" => vec![
+            case(&[("pos0", 3), ("heads", 2), ("head_dim", 8), ("rot", 4), ("n", 3)], 12, 16),
+            case(&[("pos0", 0), ("heads", 3), ("head_dim", 16), ("rot", 16), ("n", 2)], 48, 16),
+        ],
         other => panic!("no effect cases for {other}: add some"),
     }
 }
@@ -239,6 +254,8 @@ fn conservative(kernel: &str, arg: &str, reads: bool) -> bool {
         // As attention's and attention_rows' scores.
         ("attention_window", "scores") => reads,
         ("attention_window_rows", "scores") => true,
+        // The heads' elements past the rotated ones pass untouched; the table as rope's.
+        ("rope_partial", "x" | "table") => true,
         _ => false,
     }
 }
@@ -317,10 +334,34 @@ fn recorded_accesses_lie_in_declared_effects() {
     // the matmuls (2 x 3), get_rows_q8_0, rope_rows, attention_rows; then module ggml_quants:
     // 10 matvecs, 10 matmuls, 11 get_rows and 11 get_row (3 each).
     // then module gemma: gelu_mul (4), rope_neox and rope_neox_store (2 x 2), rope_neox_rows,
-    // attention_window, attention_window_rows; then module lfm2: shortconv, shortconv_rows.
+    // attention_window, attention_window_rows; then module lfm2: shortconv, shortconv_rows; then
+    // module qwen35: ssm_conv_silu, gated_delta_net, split_halves and rope_partial (2 each),
+    // sigmoid_mul (4).
     assert_eq!(
         runs,
-        7 * 4 + 3 + 3 + 4 + 2 * 3 + 3 + 2 * 2 + 2 + 3 + 2 * 3 + 3 + 2 + 3 + 42 * 3 + 4 + 2 * 2 + 2 + 3 + 3 + 3 + 3
+        7 * 4
+            + 3
+            + 3
+            + 4
+            + 2 * 3
+            + 3
+            + 2 * 2
+            + 2
+            + 3
+            + 2 * 3
+            + 3
+            + 2
+            + 3
+            + 42 * 3
+            + 4
+            + 2 * 2
+            + 2
+            + 3
+            + 3
+            + 3
+            + 3
+            + 4 * 2
+            + 4
     );
 }
 

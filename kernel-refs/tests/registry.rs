@@ -8,9 +8,9 @@ use kernels::catalog;
 #[test]
 fn builtin_registry_covers_every_module_code_object_and_nothing_else() {
     let registry = Registry::builtin();
-    // 22 kernels, 42 of module ggml_quants, 6 of module gemma and 2 of module lfm2 per target of
-    // the target table, plus one wave64 axpy fixture per target.
-    assert_eq!(registry.len(), (22 + 42 + 6 + 2 + 1) * pm4_encoding::Target::ALL.len());
+    // 22 kernels, 42 of module ggml_quants, 6 of module gemma, 2 of module lfm2 and 5 of module
+    // qwen35 per target of the target table, plus one wave64 axpy fixture per target.
+    assert_eq!(registry.len(), (22 + 42 + 6 + 2 + 5 + 1) * pm4_encoding::Target::ALL.len());
     for artifact in kernels::artifacts() {
         let module = catalog::module_of(artifact.path);
         let registered: Vec<_> = registry.entries().filter(|e| e.path == artifact.path).collect();

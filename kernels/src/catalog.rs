@@ -161,6 +161,10 @@ pub static MODULES: &[ModuleDecl] = &[
             decl(&signature::SHORTCONV_ROWS, &effects::SHORTCONV_ROWS),
         ],
     },
+    ModuleDecl {
+        module: "qwen35",
+        kernels: decls![SSM_CONV_SILU, GATED_DELTA_NET, SPLIT_HALVES, ROPE_PARTIAL, SIGMOID_MUL],
+    },
 ];
 
 /// Fixture code objects (`fixtures/gfxNNNN/<stem>.co`) that are a module built with other flags:

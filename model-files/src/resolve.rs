@@ -185,7 +185,7 @@ mod tests {
         assert!(matches!(err, ModelError::Unknown { .. }));
         assert!(
             text.contains("\"no-such-model\"")
-                && text.contains("smollm2-135m, gemma-3-270m; built in: tiny, tiny-gemma3, tiny-lfm2"),
+                && text.contains("smollm2-135m, gemma-3-270m; built in: tiny, tiny-gemma3, tiny-lfm2, tiny-qwen35"),
             "{text}"
         );
     }
@@ -230,6 +230,9 @@ mod tests {
         assert_eq!(std::fs::read(&gemma.path).unwrap(), gguf::tiny_gemma3(&gguf::TinyGemma3Config::default()));
         let llama = resolve_builtin(&root, &crate::catalogue::TINY).unwrap();
         assert_ne!(llama.path, gemma.path);
+        let qwen = resolve_builtin(&root, &crate::catalogue::TINY_QWEN35).unwrap();
+        assert_eq!(qwen.path, root.join("models/tiny-qwen35/tiny-qwen35.gguf"));
+        assert_eq!(std::fs::read(&qwen.path).unwrap(), gguf::tiny_qwen35(&gguf::TinyQwen35Config::default()));
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -86,14 +86,15 @@ pub enum ModelsCommand {
     WriteTiny {
         /// The file to write.
         path: PathBuf,
-        /// The built-in model: tiny, tiny-gemma3 or tiny-lfm2 (`redline models` lists them).
+        /// The built-in model: tiny, tiny-gemma3, tiny-lfm2 or tiny-qwen35 (`redline models` lists
+        /// them).
         #[arg(long, default_value = TINY_ALIAS, conflicts_with_all = ["arch", "shape"])]
         model: String,
-        /// The tiny model of an architecture: llama, gemma3 or lfm2 (the same as --model tiny,
-        /// tiny-gemma3, tiny-lfm2).
+        /// The tiny model of an architecture: llama, gemma3, lfm2 or qwen35 (the same as --model
+        /// tiny, tiny-gemma3, tiny-lfm2, tiny-qwen35).
         #[arg(long, conflicts_with = "shape")]
         arch: Option<String>,
-        /// A published shape with random weights: lfm2-350m.
+        /// A published shape with random weights: lfm2-350m or qwen35-0.8b.
         #[arg(long)]
         shape: Option<String>,
         /// The seed of --shape's weights (the same seed writes the same bytes).

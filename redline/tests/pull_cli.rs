@@ -166,9 +166,9 @@ fn models_lists_the_built_in_model_and_writes_it_to_a_path() {
     let (digest, len) = digest::sha256_reader(&bytes[..]).unwrap();
     let listed = report(&redline(&home, None, &["models", "--json"]));
     let rows = listed.as_array().unwrap();
-    assert_eq!(rows.len(), model_files::CATALOGUE.len() + 3, "the catalogue and the three built-in models");
+    assert_eq!(rows.len(), model_files::CATALOGUE.len() + 4, "the catalogue and the four built-in models");
     assert_eq!((&rows[0]["alias"], &rows[0]["builtin"]), (&Value::from(ALIAS), &Value::from(false)));
-    let tiny = &rows[rows.len() - 3];
+    let tiny = &rows[rows.len() - 4];
     assert_eq!(tiny["alias"], "tiny");
     assert_eq!(tiny["builtin"], true);
     assert_eq!(tiny["pulled"], false, "not written before first use");
@@ -224,7 +224,7 @@ fn models_lists_the_built_in_gemma3_and_writes_it_to_a_path() {
     let unknown = redline(&home, None, &["models", "write-tiny", p, "--model", "smollm2-135m", "--force"]);
     let stderr = String::from_utf8_lossy(&unknown.stderr);
     assert_eq!(unknown.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("not a built-in model (built in: tiny, tiny-gemma3, tiny-lfm2)"), "{stderr}");
+    assert!(stderr.contains("not a built-in model (built in: tiny, tiny-gemma3, tiny-lfm2, tiny-qwen35)"), "{stderr}");
 
     let pulled = redline(&home, Some("/nonexistent/python3"), &["pull", "tiny-gemma3"]);
     let stderr = String::from_utf8_lossy(&pulled.stderr);
@@ -529,7 +529,7 @@ fn write_tiny_writes_an_architectures_tiny_model_and_a_published_shape() {
     let refused = redline(&home, None, &["models", "write-tiny", p, "--arch", "mamba", "--force"]);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("--arch mamba") && stderr.contains("llama, gemma3, lfm2"), "{stderr}");
+    assert!(stderr.contains("--arch mamba") && stderr.contains("llama, gemma3, lfm2, qwen35"), "{stderr}");
 
     let shaped = |name: &str, seed: &str| {
         let path = home.join(name);

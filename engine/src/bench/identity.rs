@@ -76,6 +76,12 @@ fn hyperparameters(params: &ModelParams) -> Value {
             "layers": p.layers, "embedding": p.dim, "feed_forward": p.ffn, "heads": p.heads, "kv_heads": p.kv_heads,
             "head_dim": p.head_dim, "vocab": p.vocab, "context_train": p.context_train, "tied_output": p.tied_output,
         }),
+        // The report's schema names no DeltaNet quantities: a qwen35 model reports the common
+        // ones (its heads and head size are the full-attention layers').
+        ModelParams::Qwen35(p) => json!({
+            "layers": p.layers, "embedding": p.dim, "feed_forward": p.ffn, "heads": p.heads, "kv_heads": p.kv_heads,
+            "head_dim": p.head_dim, "vocab": p.vocab, "context_train": p.context_train, "tied_output": p.tied_output,
+        }),
     }
 }
 

@@ -10,10 +10,11 @@ use super::gemma3::{Gemma3, Gemma3Params};
 use super::lfm2::{Lfm2, Lfm2Params};
 use super::llama::{KvCacheLayout, Llama, LoadError};
 use super::params::{LlamaParams, ParamsError};
+use super::qwen35::{Qwen35, Qwen35Params};
 use crate::workload::{Workload, WorkloadError};
 
 /// The architectures [`load`] runs (`general.architecture`).
-pub const ARCHITECTURES: &[&str] = &["llama", "gemma3", "lfm2"];
+pub const ARCHITECTURES: &[&str] = &["llama", "gemma3", "lfm2", "qwen35"];
 
 /// A language model whose decode step is a [`Workload`].
 pub trait LanguageModel: Workload + std::fmt::Debug {
@@ -51,12 +52,14 @@ pub fn load(device: &mut dyn Device, file: &Gguf, context: u32) -> Result<Box<dy
         "llama" => Ok(Box::new(Llama::load_model(device, file, context)?)),
         "gemma3" => Ok(Box::new(Gemma3::load_model(device, file, context)?)),
         "lfm2" => Ok(Box::new(Lfm2::load_model(device, file, context)?)),
+        "qwen35" => Ok(Box::new(Qwen35::load_model(device, file, context)?)),
         other => Err(LoadError::Model(ParamsError::Architecture { found: other.to_owned() })),
     }
 }
 
 /// A model's hyperparameters as its adapter reads and checks them
-/// ([`LlamaParams::from_gguf`], [`Gemma3Params::from_gguf`], [`Lfm2Params::from_gguf`]), for what is decided before the
+/// ([`LlamaParams::from_gguf`], [`Gemma3Params::from_gguf`], [`Lfm2Params::from_gguf`],
+/// [`Qwen35Params::from_gguf`]), for what is decided before the
 /// model is loaded: the trained context, the weights' check, the KV cache a session would have.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ModelParams {
@@ -66,6 +69,8 @@ pub enum ModelParams {
     Gemma3(Gemma3Params),
     /// An `lfm2` model.
     Lfm2(Lfm2Params),
+    /// A `qwen35` model.
+    Qwen35(Qwen35Params),
 }
 
 impl ModelParams {
@@ -79,6 +84,7 @@ impl ModelParams {
             "llama" => Ok(Self::Llama(LlamaParams::from_gguf(file)?)),
             "gemma3" => Ok(Self::Gemma3(Gemma3Params::from_gguf(file)?)),
             "lfm2" => Ok(Self::Lfm2(Lfm2Params::from_gguf(file)?)),
+            "qwen35" => Ok(Self::Qwen35(Qwen35Params::from_gguf(file)?)),
             other => Err(ParamsError::Architecture { found: other.to_owned() }),
         }
     }
@@ -90,6 +96,7 @@ impl ModelParams {
             Self::Llama(_) => "llama",
             Self::Gemma3(_) => "gemma3",
             Self::Lfm2(_) => "lfm2",
+            Self::Qwen35(_) => "qwen35",
         }
     }
 
@@ -100,6 +107,7 @@ impl ModelParams {
             Self::Llama(p) => p.vocab,
             Self::Gemma3(p) => p.vocab,
             Self::Lfm2(p) => p.vocab,
+            Self::Qwen35(p) => p.vocab,
         }
     }
 
@@ -110,6 +118,7 @@ impl ModelParams {
             Self::Llama(p) => p.context_train,
             Self::Gemma3(p) => p.context_train,
             Self::Lfm2(p) => p.context_train,
+            Self::Qwen35(p) => p.context_train,
         }
     }
 
@@ -120,6 +129,7 @@ impl ModelParams {
             Self::Llama(p) => p.tensor_names(),
             Self::Gemma3(p) => p.tensor_names(),
             Self::Lfm2(p) => p.tensor_names(),
+            Self::Qwen35(p) => p.tensor_names(),
         }
     }
 
@@ -141,43 +151,32 @@ impl ModelParams {
     /// `L`'s block at `L × context × kv_dim × 4` bytes, as llama's does), every layer holding
     /// every position: a sliding layer's window bounds what it reads, not what it keeps. An
     /// `lfm2` model's layers are its attention blocks only (its convolution blocks keep the
-    /// convolution state instead, a surface of its own).
+    /// convolution state instead, a surface of its own); a `qwen35` model's are its
+    /// full-attention layers only, in order (its DeltaNet layers keep sequence state instead,
+    /// surfaces of their own).
     #[must_use]
     pub fn kv_cache_layout(&self, context: u32) -> KvCacheLayout {
+        let f32_layout = |layers: u32, kv_heads: u32, head_dim: u32| {
+            let element_bytes = 4;
+            let position_stride_bytes = u64::from(element_bytes) * u64::from(kv_heads) * u64::from(head_dim);
+            let layer_stride_bytes = position_stride_bytes * u64::from(context);
+            KvCacheLayout {
+                layers,
+                positions: context,
+                kv_heads,
+                head_dim,
+                element: "f32",
+                element_bytes,
+                position_stride_bytes,
+                layer_stride_bytes,
+                surface_bytes: layer_stride_bytes * u64::from(layers),
+            }
+        };
         match self {
             Self::Llama(p) => KvCacheLayout::of(p, context),
-            Self::Gemma3(p) => {
-                let element_bytes = 4;
-                let position_stride_bytes = u64::from(element_bytes) * u64::from(p.kv_dim());
-                let layer_stride_bytes = position_stride_bytes * u64::from(context);
-                KvCacheLayout {
-                    layers: p.layers,
-                    positions: context,
-                    kv_heads: p.kv_heads,
-                    head_dim: p.head_dim,
-                    element: "f32",
-                    element_bytes,
-                    position_stride_bytes,
-                    layer_stride_bytes,
-                    surface_bytes: layer_stride_bytes * u64::from(p.layers),
-                }
-            }
-            Self::Lfm2(p) => {
-                let element_bytes = 4;
-                let position_stride_bytes = u64::from(element_bytes) * u64::from(p.kv_dim());
-                let layer_stride_bytes = position_stride_bytes * u64::from(context);
-                KvCacheLayout {
-                    layers: p.attention_layers(),
-                    positions: context,
-                    kv_heads: p.kv_heads,
-                    head_dim: p.head_dim,
-                    element: "f32",
-                    element_bytes,
-                    position_stride_bytes,
-                    layer_stride_bytes,
-                    surface_bytes: layer_stride_bytes * u64::from(p.attention_layers()),
-                }
-            }
+            Self::Gemma3(p) => f32_layout(p.layers, p.kv_heads, p.head_dim),
+            Self::Lfm2(p) => f32_layout(p.attention_layers(), p.kv_heads, p.head_dim),
+            Self::Qwen35(p) => f32_layout(p.attention_layers(), p.kv_heads, p.head_dim),
         }
     }
 }

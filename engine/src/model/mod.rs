@@ -10,6 +10,7 @@ pub mod llama;
 pub mod open;
 mod ops;
 pub mod params;
+pub mod qwen35;
 
 pub use context::{ContextError, check_context, default_context};
 pub use fixed_prompt::FixedPrompt;
@@ -19,6 +20,7 @@ pub use lfm2::{Lfm2, Lfm2Params};
 pub use llama::{KvCacheLayout, Llama, LoadError, PREFILL_CHUNK, rope_table, rope_table_of};
 pub use open::{ModelFile, OpenError, open_model};
 pub use params::{LlamaParams, ParamsError};
+pub use qwen35::{Qwen35, Qwen35Params};
 pub mod session;
 
 pub use session::{GenerateOptions, Generation, Output, Session, SessionError, tokenizer_from_gguf};

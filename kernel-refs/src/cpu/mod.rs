@@ -39,6 +39,7 @@ mod llama;
 mod matvec;
 mod prefill;
 mod quant;
+mod qwen35;
 mod reduce;
 mod simd;
 
@@ -51,6 +52,7 @@ pub use llama::{attention, kv_store, rope, rope_store, silu_mul};
 pub use matvec::matvec;
 pub use prefill::{attention_rows, get_rows_q8_0, matmul_q4_1, matmul_q8_0, rope_rows};
 pub use quant::{Q4_1_BLOCK_BYTES, Q8_0_BLOCK_BYTES, QK, f16_to_f32, get_row_q8_0, matvec_q4_1, matvec_q8_0};
+pub use qwen35::{gated_delta_net, logf, rope_partial, sigmoid_mul, softplusf, split_halves, ssm_conv_silu};
 pub use reduce::{block_sum, rmsnorm};
 
 use crate::launch::{self, KernargError, Launch};
