@@ -127,7 +127,10 @@ fn missing_and_unsupported_keys_are_refused_by_name() {
             }),
             "separate attn_q, attn_k and attn_v",
         ),
-        (Box::new(|w| drop(w.set("general.architecture", Value::String("qwen35moe".into())))), "llama, gemma3, qwen35"),
+        (
+            Box::new(|w| drop(w.set("general.architecture", Value::String("qwen35moe".into())))),
+            "llama, gemma3, lfm2, qwen35",
+        ),
     ];
     for (edit, expected) in cases {
         let text = refused(edit);

@@ -31,14 +31,15 @@ use tape_core::tape::Tape;
 /// state after those steps and is patched for the next position.
 ///
 /// With `--model ALIAS|PATH --position P`, the bundle is one decode step of a GGUF model, a
-/// `llama` or a `gemma3` (an alias of `redline models`, pulled on first use; `tiny` and
-/// `tiny-gemma3` are built in), its weights, KV cache
-/// and every other state region included. On the soft device the model runs its ordinary
+/// `llama`, `gemma3`, `lfm2` or `qwen35` (an alias of `redline models`, pulled on first use;
+/// `tiny`, `tiny-gemma3`, `tiny-lfm2` and `tiny-qwen35` are built in), its weights, KV cache,
+/// convolution and recurrent state and every other state region included. On the soft device the model runs its ordinary
 /// forwards at positions 0..P-3 with a fixed prompt (position 0: the BOS token; position p > 0:
 /// token (p * 7919) mod vocab), is recorded at P-3, P-2 and P-1 (so P must be at least 3) and
 /// takes the token of P; the bundle starts from that state, is patched for P, and its expected
 /// bytes are checked against the model's own step at P. `DIR/model.json` says which region holds
-/// which model surface (logits, k_cache, ...). A 135M-parameter model makes a bundle of a few
+/// which model surface (logits, k_cache, ...), with `"state": "convolution"` or `"recurrent"` on
+/// the surfaces that carry a sequence's state from step to step. A 135M-parameter model makes a bundle of a few
 /// hundred MB and takes about half a minute on the soft device (Gemma 3 270M, about 350 MB);
 /// progress goes to stderr.
 ///
@@ -62,8 +63,9 @@ pub struct Args {
     /// A built-in example instead of a tape file (see --list-examples).
     #[arg(long, value_name = "NAME", conflicts_with = "model")]
     example: Option<String>,
-    /// A GGUF model (`llama` or `gemma3`) instead of a tape: an alias (`redline models`; `tiny`
-    /// and `tiny-gemma3` are built in) or a path to a `.gguf` file. Needs --position.
+    /// A GGUF model (`llama`, `gemma3`, `lfm2` or `qwen35`) instead of a tape: an alias
+    /// (`redline models`; `tiny`, `tiny-gemma3`, `tiny-lfm2` and `tiny-qwen35` are built in) or a
+    /// path to a `.gguf` file. Needs --position.
     #[arg(long, value_name = "ALIAS|PATH", requires = "position")]
     model: Option<String>,
     /// KV-cache positions of --model [default: 1024, or the model's trained context when

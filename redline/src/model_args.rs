@@ -49,8 +49,9 @@ impl DeviceArgs {
 /// The model and the device it runs on (`generate`, `bench`, `golden`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ModelDevice {
-    /// A model alias (`redline models`: smollm2-135m, gemma-3-270m; `tiny` and `tiny-gemma3` are
-    /// built in) or a path to a `.gguf` file. An alias not yet pulled is pulled first.
+    /// A model alias (`redline models`: smollm2-135m, gemma-3-270m; `tiny`, `tiny-gemma3`,
+    /// `tiny-lfm2` and `tiny-qwen35` are built in) or a path to a `.gguf` file (llama, gemma3,
+    /// lfm2 or qwen35). An alias not yet pulled is pulled first.
     #[arg(long, default_value = model_files::DEFAULT_ALIAS)]
     pub model: String,
     /// The device.

@@ -62,9 +62,10 @@ pub struct ListArgs {
 /// List the models `--model` accepts, or write a built-in one (`models write-tiny PATH`).
 ///
 /// Without a subcommand: the catalogue `redline pull` fetches, whether each model is pulled and
-/// where, and the built-in models `tiny` (a tiny llama) and `tiny-gemma3` (a tiny gemma3 with a
-/// sliding window of 8), generated, no download (`--model tiny` writes it into the cache on
-/// first use). Exit codes: 0 success; 2 usage or I/O error.
+/// where, and the built-in models `tiny` (a tiny llama), `tiny-gemma3` (a tiny gemma3 with a
+/// sliding window of 8), `tiny-lfm2` (short convolutions and attention) and `tiny-qwen35` (gated
+/// DeltaNet and gated attention), generated, no download (`--model tiny` writes it into the
+/// cache on first use). Exit codes: 0 success; 2 usage or I/O error.
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct ModelsArgs {

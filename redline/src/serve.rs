@@ -76,9 +76,9 @@ use crate::select::{AnyDevice, select_for_model};
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// A model alias (`redline models`: smollm2-135m, gemma-3-270m; `tiny` and `tiny-gemma3` are
-    /// built in) or a path to a `.gguf` file, a llama or a gemma3. An alias not yet pulled is
-    /// pulled first. Repeat to serve several models (one on the device
+    /// A model alias (`redline models`: smollm2-135m, gemma-3-270m; `tiny`, `tiny-gemma3`,
+    /// `tiny-lfm2` and `tiny-qwen35` are built in) or a path to a `.gguf` file, a llama, gemma3,
+    /// lfm2 or qwen35. An alias not yet pulled is pulled first. Repeat to serve several models (one on the device
     /// at a time; a request's "model" picks one, the first by default).
     #[arg(long = "model", value_name = "MODEL", default_value = model_files::DEFAULT_ALIAS)]
     pub models: Vec<String>,

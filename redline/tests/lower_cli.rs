@@ -411,3 +411,51 @@ fn bad_model_input_is_refused_with_a_message_naming_it() {
     assert!(!dir.exists(), "nothing written on failure");
     std::fs::remove_dir_all(&home).unwrap();
 }
+
+/// The tiny `lfm2` and `qwen35` decode steps as bundles: `sim run` runs each clean (one AQL
+/// packet, every dispatch of the tape, every expected region matching); `model.json` names each
+/// state surface with its kind; and each state region holds the prefix's state at the start
+/// (written by the positions before, so not zero) and the step's rewrite of it at the end (the
+/// step changes it in place), while the guard bytes around it keep their pattern.
+#[test]
+fn state_model_decode_steps_lower_to_bundles_that_name_their_state() {
+    let home = scratch("state-models-home");
+    let cases: [(&str, &[(&str, &str)]); 2] = [
+        ("tiny-lfm2", &[("conv_state", "convolution")]),
+        ("tiny-qwen35", &[("conv_state", "convolution"), ("recurrent_state", "recurrent")]),
+    ];
+    for (model, states) in cases {
+        let dir = scratch(model);
+        let d = dir.to_str().unwrap();
+        let args = ["lower", "--model", model, "--position", "6", "--context", "64", "--arch", "gfx1100", "--out", d];
+        let lowered = json(&redline_in(&home, &[&args[..], &["--json"]].concat()));
+        assert_eq!(lowered["model"]["position"], 6, "{model}");
+        let run = sim_run(&dir);
+        assert_eq!(run["ok"], true, "{model}: {run}");
+        assert_eq!(run["packets"], 1, "{model}");
+        let launches = read_json(&dir.join("tape.json"))["launches"].as_array().unwrap().len();
+        assert_eq!(run["dispatches"].as_array().unwrap().len(), launches, "{model}");
+
+        let described = read_json(&dir.join("model.json"));
+        let named: Vec<(String, String)> = described["surfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| !s["state"].is_null())
+            .map(|s| (s["surface"].as_str().unwrap().to_owned(), s["state"].as_str().unwrap().to_owned()))
+            .collect();
+        let expected: Vec<(String, String)> = states.iter().map(|(s, k)| ((*s).to_owned(), (*k).to_owned())).collect();
+        assert_eq!(named, expected, "{model}: the state surfaces and their kinds");
+        for (name, _) in states {
+            let surface = described["surfaces"].as_array().unwrap().iter().find(|s| s["surface"] == *name).unwrap();
+            let bytes = usize::try_from(surface["bytes"].as_u64().unwrap()).unwrap();
+            let (before, after, at) = surface_bytes(&dir, name);
+            let (used_before, used_after) = (&before[at..at + bytes], &after[at..at + bytes]);
+            assert!(used_before.iter().any(|&b| b != 0), "{model}: {name} holds the prefix's state");
+            assert_ne!(used_before, used_after, "{model}: the step rewrites {name}");
+            assert!(before[..at].iter().chain(&after[..at]).all(|&b| b == 0xA5), "{model}: {name}'s guard");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    std::fs::remove_dir_all(&home).unwrap();
+}

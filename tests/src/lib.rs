@@ -456,6 +456,13 @@ macro_rules! suite {
             $crate::route::gemma3_shadow_parity_across_the_window,
             one
         );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            sequence_state_parity_through_the_convolution_window,
+            $crate::route::sequence_state_parity_through_the_convolution_window,
+            one
+        );
         $crate::conformance_test!($make, $run, topology, $crate::topology, one);
     };
 }

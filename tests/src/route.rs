@@ -633,3 +633,59 @@ pub fn batched_prefill_is_the_prompt_step_by_step<D: Device>(device: &mut D, sec
     assert_eq!(batched.2, stepped.2);
     assert!(batched.2.contains(&Route::Retained), "{:?}", batched.2);
 }
+
+/// Sequence state on every backend: the tiny `lfm2` (short convolutions of 3 taps: 2 previous
+/// inputs per channel) and the tiny `qwen35` (DeltaNet convolutions of 4 taps and recurrent
+/// state matrices), each captured into a tape and prepared, then from a new sequence (its state
+/// zeroed) the shadow oracle at positions 0 to 7, consecutive so that the state carries the
+/// sequence, through the positions where the convolution's history fills and the ones after:
+/// every surface bit for bit on all three arms, every state surface the model declares among
+/// the compared ones, and the state non-zero after the run (the steps did write it).
+pub fn sequence_state_parity_through_the_convolution_window<D: Device>(device: &mut D) {
+    use engine::model::language;
+    use engine::workload::StateKind;
+    let lfm2 = gguf::tiny_lfm2(&gguf::TinyLfm2Config { context_length: 64, ..gguf::TinyLfm2Config::default() });
+    let qwen35 = gguf::tiny_qwen35(&gguf::TinyQwen35Config { context_length: 64, ..gguf::TinyQwen35Config::default() });
+    /// A family: its architecture, a tiny model's bytes, and its state surfaces with their kinds.
+    type Family = (&'static str, Vec<u8>, &'static [(&'static str, StateKind)]);
+    let families: [Family; 2] = [
+        ("lfm2", lfm2, &[("conv_state", StateKind::Convolution)]),
+        ("qwen35", qwen35, &[("conv_state", StateKind::Convolution), ("recurrent_state", StateKind::Recurrent)]),
+    ];
+    for (architecture, bytes, states) in families {
+        device.reset();
+        let file = gguf::Gguf::parse(bytes).unwrap();
+        let mut model = language::load(device, &file, 64).unwrap();
+        assert_eq!(model.architecture(), architecture);
+        let declared: Vec<(&str, StateKind)> =
+            model.surfaces().iter().filter_map(|s| Some((s.name.as_str(), s.state?))).collect();
+        assert_eq!(declared, states, "{architecture}: its state surfaces");
+        let mut controller = ReplayController::new(config(Backend::Auto, Transport::Pm4));
+        controller.configure_model_default(true);
+        let mut funnel = Funnel::new(8192);
+        for position in 0..6u32 {
+            model.set_token(5 + 3 * position).unwrap();
+            let step = if position < 2 { Step::Prompt } else { Step::Continuation };
+            controller.forward(device, &mut funnel, model.as_mut(), position, step).unwrap();
+        }
+        assert_eq!(controller.state(), &State::Ready, "{architecture}");
+        let tape = controller.tape().unwrap().clone();
+        let mut plan = lowering::plan::prepare(device, &tape).unwrap();
+        model.reset_state(device).unwrap();
+        let positions: Vec<u32> = (0..8).collect();
+        let report =
+            engine::shadow::run(device, &mut funnel, model.as_mut(), &tape, &mut plan, &positions, crate::TIMEOUT)
+                .unwrap();
+        assert_eq!(report.positions, positions, "{architecture}");
+        assert!(report.is_exact(), "{architecture}: {:?}", report.divergences);
+        assert!(report.uncovered_state(model.surfaces()).is_empty(), "{architecture}: {:?}", report.state_surfaces);
+        let state: Vec<String> = states.iter().map(|(name, _)| (*name).to_owned()).collect();
+        assert_eq!(report.state_surfaces, state, "{architecture}");
+        for surface in model.surfaces().iter().filter(|s| s.state.is_some()) {
+            let mut bytes = vec![0u8; usize::try_from(surface.bytes).unwrap()];
+            device.read(surface.va, &mut bytes).unwrap();
+            assert!(bytes.iter().any(|&b| b != 0), "{architecture}: {} was written", surface.name);
+        }
+        plan.release(device).unwrap();
+    }
+}

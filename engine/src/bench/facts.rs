@@ -130,7 +130,7 @@ pub fn clocks(gpu: Value) -> Value {
 
 /// Every `REDLINE_*` environment variable the workspace reads, with who reads it. The unit test
 /// `every_redline_variable_the_workspace_names_is_listed` keeps it complete.
-pub const REDLINE_VARIABLES: [(&str, &str); 17] = [
+pub const REDLINE_VARIABLES: [(&str, &str); 19] = [
     ("REDLINE_API_KEY", "redline serve: the API key clients must send (its value is never recorded)"),
     ("REDLINE_BLESS", "tape-core tests: rewrite the golden files"),
     ("REDLINE_CLANG", "kernels build (build-kernels): the clang to compile the kernels with"),
@@ -141,7 +141,9 @@ pub const REDLINE_VARIABLES: [(&str, &str); 17] = [
     ("REDLINE_HOME", "redline: the model cache root (models, pull)"),
     ("REDLINE_HSA_DEVICE_TEST_CHILD", "hsa-device tests: marks their child process"),
     ("REDLINE_HSA_LIBRARY", "hsa-sys: the HSA runtime library to load (--device hsa|auto)"),
+    ("REDLINE_LFM2_GGUF", "the decode benchmark: an lfm2 model file (the lfm2-350m shape)"),
     ("REDLINE_PYTHON", "redline pull: the Python interpreter"),
+    ("REDLINE_QWEN35_GGUF", "the decode benchmark: a qwen35 model file (the qwen35-0.8b shape)"),
     (
         "REDLINE_REPLAY_BACKEND",
         "engine replay configuration (generate, serve); the bench's arms take flags only and ignore it",

@@ -190,12 +190,24 @@ pub struct FloorFractions {
     pub ratio: f64,
 }
 
+/// The alias of the catalogue model or the built-in model whose file has the SHA-256 `sha256`
+/// (lower-case hex).
+fn model_alias(sha256: &str) -> Option<&'static str> {
+    if let Some(entry) = model_files::CATALOGUE.iter().find(|e| e.gguf_sha256 == sha256) {
+        return Some(entry.alias);
+    }
+    model_files::catalogue::BUILTINS
+        .iter()
+        .find(|b| model_files::digest::hex(&<sha2::Sha256 as sha2::Digest>::digest((b.bytes)())) == sha256)
+        .map(|b| b.alias)
+}
+
 /// Runs the bench with `params` on `devices` and writes the fixture `id` into the registry file
 /// (`registry`, default `registry/fixtures.json`), replacing a fixture of that id.
 ///
 /// # Errors
 /// [`GoldenError`]: the registry file, a bench that could not run, a run without a value a row
-/// needs, a model outside the catalogue.
+/// needs, a model neither in the catalogue nor built in.
 pub fn seal<D: Devices>(
     params: &Params,
     id: &str,
@@ -214,13 +226,11 @@ pub fn seal<D: Devices>(
         return Ok(Sealing::Invalid(r["invalid_reasons"].clone()));
     }
     let sha256 = r["model"]["sha256"].as_str().unwrap_or_default().to_owned();
-    let alias = model_files::CATALOGUE
-        .iter()
-        .find(|e| e.gguf_sha256 == sha256)
-        .ok_or_else(|| {
-            GoldenError::Usage(format!("sealing {id}: the model (sha256 {sha256}) is not a catalogue model"))
-        })?
-        .alias;
+    let alias = model_alias(&sha256).ok_or_else(|| {
+        GoldenError::Usage(format!(
+            "sealing {id}: the model (sha256 {sha256}) is neither a catalogue nor a built-in model"
+        ))
+    })?;
     let retained = needed(r["arms"]["auto"]["tok_s"]["median"].as_f64(), "no retained median")?;
     let ordinary = needed(r["arms"]["hip"]["tok_s"]["median"].as_f64(), "no ordinary median")?;
     let ratio = needed(r["ratio_retained_over_ordinary_tok_s"].as_f64(), "no ratio")?;

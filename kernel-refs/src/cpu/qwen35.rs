@@ -129,13 +129,13 @@ pub fn ssm_conv_silu(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Resu
         let s = &mut states[c * hist..(c + 1) * hist];
         let w = &weights[c * (hist + 1)..(c + 1) * (hist + 1)];
         for t in 0..widen(n) {
-            let xc = xs[t * width + c];
+            let xc = xs[t.saturating_mul(width) + c];
             let mut sum = 0.0f32;
             for (si, wi) in s.iter().zip(w) {
                 sum += si * wi;
             }
             sum += xc * w[hist];
-            outs[t * width + c] = silu(sum).to_bits();
+            outs[t.saturating_mul(width) + c] = silu(sum).to_bits();
             if hist > 0 {
                 s.copy_within(1.., 0);
                 s[hist - 1] = xc;
@@ -156,11 +156,11 @@ fn load_rows(
     n: u32,
 ) -> Result<Vec<f32>, KernelError> {
     if active == width {
-        return load_f32_vec(memory, arg, base, 0, u64::from(n) * width);
+        return load_f32_vec(memory, arg, base, 0, u64::from(n).saturating_mul(width));
     }
     let mut out = Vec::new();
     for t in 0..u64::from(n) {
-        out.extend(load_f32_vec(memory, arg, base, t * width, active)?);
+        out.extend(load_f32_vec(memory, arg, base, t.saturating_mul(width), active)?);
     }
     Ok(out)
 }
@@ -178,7 +178,7 @@ fn store_rows(
     }
     // active < width is a u32 count, and data was built from loaded rows.
     for (t, row) in (0u64..).zip(data.chunks_exact(usize::try_from(active).unwrap_or(usize::MAX).max(1))) {
-        store(memory, arg, base, t * width, row)?;
+        store(memory, arg, base, t.saturating_mul(width), row)?;
     }
     Ok(())
 }
@@ -214,7 +214,7 @@ impl Delta {
         let kh = h % self.k_heads;
         let mut out = Vec::with_capacity(self.n * columns);
         for t in 0..self.n {
-            let row = &qkv[t * width..(t + 1) * width];
+            let row = &qkv[t.saturating_mul(width)..(t + 1) * width];
             let token = Token {
                 q: &row[kh * self.d..(kh + 1) * self.d],
                 k: &row[(self.k_heads + kh) * self.d..(self.k_heads + kh + 1) * self.d],
@@ -305,14 +305,14 @@ pub fn gated_delta_net(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Re
         return Ok(());
     }
     let heads = active.div_ceil(d);
-    let width = (2 * u64::from(k_heads) + u64::from(v_heads)) * d;
-    let qkvs = load_f32_vec(memory, &QKV, qkv, 0, u64::from(n) * width)?;
+    let width = (2 * u64::from(k_heads) + u64::from(v_heads)).saturating_mul(d);
+    let qkvs = load_f32_vec(memory, &QKV, qkv, 0, u64::from(n).saturating_mul(width))?;
     let gates = u64::from(n) * u64::from(v_heads);
     let alphas = load_f32_vec(memory, &ALPHA, alpha, 0, gates)?;
     let betas = load_f32_vec(memory, &BETA, beta, 0, gates)?;
     let mut params = load_f32_vec(memory, &DT_BIAS, dt_bias, 0, u64::from(v_heads))?;
     params.extend(load_f32_vec(memory, &SSM_A, ssm_a, 0, u64::from(v_heads))?);
-    let mut states = load_f32_vec(memory, &STATE, state, 0, heads * d * d)?;
+    let mut states = load_f32_vec(memory, &STATE, state, 0, heads.saturating_mul(d).saturating_mul(d))?;
     // Every input was read, so every count below fits the host.
     let shape = Delta { v_heads: widen(v_heads), k_heads: widen(k_heads), d: widen(head_dim), n: widen(n), eps, scale };
     let (dd, active) = (shape.d, usize::try_from(active).unwrap_or(usize::MAX));
@@ -421,7 +421,7 @@ pub fn rope_partial(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Resul
         return Ok(());
     }
     let h = u64::from(half);
-    let active = (u64::from(n) * u64::from(heads) * h).min(u64::from(grid.size_x));
+    let active = u64::from(n).saturating_mul(u64::from(heads)).saturating_mul(h).min(u64::from(grid.size_x));
     let mut loaded_row: Option<(u64, Vec<f32>)> = None;
     for u in 0..active.div_ceil(h) {
         let pairs = (active - u * h).min(h);
