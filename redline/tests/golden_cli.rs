@@ -1,6 +1,6 @@
 //! `redline golden` end to end: every sealed fixture reproduces on the soft device with its
-//! model (the reference model, `REDLINE_SMOLLM2_GGUF`, and Gemma 3 270M, `REDLINE_GEMMA3_GGUF`;
-//! under `CI=true` their absence is a failure), a tampered registry row fails naming the fixture
+//! model (the reference model, `REDLINE_SMOLLM2_GGUF`, Gemma 3 270M, `REDLINE_GEMMA3_GGUF`, under
+//! `CI=true` their absence is a failure; and the built-in `tiny-lfm2` and `tiny-qwen35`), a tampered registry row fails naming the fixture
 //! and each tampered field, and malformed registries are refused. The registries in the
 //! repository are checked against each other and the model catalogue.
 
@@ -27,12 +27,28 @@ fn temp_file(name: &str, value: &Value) -> PathBuf {
     path
 }
 
-/// The models of the sealed fixtures: each one's catalogue alias, `general.architecture` and
-/// tensor types (read from the files with gguf-py).
-const MODELS: [(&str, &str, &[&str]); 2] = [
+/// The models of the sealed fixtures: each one's catalogue or built-in alias,
+/// `general.architecture` and tensor types (read from the files with gguf-py).
+const MODELS: [(&str, &str, &[&str]); 4] = [
     ("smollm2-135m", "llama", &["F32", "Q4_1", "Q8_0"]),
     ("gemma-3-270m", "gemma3", &["F32", "Q4_K", "Q5_0", "Q6_K", "Q8_0"]),
+    ("tiny-lfm2", "lfm2", EVERY_TYPE),
+    ("tiny-qwen35", "qwen35", EVERY_TYPE),
 ];
+
+/// The tensor types of the built-in `tiny-lfm2` and `tiny-qwen35`: every type the kernels take.
+const EVERY_TYPE: &[&str] =
+    &["BF16", "F16", "F32", "Q2_K", "Q3_K", "Q4_0", "Q4_1", "Q4_K", "Q5_0", "Q5_1", "Q5_K", "Q6_K", "Q8_0"];
+
+/// The SHA-256 of the model `alias` names: the catalogue's pinned digest, or a built-in model's
+/// bytes hashed.
+fn model_sha256(alias: &str) -> String {
+    if let Some(entry) = model_files::lookup(alias) {
+        return entry.gguf_sha256.to_owned();
+    }
+    let builtin = model_files::catalogue::builtin(alias).unwrap_or_else(|| panic!("no model {alias}"));
+    model_files::digest::sha256_reader(&(builtin.bytes)()[..]).unwrap().0
+}
 
 #[test]
 fn every_sealed_fixture_reproduces() {
@@ -40,8 +56,9 @@ fn every_sealed_fixture_reproduces() {
     for fixture in registry()["fixtures"].as_array().unwrap() {
         let id = fixture["id"].as_str().unwrap();
         let model = match fixture["model"]["alias"].as_str().unwrap() {
-            "smollm2-135m" => &smollm2,
-            "gemma-3-270m" => &gemma,
+            "smollm2-135m" => smollm2.as_str(),
+            "gemma-3-270m" => gemma.as_str(),
+            builtin @ ("tiny-lfm2" | "tiny-qwen35") => builtin,
             other => panic!("{id}: no test model for {other}"),
         };
         let out = redline(&["golden", "--id", id, "--model", model, "--device", "sim"]);
@@ -109,8 +126,8 @@ fn the_registries_hold_one_sealed_fixture_per_architecture_and_model_with_its_ad
     let archs = pm4_encoding::Target::ALL.map(pm4_encoding::Target::name);
     let fixtures = fixtures["fixtures"].as_array().unwrap();
     let admissions = admissions["admissions"].as_array().unwrap();
-    // The engine's KV-cache layout scheme (it does not depend on the sizes), the same for both
-    // architectures.
+    // The engine's KV-cache layout scheme (it does not depend on the sizes), the same for every
+    // architecture (lfm2's and qwen35's caches hold their attention layers only).
     let scheme = |bytes: Vec<u8>| {
         let file = gguf::Gguf::parse(bytes).unwrap();
         engine::model::language::ModelParams::from_gguf(&file).unwrap().kv_cache_layout(1).scheme()
@@ -118,6 +135,8 @@ fn the_registries_hold_one_sealed_fixture_per_architecture_and_model_with_its_ad
     let kv_layout = scheme(gguf::tiny_llama(&gguf::TinyLlamaConfig::default()));
     assert_eq!(kv_layout, "f32:layer,position,kv_head,head_dim");
     assert_eq!(scheme(gguf::tiny_gemma3(&gguf::TinyGemma3Config::default())), kv_layout);
+    assert_eq!(scheme(gguf::tiny_lfm2(&gguf::TinyLfm2Config::default())), kv_layout);
+    assert_eq!(scheme(gguf::tiny_qwen35(&gguf::TinyQwen35Config::default())), kv_layout);
     assert_eq!(fixtures.len(), archs.len() * MODELS.len());
     assert_eq!(admissions.len(), archs.len() * MODELS.len());
     for (alias, architecture, tensor_types) in MODELS {
@@ -149,8 +168,10 @@ fn check_fixture_and_admission(
     assert_eq!(fixture["arch"], arch);
     assert_eq!(fixture["model"]["alias"], alias);
     assert_eq!(fixture["device_kind"], "sim");
-    // The pinned digest of the catalogue's model (model-files/src/catalogue.rs).
-    let sha = model_files::lookup(alias).unwrap().gguf_sha256;
+    // The pinned digest of the catalogue's model (model-files/src/catalogue.rs), or the built-in
+    // model's.
+    let sha = model_sha256(alias);
+    let sha = sha.as_str();
     assert_eq!(fixture["model"]["sha256"], sha);
     assert!(fixture["tape"]["dispatch_count"].as_u64().unwrap() > 0);
     assert!(
