@@ -11,6 +11,7 @@ pub mod open;
 mod ops;
 pub mod params;
 pub mod qwen35;
+mod weights;
 
 pub use context::{ContextError, check_context, default_context};
 pub use fixed_prompt::FixedPrompt;

@@ -49,7 +49,7 @@ pub use params::Lfm2Params;
 
 use super::llama::{LoadError, f32_bytes, rope_table_of};
 use super::ops::{self, LINEAR_BLOCK};
-use super::params::ParamsError;
+use super::weights::{self, Typed, Weight};
 use crate::funnel::{DeclaredArg, Funnel, Kernel, Launch, Rule, Use};
 use crate::workload::{GUARD_BYTES, StateKind, Surface, Workload, WorkloadError, check_position};
 
@@ -58,40 +58,6 @@ const ATTENTION_BLOCK: u16 = 64;
 
 /// Prompt tokens per batched prefill pass ([`Workload::prefill_chunk`]).
 pub const PREFILL_CHUNK: u32 = 128;
-
-/// The module of the GGML quant kernels beyond Q4_1 and Q8_0's.
-const QUANTS_MODULE: &str = "ggml_quants";
-
-/// The code-object module and name of `kind`'s kernel (`matvec`, `matmul`, `get_row`,
-/// `get_rows`) for a tensor of type `ty`: Q4_1 and Q8_0's products and Q8_0's gathers are in the
-/// `quant` and `prefill` modules, every other type's in `ggml_quants`.
-fn typed_kernel(kind: &str, ty: GgmlType) -> (&'static str, String) {
-    let name = format!("{kind}_{}", ty.to_string().to_ascii_lowercase());
-    let legacy = match kind {
-        "matvec" | "matmul" => matches!(ty, GgmlType::Q4_1 | GgmlType::Q8_0),
-        _ => ty == GgmlType::Q8_0,
-    };
-    let module = match (legacy, kind) {
-        (false, _) => QUANTS_MODULE,
-        (true, "matvec" | "get_row") => "quant",
-        (true, _) => "prefill",
-    };
-    (module, name)
-}
-
-/// One weight tensor on the device.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Weight {
-    va: u64,
-    bytes: u64,
-    ty: GgmlType,
-}
-
-impl Weight {
-    const fn tensor(self) -> ops::Tensor {
-        ops::Tensor { va: self.va, bytes: self.bytes }
-    }
-}
 
 /// A block's sequence mixer and its weights.
 #[derive(Clone, Copy, Debug)]
@@ -198,14 +164,7 @@ impl Lfm2 {
                 params.context_train
             ))));
         }
-        let upload = |device: &mut dyn Device, name: &str| -> Result<Weight, LoadError> {
-            let view = file.tensor(name).map_err(ParamsError::Metadata)?;
-            view.check_finite().map_err(ParamsError::Weights)?;
-            let bytes = view.bytes();
-            let allocation = device.allocate(u64::try_from(bytes.len()).unwrap_or(u64::MAX))?;
-            device.write(allocation.va, bytes)?;
-            Ok(Weight { va: allocation.va, bytes: allocation.size, ty: view.ty() })
-        };
+        let upload = |device: &mut dyn Device, name: &str| weights::upload(device, file, name);
         let embedding = upload(device, "token_embd.weight")?;
         let output = if params.tied_output { embedding } else { upload(device, "output.weight")? };
         let output_norm = upload(device, params::OUTPUT_NORM)?;
@@ -576,27 +535,17 @@ fn load_kernels(
     matrix_types: &[GgmlType],
     embedding: GgmlType,
 ) -> Result<Kernels, WorkloadError> {
-    let one = |device: &mut dyn Device, (module, name): (&str, &str)| -> Result<Kernel, WorkloadError> {
-        let path = format!("{}/{module}.co", device.target());
-        let artifact = kernels::artifact(&path)
-            .ok_or_else(|| WorkloadError::Init(format!("no built code object {path} in the kernels crate")))?;
-        let mut loaded = Kernel::load_all(device, artifact.bytes, &[name])?;
-        loaded.pop().ok_or_else(|| WorkloadError::Init(format!("{path} returned no kernel {name}")))
-    };
-    let typed = |device: &mut dyn Device, kind: &str, ty: GgmlType| {
-        let (module, name) = typed_kernel(kind, ty);
-        one(device, (module, &name))
-    };
+    let one = |device: &mut dyn Device, (module, name): (&str, &str)| weights::load_kernel(device, module, name);
     let (mut matvec, mut matmul) = (BTreeMap::new(), BTreeMap::new());
     for &ty in matrix_types {
-        matvec.insert(ty.id(), typed(device, "matvec", ty)?);
-        matmul.insert(ty.id(), typed(device, "matmul", ty)?);
+        matvec.insert(ty.id(), weights::load_typed(device, Typed::Matvec, ty)?);
+        matmul.insert(ty.id(), weights::load_typed(device, Typed::Matmul, ty)?);
     }
     Ok(Kernels {
         matvec,
         matmul,
-        get_row: typed(device, "get_row", embedding)?,
-        get_rows: typed(device, "get_rows", embedding)?,
+        get_row: weights::load_typed(device, Typed::GetRow, embedding)?,
+        get_rows: weights::load_typed(device, Typed::GetRows, embedding)?,
         rmsnorm: one(device, ("rmsnorm", "rmsnorm"))?,
         add: one(device, ("elementwise", "add"))?,
         rope: one(device, ("gemma", "rope_neox"))?,

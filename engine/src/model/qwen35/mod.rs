@@ -43,7 +43,7 @@ pub use params::Qwen35Params;
 
 use super::llama::{LoadError, f32_bytes};
 use super::ops::{self, LINEAR_BLOCK};
-use super::params::ParamsError;
+use super::weights::{self, Typed, Weight};
 use crate::funnel::{DeclaredArg, Funnel, Kernel, Launch, Rule, Use};
 use crate::workload::{GUARD_BYTES, StateKind, Surface, Workload, WorkloadError, check_position};
 
@@ -52,43 +52,6 @@ const ATTENTION_BLOCK: u16 = 64;
 
 /// Prompt tokens per batched prefill pass ([`Workload::prefill_chunk`]).
 pub const PREFILL_CHUNK: u32 = 128;
-
-/// The module of the GGML quant kernels beyond Q4_1 and Q8_0's.
-const QUANTS_MODULE: &str = "ggml_quants";
-
-/// The code-object modules and kernel names of the decode matvec and the batched product for a
-/// matrix of type `ty`.
-fn matrix_kernels(ty: GgmlType) -> [(&'static str, String); 2] {
-    let name = ty.to_string().to_ascii_lowercase();
-    match ty {
-        GgmlType::Q4_1 | GgmlType::Q8_0 => [("quant", format!("matvec_{name}")), ("prefill", format!("matmul_{name}"))],
-        _ => [(QUANTS_MODULE, format!("matvec_{name}")), (QUANTS_MODULE, format!("matmul_{name}"))],
-    }
-}
-
-/// The code-object modules and kernel names of the row gather and the batched row gather for an
-/// embedding of type `ty`.
-fn row_kernels(ty: GgmlType) -> [(&'static str, String); 2] {
-    let name = ty.to_string().to_ascii_lowercase();
-    match ty {
-        GgmlType::Q8_0 => [("quant", "get_row_q8_0".to_owned()), ("prefill", "get_rows_q8_0".to_owned())],
-        _ => [(QUANTS_MODULE, format!("get_row_{name}")), (QUANTS_MODULE, format!("get_rows_{name}"))],
-    }
-}
-
-/// One weight tensor on the device.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Weight {
-    va: u64,
-    bytes: u64,
-    ty: GgmlType,
-}
-
-impl Weight {
-    const fn tensor(self) -> ops::Tensor {
-        ops::Tensor { va: self.va, bytes: self.bytes }
-    }
-}
 
 /// The weights of a gated-DeltaNet block.
 #[derive(Clone, Copy, Debug)]
@@ -229,14 +192,7 @@ impl Qwen35 {
                 params.context_train
             ))));
         }
-        let upload = |device: &mut dyn Device, name: &str| -> Result<Weight, LoadError> {
-            let view = file.tensor(name).map_err(ParamsError::Metadata)?;
-            view.check_finite().map_err(ParamsError::Weights)?;
-            let bytes = view.bytes();
-            let allocation = device.allocate(u64::try_from(bytes.len()).unwrap_or(u64::MAX))?;
-            device.write(allocation.va, bytes)?;
-            Ok(Weight { va: allocation.va, bytes: allocation.size, ty: view.ty() })
-        };
+        let upload = |device: &mut dyn Device, name: &str| weights::upload(device, file, name);
         let embedding = upload(device, "token_embd.weight")?;
         let output = if params.tied_output { embedding } else { upload(device, "output.weight")? };
         let output_norm = upload(device, "output_norm.weight")?;
@@ -711,25 +667,17 @@ fn load_kernels(
     matrix_types: &[GgmlType],
     embedding: GgmlType,
 ) -> Result<Kernels, WorkloadError> {
-    let one = |device: &mut dyn Device, module: &str, name: &str| -> Result<Kernel, WorkloadError> {
-        let path = format!("{}/{module}.co", device.target());
-        let artifact = kernels::artifact(&path)
-            .ok_or_else(|| WorkloadError::Init(format!("no built code object {path} in the kernels crate")))?;
-        let mut loaded = Kernel::load_all(device, artifact.bytes, &[name])?;
-        loaded.pop().ok_or_else(|| WorkloadError::Init(format!("{path} returned no kernel {name}")))
-    };
+    let one = weights::load_kernel;
     let (mut matvec, mut matmul) = (BTreeMap::new(), BTreeMap::new());
     for &ty in matrix_types {
-        let [(vec_module, vec_name), (mat_module, mat_name)] = matrix_kernels(ty);
-        matvec.insert(ty.id(), one(device, vec_module, &vec_name)?);
-        matmul.insert(ty.id(), one(device, mat_module, &mat_name)?);
+        matvec.insert(ty.id(), weights::load_typed(device, Typed::Matvec, ty)?);
+        matmul.insert(ty.id(), weights::load_typed(device, Typed::Matmul, ty)?);
     }
-    let [(row_module, row_name), (rows_module, rows_name)] = row_kernels(embedding);
     Ok(Kernels {
         matvec,
         matmul,
-        get_row: one(device, row_module, &row_name)?,
-        get_rows: one(device, rows_module, &rows_name)?,
+        get_row: weights::load_typed(device, Typed::GetRow, embedding)?,
+        get_rows: weights::load_typed(device, Typed::GetRows, embedding)?,
         rmsnorm: one(device, "rmsnorm", "rmsnorm")?,
         add: one(device, "elementwise", "add")?,
         silu_mul: one(device, "llama", "silu_mul")?,
