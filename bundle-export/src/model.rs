@@ -96,7 +96,7 @@ pub fn lower(request: &Request<'_>) -> Result<Result<Lowered, Refused>, LowerErr
     };
     let file = match gguf::Gguf::open(&resolved.path) {
         Ok(file) => file,
-        Err(e @ (gguf::GgufError::Io { .. } | gguf::GgufError::Read(_))) => return Err(LowerError::Read(e)),
+        Err(e @ gguf::GgufError::Read(_)) => return Err(LowerError::Read(e)),
         Err(e) => return Ok(Err(Refused(format!("{}: {e}", resolved.path.display())))),
     };
     let params = match ModelParams::from_gguf(&file) {

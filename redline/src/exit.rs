@@ -79,7 +79,6 @@ pub fn code(error: &anyhow::Error) -> u8 {
         }
         if let Some(e) = cause.downcast_ref::<gguf::GgufError>() {
             return match e {
-                gguf::GgufError::Io { .. } => USAGE_OR_IO,
                 gguf::GgufError::Read(read) if !read.is_invalid_input() => USAGE_OR_IO,
                 _ => INVALID_INPUT,
             };
@@ -114,7 +113,7 @@ mod tests {
         assert_eq!(code(&marked), INVALID_INPUT);
         assert_eq!(format!("{marked:#}"), "outer: inner", "the marker adds nothing to the message");
         let structural = gguf::Gguf::parse(b"GGUF".to_vec()).unwrap_err();
-        assert!(!matches!(structural, gguf::GgufError::Io { .. }));
+        assert!(!matches!(structural, gguf::GgufError::Read(_)));
         assert_eq!(code(&anyhow::Error::new(structural).context("reading m.gguf")), INVALID_INPUT);
         let missing = gguf::Gguf::open("/nonexistent/m.gguf").unwrap_err();
         assert_eq!(code(&anyhow::Error::new(missing)), USAGE_OR_IO);
