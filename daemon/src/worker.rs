@@ -75,8 +75,8 @@ pub(crate) struct WorkerModel {
     /// The parsed file while it waits to be loaded: the first model's from startup until it
     /// is loaded; any model's during a switch to it. Its bytes are dropped once on the device.
     pub file: Option<gguf::Gguf>,
-    /// The file as opened at startup: a switch reads it again through the same descriptor and
-    /// refuses it if it has changed ([`super::model_file`]).
+    /// The file as opened at startup: a switch loads it again through the same descriptor into
+    /// a new snapshot and refuses it if it has changed ([`super::model_file`]).
     pub source: Arc<ModelSource>,
     /// Its SHA-256.
     pub sha256: String,
@@ -258,10 +258,10 @@ impl<D: Device> Worker<D> {
     }
 }
 
-/// `model`'s file read again through the descriptor opened at startup, unchanged, and parsed.
+/// `model`'s file loaded again through the descriptor opened at startup into a new snapshot,
+/// unchanged, and parsed.
 fn read_again(model: &WorkerModel) -> Result<gguf::Gguf, String> {
-    let bytes = model.source.reread().map_err(|e| format!("the model '{}' cannot be loaded: {e}", model.id))?;
-    gguf::Gguf::parse(bytes).map_err(|e| format!("the model '{}': {}: {e}", model.id, model.path.display()))
+    model.source.reload().map_err(|e| format!("the model '{}' cannot be loaded: {e}", model.id))
 }
 
 /// Runs jobs in arrival order until the queue closes, switching models between jobs.

@@ -84,7 +84,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         }
     };
     eprintln!("device: {reason}");
-    let sha256 = opened.sha256()?;
+    let sha256 = opened.sha256.clone();
     let setting = engine::admission::model::Setting {
         kind: device.kind().name(),
         context: opened.context,

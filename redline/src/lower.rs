@@ -43,9 +43,10 @@ use tape_core::tape::Tape;
 /// progress goes to stderr.
 ///
 /// Exit codes: 0 bundle written and checked; 1 the tape, example or model cannot be lowered as
-/// asked (the message says why: an unknown example or model alias, a file of an architecture
-/// this build does not run, a position or context the model does not have); 2 usage or I/O
-/// error.
+/// asked (the message says why: an unknown example, a file that is not a GGUF or of an
+/// architecture this build does not run, one that changed while it was read, a position or
+/// context the model does not have); 2 usage or I/O error (a --model that is no alias and no
+/// file, a missing or unreadable file).
 #[derive(Debug, clap::Args)]
 #[command(after_help = examples_help())]
 pub struct Args {

@@ -15,7 +15,7 @@ pub use fixed_prompt::FixedPrompt;
 pub use gemma3::{Gemma3, Gemma3Params};
 pub use language::{ARCHITECTURES, LanguageModel};
 pub use llama::{KvCacheLayout, Llama, LoadError, PREFILL_CHUNK, rope_table, rope_table_of};
-pub use open::{ModelFile, OpenError, open_model};
+pub use open::{ModelFile, OpenError, open_model, snapshot_digest};
 pub use params::{LlamaParams, ParamsError};
 pub mod session;
 
