@@ -160,7 +160,7 @@ impl Opened {
     pub fn check_unchanged(&self) -> Result<(), ReadError> {
         let now = Stamp::of(&self.file).map_err(|error| self.io(error))?;
         let detail = if now.size != self.stamp.size {
-            format!("it was {} bytes when it was opened and is {} now", self.stamp.size, now.size)
+            format!("it was {} bytes and is now {}", self.stamp.size, now.size)
         } else if now != self.stamp {
             "its modification time moved: it was written to".to_owned()
         } else {
