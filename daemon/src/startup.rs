@@ -99,7 +99,11 @@ fn limits(max_prompt_tokens: Option<usize>, max_tokens_limit: Option<u32>, conte
 fn chat_template(id: &str, file: &gguf::Gguf) -> Option<ChatTemplate> {
     const KEY: &str = "tokenizer.chat_template";
     let unusable = |why: &dyn std::fmt::Display| {
-        eprintln!("warning: the model '{id}'{why}; /v1/chat/completions will answer 400 for it");
+        eprintln!(
+            "warning: the model '{}'{}; /v1/chat/completions will answer 400 for it",
+            infile::escape(id),
+            infile::escape_lines(&why.to_string())
+        );
         None
     };
     if file.get(KEY).is_none() {

@@ -1,7 +1,8 @@
 //! The exit-code rule every command follows: 0 success; 1 the input is invalid (a parse,
-//! validation or model-file error, structural or semantic, or a file over its format's size
-//! limit); 2 usage or I/O (a bad flag, a missing or unreadable file, a path that is not a
-//! regular file).
+//! validation or model-file error, structural or semantic, a file over its format's size limit,
+//! or a file that changed while it was read: a short read, growth, a write); 2 usage or I/O (a
+//! bad flag, a missing or unreadable file, a path that is not a regular file, a model too large
+//! for this machine's memory).
 //!
 //! Commands that judge their input themselves return `Ok(ExitCode::from(1))` after printing
 //! the message. Errors that travel up as `anyhow::Error` are classified here by what their chain
@@ -90,10 +91,12 @@ pub fn code(error: &anyhow::Error) -> u8 {
     USAGE_OR_IO
 }
 
-/// Prints `error` as `redline: error: ...` with its whole chain and returns its exit code.
+/// Prints `error` as `redline: error: ...` with its whole chain, its control characters escaped
+/// ([`infile::escape_lines`]: a path, symbol or metadata string it quotes cannot drive the
+/// terminal), and returns its exit code.
 #[must_use]
 pub fn report(error: &anyhow::Error) -> ExitCode {
-    eprintln!("redline: error: {error:#}");
+    eprintln!("redline: error: {}", infile::escape_lines(&format!("{error:#}")));
     ExitCode::from(code(error))
 }
 
