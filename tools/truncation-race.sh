@@ -102,7 +102,6 @@ serve_runs() {
   mkdir -p "$dir"
   port=$(( 20000 + RANDOM % 20000 ))
   local request='{"model":"m","prompt":"The capital of France is","max_tokens":8,"temperature":0}'
-  local back='{"model":"tiny","prompt":"a","max_tokens":1,"temperature":0}'
   for i in $(seq 0 $((runs - 1))); do
     cp "$model" "$dir/m.gguf"
     "$redline" serve --model tiny --model "$dir/m.gguf" --device sim --port $port >"$dir/server.out" 2>"$dir/server.err" &
@@ -111,8 +110,14 @@ serve_runs() {
     if [ $i -eq 0 ]; then
       curl -s "http://127.0.0.1:$port/v1/completions" -H 'content-type: application/json' -d "$request" \
         | python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])' >"$work/serve-baseline"
-      curl -s "http://127.0.0.1:$port/v1/completions" -H 'content-type: application/json' -d "$back" >/dev/null
+      # Back to the first model (its id is the file's stem), so that the run switches again.
+      local first
+      first=$(curl -s "http://127.0.0.1:$port/v1/models" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["id"])')
+      curl -s "http://127.0.0.1:$port/v1/completions" -H 'content-type: application/json' \
+        -d "{\"model\":\"$first\",\"prompt\":\"a\",\"max_tokens\":1}" >/dev/null
     fi
+    local switches_before
+    switches_before=$(curl -s "http://127.0.0.1:$port/redline/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["switches"])')
     local delay_ms=$(( i * step_ms )) start end
     start=$(date +%s%N)
     curl -s "http://127.0.0.1:$port/v1/completions" -H 'content-type: application/json' -d "$request" \
@@ -122,12 +127,15 @@ serve_runs() {
     truncate -s $cut_bytes "$dir/m.gguf"
     wait $client
     end=$(date +%s%N)
-    local status verdict alive=yes
+    local status verdict alive=yes switched
     status=$(cat "$dir/status")
+    switched=$(curl -s "http://127.0.0.1:$port/redline/status" | python3 -c 'import json,sys; print(json.load(sys.stdin)["switches"])')
     kill -0 $server 2>/dev/null || alive=no
     curl -sf "http://127.0.0.1:$port/health" >/dev/null || alive=no
     if [ "$alive" = no ]; then
       wait $server; verdict="SERVER DIED (exit $?)"
+    elif [ "$status" = 200 ] && [ "$switched" -ne $((switches_before + 1)) ]; then
+      verdict="OTHER: the request did not switch models"
     elif [ "$status" = 200 ] && python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' \
         "$dir/answer" | cmp -s - "$work/serve-baseline"; then
       verdict=complete
