@@ -68,13 +68,13 @@ pub struct Lowered {
 /// Why a model could not be lowered for a reason of this machine (exit 2), not of the model.
 #[derive(Debug, thiserror::Error)]
 pub enum LowerError {
-    /// The model argument did not resolve (the cache, a pull).
+    /// The model argument did not resolve (no such alias or file, the cache, a pull).
     #[error("--model {model}")]
     Resolve {
         /// The argument.
         model: String,
-        /// Why.
-        source: ModelError,
+        /// Why (boxed: the error is large).
+        source: Box<ModelError>,
     },
     /// The model file could not be read.
     #[error(transparent)]
@@ -84,19 +84,20 @@ pub enum LowerError {
 /// Lowers the decode step at `request.position` of the model (see the module documentation).
 ///
 /// # Errors
-/// The outer error is a usage or I/O error (exit 2): the cache, a pull, reading the file. The
-/// inner one says why the model cannot be lowered as asked (exit 1): an unknown alias, a file
-/// of an architecture no adapter runs or one its adapter refuses, a position or context the
-/// model does not have, a failed step.
+/// The outer error is a usage or I/O error (exit 2): an argument that is no alias and no file,
+/// the cache, a pull, reading the file (but a file that changed while it was read, a short read,
+/// is the file's fault: exit 1, by its [`gguf::GgufError`]). The inner one says why the model
+/// cannot be lowered as asked (exit 1): a file that is not a GGUF, of an architecture no adapter
+/// runs or one its adapter refuses, a position or context the model does not have, a failed
+/// step.
 pub fn lower(request: &Request<'_>) -> Result<Result<Lowered, Refused>, LowerError> {
-    let resolved = match model_files::resolve_model(request.model, true) {
-        Ok(resolved) => resolved,
-        Err(e @ ModelError::Unknown { .. }) => return Ok(Err(Refused(e.to_string()))),
-        Err(source) => return Err(LowerError::Resolve { model: request.model.to_owned(), source }),
-    };
+    // An argument that names no model (no alias, no file) is a usage error, as for every command
+    // that takes --model.
+    let resolved = model_files::resolve_model(request.model, true)
+        .map_err(|source| LowerError::Resolve { model: request.model.to_owned(), source: Box::new(source) })?;
     let file = match gguf::Gguf::open(&resolved.path) {
         Ok(file) => file,
-        Err(e @ (gguf::GgufError::Io { .. } | gguf::GgufError::Read(_))) => return Err(LowerError::Read(e)),
+        Err(e @ gguf::GgufError::Read(_)) => return Err(LowerError::Read(e)),
         Err(e) => return Ok(Err(Refused(format!("{}: {e}", resolved.path.display())))),
     };
     let params = match ModelParams::from_gguf(&file) {

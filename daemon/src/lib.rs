@@ -42,6 +42,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use hal::{Device, FaultInjection};
+use infile::{escape, escape_lines};
 
 use catalog::{Catalog, Offered};
 use startup::{OpenFailure, Opened, open};
@@ -98,7 +99,7 @@ where
             Ok(model) => opened.push(model),
             Err(OpenFailure::Error(error)) => return Err(error),
             Err(OpenFailure::Model(message)) => {
-                eprintln!("redline: --model {spec}: {message}");
+                eprintln!("redline: --model {}: {}", escape(spec), escape_lines(&message));
                 return Ok(ExitCode::from(1));
             }
         }
@@ -119,7 +120,7 @@ where
     let (thread, device) = match worker::spawn(spec, open_device, jobs, Arc::clone(&metrics)) {
         Ok(started) => started,
         Err(message) => {
-            eprintln!("redline: {message}");
+            eprintln!("redline: {}", escape_lines(&message));
             return Ok(ExitCode::from(1));
         }
     };

@@ -1,5 +1,6 @@
-//! The served models opened at startup: each resolved, read (never mapped), checked and hashed,
-//! with its limits and chat template, before anything listens.
+//! The served models opened at startup: each resolved, read through the trusted loader (a sealed
+//! snapshot, hashed as it is copied; never mapped), checked, with its limits and chat template,
+//! before anything listens.
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use tokenizer::ChatTemplate;
 use crate::catalog::{self, Limits, Offered, ServedModel};
 use crate::clock::unix_seconds;
 use crate::config::Config;
-use crate::model_file::{ModelFileError, ModelSource};
+use crate::model_file::ModelSource;
 use crate::worker::WorkerModel;
 
 /// A served model, opened at startup: what the handlers need, and what the worker loads.
@@ -39,13 +40,13 @@ impl From<anyhow::Error> for OpenFailure {
 /// Opens `--model spec`: resolves it, checks its hyperparameters (`llama` or `gemma3`),
 /// refuses an id one of `earlier` serves, checks the limits against its context, reads its
 /// tokenizer and chat template, checks its weights finite (so that a model that cannot load fails at startup, not
-/// at the first request that switches to it) and hashes it.
+/// at the first request that switches to it); its digest is its snapshot's (an alias's, the pinned one).
 pub(crate) fn open<F>(config: &Config<F>, spec: &str, earlier: &[Opened]) -> Result<Opened, OpenFailure> {
     let mut source = None;
-    let ModelFile { resolved, file, params, context } = open_model(spec, config.context, |path| {
-        let (opened, bytes) = ModelSource::open(path).map_err(ModelFileError::boxed)?;
+    let ModelFile { resolved, file, sha256, params, context } = open_model(spec, config.context, |path| {
+        let (opened, file) = ModelSource::open(path)?;
         source = Some(opened);
-        Ok(gguf::Gguf::parse(bytes)?)
+        Ok(file)
     })
     .map_err(anyhow::Error::from)?;
     let source = Arc::new(source.context("the model file was not read")?);
@@ -62,19 +63,6 @@ pub(crate) fn open<F>(config: &Config<F>, spec: &str, earlier: &[Opened]) -> Res
     let tokenizer = engine::model::tokenizer_from_gguf(&file).map_err(|e| OpenFailure::Model(e.to_string()))?;
     params.check_weights(&file).map_err(|e| OpenFailure::Model(e.to_string()))?;
     let template = chat_template(&id, &file);
-    let sha256 = source.sha256().to_owned();
-    if let Some(entry) = resolved.entry
-        && entry.gguf_sha256 != sha256
-    {
-        return Err(OpenFailure::Model(format!(
-            "{}: SHA-256 {sha256}, not the {} pinned for '{}': the cached file is damaged; `redline pull {}` \
-             fetches it again",
-            resolved.path.display(),
-            entry.gguf_sha256,
-            entry.alias,
-            entry.alias
-        )));
-    }
     let path = resolved.path.display().to_string();
     let model = ServedModel { id: id.clone(), path, sha256: sha256.clone(), created: unix_seconds() };
     // Only the first model is loaded at startup; the others are read again when a request
@@ -111,7 +99,11 @@ fn limits(max_prompt_tokens: Option<usize>, max_tokens_limit: Option<u32>, conte
 fn chat_template(id: &str, file: &gguf::Gguf) -> Option<ChatTemplate> {
     const KEY: &str = "tokenizer.chat_template";
     let unusable = |why: &dyn std::fmt::Display| {
-        eprintln!("warning: the model '{id}'{why}; /v1/chat/completions will answer 400 for it");
+        eprintln!(
+            "warning: the model '{}'{}; /v1/chat/completions will answer 400 for it",
+            infile::escape(id),
+            infile::escape_lines(&why.to_string())
+        );
         None
     };
     if file.get(KEY).is_none() {

@@ -14,6 +14,7 @@ use engine::admission::model::{Setting, decide};
 use engine::model::{GenerateOptions, Session};
 use engine::replay::ReplayConfig;
 use hal::{Device, FaultInjection};
+use infile::{EscapedPath, escape, escape_lines};
 use tokio::sync::mpsc;
 
 use super::history::Forwards;
@@ -75,8 +76,8 @@ pub(crate) struct WorkerModel {
     /// The parsed file while it waits to be loaded: the first model's from startup until it
     /// is loaded; any model's during a switch to it. Its bytes are dropped once on the device.
     pub file: Option<gguf::Gguf>,
-    /// The file as opened at startup: a switch reads it again through the same descriptor and
-    /// refuses it if it has changed ([`super::model_file`]).
+    /// The file as opened at startup: a switch loads it again through the same descriptor into
+    /// a new snapshot and refuses it if it has changed ([`super::model_file`]).
     pub source: Arc<ModelSource>,
     /// Its SHA-256.
     pub sha256: String,
@@ -179,12 +180,12 @@ where
     F: FnOnce() -> Result<OpenedDevice<D>, String>,
 {
     let OpenedDevice { device, kind, reason } = open()?;
-    eprintln!("device: {reason}");
+    eprintln!("device: {}", escape_lines(&reason));
     let target = device.target();
     let Some(first) = spec.models.first_mut() else {
         return Err("no model to serve".to_owned());
     };
-    eprintln!("loading {} ({} KV positions) onto the {} device ...", first.path.display(), first.context, kind);
+    eprintln!("loading {} ({} KV positions) onto the {} device ...", EscapedPath(&first.path), first.context, kind);
     let start = std::time::Instant::now();
     let file = match first.file.take() {
         Some(file) => file,
@@ -192,7 +193,7 @@ where
     };
     let setting = Setting { kind, context: first.context, transport: spec.config.transport };
     let admission = decide(&spec.admissions, &file, &first.sha256, &device, setting);
-    eprintln!("admission: {}", admission.reason);
+    eprintln!("admission: {}", escape_lines(&admission.reason));
     let mut session = Session::with_admission(device, &file, first.context, spec.config.clone(), admission)
         .map_err(|e| e.to_string())?;
     drop(file);
@@ -230,7 +231,7 @@ impl<D: Device> Worker<D> {
             return Err(format!("no served model {index}: {served} are served"));
         };
         let why = format!("model switch {from} -> {}", to.id);
-        eprintln!("{why}: loading {} ({} KV positions) ...", to.path.display(), to.context);
+        eprintln!("{}: loading {} ({} KV positions) ...", escape(&why), EscapedPath(&to.path), to.context);
         let start = std::time::Instant::now();
         // The file is read (and checked unchanged) before the loaded model is touched: a file
         // that cannot be read again fails this request and leaves the loaded model serving.
@@ -241,14 +242,14 @@ impl<D: Device> Worker<D> {
         let to = &self.spec.models[index];
         let setting = Setting { kind: self.kind, context: to.context, transport: self.spec.config.transport };
         let admission = decide(&self.spec.admissions, &file, &to.sha256, self.session.device(), setting);
-        eprintln!("admission: {}", admission.reason);
+        eprintln!("admission: {}", escape_lines(&admission.reason));
         self.switches += 1;
         self.loaded = None;
         let result = self.session.reconfigure(&file, to.context, admission, &why);
         drop(file);
         if result.is_ok() {
             self.loaded = Some(index);
-            eprintln!("model {} loaded in {:.1} s", to.id, start.elapsed().as_secs_f64());
+            eprintln!("model {} loaded in {:.1} s", escape(&to.id), start.elapsed().as_secs_f64());
         }
         let result = result.map_err(|e| format!("switching to model '{}': {e}", to.id));
         // The status page shows the reset (or the failed switch) before the new model's first
@@ -258,10 +259,10 @@ impl<D: Device> Worker<D> {
     }
 }
 
-/// `model`'s file read again through the descriptor opened at startup, unchanged, and parsed.
+/// `model`'s file loaded again through the descriptor opened at startup into a new snapshot,
+/// unchanged, and parsed.
 fn read_again(model: &WorkerModel) -> Result<gguf::Gguf, String> {
-    let bytes = model.source.reread().map_err(|e| format!("the model '{}' cannot be loaded: {e}", model.id))?;
-    gguf::Gguf::parse(bytes).map_err(|e| format!("the model '{}': {}: {e}", model.id, model.path.display()))
+    model.source.reload().map_err(|e| format!("the model '{}' cannot be loaded: {e}", model.id))
 }
 
 /// Runs jobs in arrival order until the queue closes, switching models between jobs.
@@ -276,7 +277,7 @@ fn serve_jobs<D: Device>(mut worker: Worker<D>, mut jobs: mpsc::Receiver<Job>, m
             Ok(()) => run_job(&mut worker.session, &job, metrics),
             Err(message) => {
                 metrics.generation_failed();
-                eprintln!("redline: {message}");
+                eprintln!("redline: {}", escape_lines(&message));
                 Some(Err(message))
             }
         };
@@ -340,7 +341,7 @@ fn run_job<D: Device>(session: &mut Session<D>, job: &Job, metrics: &Metrics) ->
         }
         Err(error) => {
             metrics.generation_failed();
-            eprintln!("redline: generation failed: {error}");
+            eprintln!("redline: generation failed: {}", escape_lines(&error.to_string()));
             Err(error.to_string())
         }
     })

@@ -1,6 +1,8 @@
 //! Reading command streams from files, a bounded piece at a time: little-endian binary or hex
 //! text, turned into dwords as they are read, so a stream of any length within
-//! [`STREAM_LIMIT`] is decoded in bounded memory.
+//! [`STREAM_LIMIT`] is decoded in bounded memory. Exactly the bytes the file had when it was
+//! opened are read: a file that grows or shrinks while it is read stops the stream with an input
+//! error (exit 1) saying so.
 
 use std::fmt;
 use std::fs::File;
@@ -67,8 +69,62 @@ pub struct Words {
 
 #[derive(Debug)]
 enum Source {
-    Bin { reader: BufReader<File>, trailing: usize, ended: bool },
-    Hex(HexWords<BufReader<File>>),
+    Bin { reader: BufReader<Sized>, trailing: usize, ended: bool },
+    Hex(HexWords<BufReader<Sized>>),
+}
+
+/// The file read as the size it had when it was opened: reading past that size (the file grew)
+/// or ending before it (it shrank) is an error carrying [`SizeChanged`].
+#[derive(Debug)]
+struct Sized {
+    file: File,
+    size: u64,
+    read: u64,
+}
+
+/// A file whose size moved while it was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SizeChanged {
+    /// There are more bytes than the file had when it was opened.
+    #[error("the file grew while it was read: it had {size} bytes when it was opened")]
+    Grew {
+        /// Its size when it was opened.
+        size: u64,
+    },
+    /// It ended before the size it had when it was opened.
+    #[error("the file shrank while it was read: it ended at byte {read} of the {size} it had when it was opened")]
+    Shrank {
+        /// Its size when it was opened.
+        size: u64,
+        /// Where it ended.
+        read: u64,
+    },
+}
+
+impl Read for Sized {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        // One byte past the size is enough to see growth.
+        let left = self.size.saturating_sub(self.read).saturating_add(1);
+        let cap = usize::try_from(left).map_or(buf.len(), |left| left.min(buf.len()));
+        let n = self.file.read(&mut buf[..cap])?;
+        self.read += n as u64;
+        if self.read > self.size {
+            return Err(std::io::Error::other(SizeChanged::Grew { size: self.size }));
+        }
+        if n == 0 && !buf.is_empty() && self.read < self.size {
+            return Err(std::io::Error::other(SizeChanged::Shrank { size: self.size, read: self.read }));
+        }
+        Ok(n)
+    }
+}
+
+/// A read error as the stream reports it: a size that moved is the input's fault (exit 1), any
+/// other error an I/O error (exit 2).
+fn stream_error(error: std::io::Error) -> StreamError {
+    match error.get_ref().and_then(|inner| inner.downcast_ref::<SizeChanged>()) {
+        Some(changed) => StreamError::Input(changed.to_string()),
+        None => StreamError::Io(error),
+    }
 }
 
 impl Words {
@@ -78,7 +134,7 @@ impl Words {
     /// # Errors
     /// The file cannot be opened, is not a regular file, or is over the limit.
     pub fn open(path: &Path, format: Option<Format>) -> Result<Self, infile::ReadError> {
-        let (mut file, _) = infile::open(path, STREAM_LIMIT)?;
+        let (mut file, size) = infile::open(path, STREAM_LIMIT)?;
         let io = |error| infile::ReadError::Io { path: path.to_owned(), error };
         let format = match format {
             Some(format) => format,
@@ -89,7 +145,7 @@ impl Words {
                 detect(path, &start)
             }
         };
-        let reader = BufReader::with_capacity(1 << 16, file);
+        let reader = BufReader::with_capacity(1 << 16, Sized { file, size, read: 0 });
         let source = match format {
             Format::Bin => Source::Bin { reader, trailing: 0, ended: false },
             Format::Hex => Source::Hex(HexWords::new(reader)),
@@ -106,7 +162,7 @@ impl Words {
             Source::Bin { reader, trailing, ended } => {
                 let mut n = 0;
                 while n < max && !*ended {
-                    let buf = reader.fill_buf()?;
+                    let buf = reader.fill_buf().map_err(stream_error)?;
                     if buf.is_empty() {
                         *ended = true;
                         break;
@@ -116,7 +172,7 @@ impl Words {
                         // Fewer than 4 bytes buffered: read them one at a time to the next word
                         // (or the end, where they are trailing bytes).
                         let mut word = [0u8; 4];
-                        let got = read_full(reader, &mut word)?;
+                        let got = read_full(reader, &mut word).map_err(stream_error)?;
                         if got < 4 {
                             *trailing = got;
                             *ended = true;
@@ -142,7 +198,7 @@ impl Words {
                             out.push(word);
                             n += 1;
                         }
-                        Some(Err(HexError::Io(e))) => return Err(StreamError::Io(e)),
+                        Some(Err(HexError::Io(e))) => return Err(stream_error(e)),
                         Some(Err(e)) => return Err(StreamError::Input(format!("invalid hex input: {e}"))),
                     }
                 }
@@ -333,6 +389,7 @@ pub fn parse_hex(text: &str) -> Result<Vec<u32>, HexError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write as _;
 
     #[test]
     fn hex_tokens() {
@@ -356,6 +413,53 @@ mod tests {
         let err = parse_hex(&text).unwrap_err().to_string();
         assert!(err.starts_with("line 2, column 3: the 10485760-byte token starting \"abababab"), "{err}");
         assert!(err.len() < 120, "{err}");
+    }
+
+    /// Reads every dword of `words`; the input error that stopped it, if any.
+    fn read_all(words: &mut Words) -> Result<Vec<u32>, String> {
+        let mut out = Vec::new();
+        loop {
+            match words.read(&mut out, 1000) {
+                Ok(0) => return Ok(out),
+                Ok(_) => {}
+                Err(StreamError::Input(message)) => return Err(message),
+                Err(StreamError::Io(e)) => panic!("an I/O error: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_that_grows_or_shrinks_while_read_stops_the_stream() {
+        let dir = std::env::temp_dir().join(format!("redline-disasm-size-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bytes: Vec<u8> = (0..40_000u32).flat_map(u32::to_le_bytes).collect();
+        for format in [Format::Bin, Format::Hex] {
+            let contents = match format {
+                Format::Bin => bytes.clone(),
+                Format::Hex => (0..40_000u32).map(|w| format!("{w:08x}\n")).collect::<String>().into_bytes(),
+            };
+            let path = dir.join(format!("grows.{format}"));
+            std::fs::write(&path, &contents).unwrap();
+            let mut whole = Words::open(&path, Some(format)).unwrap();
+            assert_eq!(read_all(&mut whole).unwrap(), (0..40_000).collect::<Vec<u32>>(), "{format}");
+
+            // Opened, then appended to: the words read stop where the file ended when opened.
+            let mut words = Words::open(&path, Some(format)).unwrap();
+            let tail = if format == Format::Bin { vec![0u8; 8] } else { b"00000001\n".to_vec() };
+            std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(&tail).unwrap();
+            let message = read_all(&mut words).unwrap_err();
+            assert!(
+                message.contains("grew while it was read") && message.contains(&contents.len().to_string()),
+                "{message}"
+            );
+
+            // Opened, then cut: the end comes early and is said to.
+            std::fs::write(&path, &contents).unwrap();
+            let mut words = Words::open(&path, Some(format)).unwrap();
+            std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(1000).unwrap();
+            let message = read_all(&mut words).unwrap_err();
+            assert!(message.contains("shrank while it was read: it ended at byte 1000"), "{format}: {message}");
+        }
     }
 
     #[test]

@@ -1,7 +1,5 @@
 //! The reader's error: what was wrong, and where (byte offset, key or tensor name).
 
-use std::path::PathBuf;
-
 use crate::quant::QuantError;
 use crate::types::GgmlType;
 
@@ -9,15 +7,10 @@ use crate::types::GgmlType;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GgufError {
-    /// The file could not be opened or mapped.
-    #[error("cannot read {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The operating system's error.
-        source: std::io::Error,
-    },
-    /// The path is not a regular file, or the file is over [`MAX_FILE_BYTES`](crate::MAX_FILE_BYTES).
+    /// The file could not be opened or read by the loader: missing or unreadable, not a regular
+    /// file, over [`MAX_FILE_BYTES`](crate::MAX_FILE_BYTES) or the snapshot's memory budget, or
+    /// changed while it was copied (a short read, growth, a write). Its
+    /// [`infile::ReadError::is_invalid_input`] says whether the file is at fault.
     #[error(transparent)]
     Read(#[from] infile::ReadError),
     /// The first four bytes are not `GGUF`.

@@ -1,25 +1,27 @@
-//! [`Gguf`]: a parsed file over its bytes (memory-mapped or owned), typed metadata access and
-//! tensor views.
+//! [`Gguf`]: a parsed file over its bytes (a sealed snapshot of the file, or bytes in memory),
+//! typed metadata access and tensor views.
 
 use core::fmt;
 use std::path::Path;
 
+use infile::{Opened, Snapshot, SnapshotOptions};
+
 use crate::error::GgufError;
-use crate::parse::{Layout, TensorInfo, parse_layout};
+use crate::parse::{HEADER_BYTES, Layout, TensorInfo, check_header, parse_layout};
 use crate::quant::{self, QuantError};
 use crate::types::GgmlType;
 use crate::value::{Value, ValueType};
 
 /// The bytes a [`Gguf`] was parsed from.
 enum Storage {
-    Mapped(memmap2::Mmap),
+    Snapshot(Snapshot),
     Owned(Vec<u8>),
 }
 
 impl Storage {
     fn bytes(&self) -> &[u8] {
         match self {
-            Self::Mapped(map) => map,
+            Self::Snapshot(snapshot) => snapshot.bytes(),
             Self::Owned(bytes) => bytes,
         }
     }
@@ -28,7 +30,7 @@ impl Storage {
 impl fmt::Debug for Storage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Mapped(map) => write!(f, "Mapped({} bytes)", map.len()),
+            Self::Snapshot(snapshot) => write!(f, "{snapshot:?}"),
             Self::Owned(bytes) => write!(f, "Owned({} bytes)", bytes.len()),
         }
     }
@@ -46,32 +48,33 @@ pub struct Gguf {
 }
 
 impl Gguf {
-    /// Memory-maps and parses the file at `path`.
-    ///
-    /// The mapping is read-only and private to this process, but the file itself is not locked:
-    /// if another process truncates it while it is mapped, touching the lost pages raises
-    /// `SIGBUS`, and if it rewrites it, tensor bytes change under the validated layout. Model
-    /// files are written once and then only read; do not open a file something is still
-    /// writing.
+    /// Opens the file at `path` through the trusted loader and parses the snapshot: see
+    /// [`Gguf::load`]. The file is opened once, as a regular file of at most
+    /// [`MAX_FILE_BYTES`](crate::MAX_FILE_BYTES).
     ///
     /// # Errors
-    /// [`GgufError::Read`] when the path cannot be opened, is not a regular file or is over
-    /// [`MAX_FILE_BYTES`](crate::MAX_FILE_BYTES); [`GgufError::Io`] when it cannot be mapped;
-    /// otherwise as [`Gguf::parse`].
+    /// As [`Gguf::load`], and [`GgufError::Read`] when the path cannot be opened, is not a
+    /// regular file or is over the limit.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, GgufError> {
-        let path = path.as_ref();
-        let io = |source| GgufError::Io { path: path.to_owned(), source };
-        let (file, _) = infile::open(path, infile::Limit::new("GGUF model", crate::MAX_FILE_BYTES))?;
-        #[allow(unsafe_code)]
-        // SAFETY: `Mmap::map` is unsafe because the mapped file may change underneath the
-        // mapping, which Rust's `&[u8]` assumes cannot happen. The file is opened read-only and
-        // the map is read-only, so this process never writes through it; other writers are the
-        // documented hazard above (model files are immutable once written). The mapping stays
-        // alive as long as `Storage::Mapped` holds it, which outlives every slice handed out,
-        // since they all borrow `self`.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-        let layout = parse_layout(&map)?;
-        Ok(Self { storage: Storage::Mapped(map), layout })
+        let opened = Opened::open(path.as_ref(), crate::LIMIT)?;
+        Self::load(&opened, &SnapshotOptions::default())
+    }
+
+    /// Loads an opened file: its header is judged from its first [`HEADER_BYTES`] bytes
+    /// ([`check_header`]) before anything else is read; then the file is copied into a sealed
+    /// snapshot while it is hashed ([`infile::snapshot`]), and parsed from that snapshot. The file
+    /// is never mapped: whatever happens to it afterwards changes nothing this value holds, and
+    /// [`Gguf::sha256`] is the digest of exactly the bytes parsed.
+    ///
+    /// # Errors
+    /// A [`GgufError`] of the header or of the parse; [`GgufError::Read`] when the file changed
+    /// while it was copied (a short read, growth, a write: the file's fault), would not fit the
+    /// snapshot budget, or could not be read.
+    pub fn load(opened: &Opened, options: &SnapshotOptions) -> Result<Self, GgufError> {
+        check_header(&opened.prefix(HEADER_BYTES)?, opened.size())?;
+        let snapshot = opened.snapshot(options)?;
+        let layout = parse_layout(snapshot.bytes())?;
+        Ok(Self { storage: Storage::Snapshot(snapshot), layout })
     }
 
     /// Parses a file held in memory (the same parser as [`Gguf::open`], over `&[u8]`).
@@ -82,6 +85,23 @@ impl Gguf {
         let bytes = bytes.into();
         let layout = parse_layout(&bytes)?;
         Ok(Self { storage: Storage::Owned(bytes), layout })
+    }
+
+    /// The snapshot the file was parsed from; `None` for [`Gguf::parse`].
+    #[must_use]
+    pub fn snapshot(&self) -> Option<&Snapshot> {
+        match &self.storage {
+            Storage::Snapshot(snapshot) => Some(snapshot),
+            Storage::Owned(_) => None,
+        }
+    }
+
+    /// The SHA-256 of the bytes parsed, lowercase hex, when they came from a file
+    /// ([`Gguf::open`], [`Gguf::load`]): computed as the snapshot was copied, so it is the digest
+    /// of exactly [`Gguf::as_bytes`]. `None` for [`Gguf::parse`].
+    #[must_use]
+    pub fn sha256(&self) -> Option<String> {
+        self.snapshot().map(Snapshot::sha256_hex)
     }
 
     /// The whole file.

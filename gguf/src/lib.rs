@@ -1,8 +1,8 @@
 //! GGUF v3 model files.
 //!
-//! - [`Gguf`] parses a file (memory-mapped with [`Gguf::open`] or in memory with
-//!   [`Gguf::parse`]) and validates all of it before handing anything out; errors name the key
-//!   or tensor and the byte offset. Metadata is typed ([`Value`]); tensors are [`TensorInfo`]s
+//! - [`Gguf`] parses a file (a sealed snapshot of it with [`Gguf::open`], whose header is
+//!   judged before the rest is read, or bytes in memory with [`Gguf::parse`]) and validates all
+//!   of it before handing anything out; errors name the key or tensor and the byte offset. Metadata is typed ([`Value`]); tensors are [`TensorInfo`]s
 //!   and, for the supported types, [`TensorView`]s over their bytes.
 //! - [`quant`] holds ggml's tensor encodings, bit-exact with its reference code and gguf-py:
 //!   F32, F16, BF16, the 32-value blocks Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the k-quants Q2_K to
@@ -11,8 +11,9 @@
 //!   shape of the SmolLM2 fixture, [`tiny_gemma3()`] and [`tiny_lfm2()`] tiny models of those
 //!   architectures; [`shaped_lfm2`] writes LFM2's published shapes with random weights.
 //!
-//! The crate's one `unsafe` block is the memory map in [`Gguf::open`].
-#![deny(unsafe_code)]
+//! The file is never mapped: the trusted loader (`infile::snapshot`) copies it into a sealed
+//! snapshot first, so this crate holds no `unsafe` code.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod error;
@@ -32,12 +33,17 @@ mod writer;
 
 pub use error::GgufError;
 
-/// The largest GGUF file [`Gguf::open`] maps: 512 GiB, above the largest quantised models
-/// published; a size past it is refused from the file's metadata, before mapping.
+/// The largest GGUF file [`Gguf::open`] takes: 512 GiB, above the largest quantised models
+/// published; a size past it is refused from the file's metadata, before anything is read. (A
+/// file must also fit the snapshot's memory budget, [`infile::memory_budget`].)
 pub const MAX_FILE_BYTES: u64 = infile::gib(512);
+
+/// [`MAX_FILE_BYTES`] as the limit the loader opens a model file with.
+pub const LIMIT: infile::Limit = infile::Limit::new("GGUF model", MAX_FILE_BYTES);
 pub use file::{Gguf, TensorView};
 pub use parse::{
-    ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS, MAX_TENSOR_NAME_BYTES, TensorInfo,
+    ALIGNMENT_KEY, DEFAULT_ALIGNMENT, HEADER_BYTES, MAGIC, MAX_ARRAY_DEPTH, MAX_DIMS, MAX_TENSOR_NAME_BYTES,
+    TensorInfo, check_header,
 };
 pub use quant::QuantError;
 pub use shaped_qwen35::{QWEN35_0_8B, Qwen35Shape, write_shaped_qwen35, write_shaped_qwen35_file};

@@ -159,6 +159,45 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// Bytes of the fixed header: magic, version, tensor count, metadata count.
+pub const HEADER_BYTES: usize = 4 + 4 + 8 + 8;
+
+/// Judges a file from its first bytes, before the rest is read: the magic, the version, and
+/// the two counts against what a file of `file_bytes` bytes could hold. `prefix` is the file's
+/// first [`HEADER_BYTES`] bytes (fewer when the file is shorter). A file this accepts may still
+/// be refused by the full parse; one it refuses, the full parse refuses too (with the same error
+/// for the magic, the version, a file shorter than its header and the metadata count; a tensor
+/// count is held here to the bytes after the header, there to the bytes after the metadata).
+///
+/// # Errors
+/// [`GgufError::BadMagic`], [`GgufError::UnsupportedVersion`], [`GgufError::Truncated`] (a file
+/// shorter than its header) or [`GgufError::CountTooLarge`].
+pub fn check_header(prefix: &[u8], file_bytes: u64) -> Result<(), GgufError> {
+    let prefix = prefix.get(..HEADER_BYTES).unwrap_or(prefix);
+    let mut cur = Cursor { bytes: prefix, pos: 0 };
+    let magic: [u8; 4] = cur.array(|| "magic".to_owned())?;
+    if magic != MAGIC {
+        return Err(GgufError::BadMagic { found: magic });
+    }
+    let version = cur.u32(|| "version".to_owned())?;
+    if !matches!(version, 2 | 3) {
+        return Err(GgufError::UnsupportedVersion { version });
+    }
+    let n_tensors = cur.u64(|| "tensor count".to_owned())?;
+    let n_kv = cur.u64(|| "metadata count".to_owned())?;
+    // What the bytes after the header can hold at the least per item.
+    let rest = file_bytes.saturating_sub(HEADER_BYTES as u64);
+    for (what, offset, count, per_item) in
+        [("metadata count", 16, n_kv, MIN_KV_BYTES), ("tensor count", 8, n_tensors, MIN_TENSOR_INFO_BYTES)]
+    {
+        let limit = rest / per_item;
+        if count > limit {
+            return Err(GgufError::CountTooLarge { what: what.to_owned(), offset, count, limit });
+        }
+    }
+    Ok(())
+}
+
 /// Parses everything but the tensor data.
 pub(crate) fn parse_layout(bytes: &[u8]) -> Result<Layout, GgufError> {
     let mut cur = Cursor { bytes, pos: 0 };

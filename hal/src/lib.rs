@@ -256,8 +256,10 @@ pub struct Topology {
 pub struct DeviceStats {
     /// Ordinary launches published.
     pub launches: u64,
-    /// Host waits that had launches to wait for ([`Device::finish`], or a read or write that
-    /// had to wait).
+    /// Host waits that had launches to wait for: [`Device::finish`], a read or write that had to
+    /// wait, and a launch that had to wait for ring slots or kernarg bytes of earlier launches.
+    /// A wait counts once for the launches no earlier wait covered, whether or not they had
+    /// completed (so the count does not depend on the device's timing).
     pub waits: u64,
 }
 

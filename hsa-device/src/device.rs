@@ -278,9 +278,10 @@ impl Device for HsaDevice {
     }
 
     fn finish(&mut self) -> Result<(), LaunchError> {
+        // The wait is counted where every wait of the launch path is (`LaunchPath::waits`), once
+        // for the launches no earlier wait (for ring or kernarg room) covered.
         if self.unwaited > 0 {
             self.unwaited = 0;
-            self.stats.waits += 1;
             if let Some(path) = self.launch.as_mut()
                 && let Err(error) = path.wait_all(self.timestamp_hz)
             {
@@ -291,7 +292,8 @@ impl Device for HsaDevice {
     }
 
     fn stats(&self) -> DeviceStats {
-        self.stats
+        let path_waits = self.launch.as_ref().map_or(0, LaunchPath::waits);
+        DeviceStats { waits: self.stats.waits + path_waits, ..self.stats }
     }
 
     fn reset(&mut self) {

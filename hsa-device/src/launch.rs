@@ -44,6 +44,10 @@ pub(super) struct LaunchPath {
     published: u64,
     /// Kernarg ranges of launches that may not have completed, oldest first.
     in_flight: VecDeque<InFlight>,
+    /// The last launch a host wait covered: launches up to it were waited for.
+    waited_through: u64,
+    /// Host waits that covered a launch no earlier wait had: [`hal::DeviceStats::waits`].
+    waits: u64,
 }
 
 impl LaunchPath {
@@ -71,7 +75,7 @@ impl LaunchPath {
         match HostBlock::allocate(runtime, kernarg_pool, Self::KERNARG_RING_BYTES, agent) {
             Ok(ring) => {
                 let (cursor, published, in_flight) = (0, 0, VecDeque::new());
-                Ok(Self { queue, signal, ring, cursor, published, in_flight })
+                Ok(Self { queue, signal, ring, cursor, published, in_flight, waited_through: 0, waits: 0 })
             }
             Err(error) => {
                 queue.destroy();
@@ -101,11 +105,24 @@ impl LaunchPath {
         u64::try_from(self.signal.load_acquire()).unwrap_or(0)
     }
 
+    /// Host waits that covered a launch no earlier wait had, over this path's life: whatever
+    /// made the host wait (the end of a forward, a full ring, kernarg bytes still in use), since
+    /// every wait of the path is [`Self::wait_completed`].
+    pub(super) fn waits(&self) -> u64 {
+        self.waits
+    }
+
     /// Waits until launch `seq` (and every earlier one) completed. The wait ends at a fault of the
-    /// queue, or when no launch completed for [`Self::STALL_TIMEOUT`].
+    /// queue, or when no launch completed for [`Self::STALL_TIMEOUT`]. Counted in
+    /// [`Self::waits`] when it covers a launch no earlier wait did (whether or not the launch had
+    /// completed already, so that the count does not depend on the GPU's timing).
     pub(super) fn wait_completed(&mut self, timestamp_hz: u64, seq: u64) -> Result<(), LaunchError> {
         // Completed launches = published - outstanding >= seq  <=>  outstanding < published - seq + 1.
         let Some(bound) = self.published.checked_sub(seq).map(|n| n + 1) else { return Ok(()) };
+        if seq > self.waited_through {
+            self.waited_through = seq;
+            self.waits += 1;
+        }
         let compare = i64::try_from(bound).unwrap_or(i64::MAX);
         let (signal, path_queue) = (&self.signal, &mut self.queue);
         let mut last = i64::MAX;

@@ -285,6 +285,7 @@ impl HsaDevice {
     fn fail_launch_path(&mut self, error: LaunchError) {
         self.launch_fault.get_or_insert(error);
         if let Some(path) = self.launch.take() {
+            self.stats.waits += path.waits();
             path.destroy();
         }
     }
@@ -293,6 +294,7 @@ impl HsaDevice {
     /// go first, so no queue is left that could use a signal, an executable or memory freed after.
     fn release_all(&mut self) {
         if let Some(path) = self.launch.take() {
+            self.stats.waits += path.waits();
             path.destroy();
         }
         for (_, mut user) in std::mem::take(&mut self.queues) {

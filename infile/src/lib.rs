@@ -7,9 +7,26 @@
 //! file that grows while it is read is refused too. [`read_inside`] also resolves symlinks and
 //! holds the result to a bundle directory. Errors name the file, what it is, its size and the
 //! limit; [`ReadError::is_invalid_input`] tells an input that breaks a format rule (too large,
-//! outside its bundle) from an I/O or usage error (missing, unreadable, not a regular file).
+//! outside its bundle, changed while it was read) from an I/O or usage error (missing,
+//! unreadable, not a regular file).
+//!
+//! - [`snapshot`] is the trusted loader of model files: one open, the first bytes judged before
+//!   anything large is read, then a copy of exactly the file's bytes into a sealed memfd, hashed
+//!   as it is copied; everything afterwards comes from that snapshot.
+//! - [`escape`](mod@escape) shows input-controlled text (paths, symbols, metadata strings) on a
+//!   terminal with its control characters spelled out.
+//!
+//! The crate's one `unsafe` block is the read-only mapping of a sealed snapshot
+//! ([`snapshot`]'s `sys` module), with its proof there.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod escape;
+pub mod snapshot;
+
+pub use escape::{Escaped, EscapedPath, escape, escape_lines, escape_path};
+pub use snapshot::{Backing, Opened, Snapshot, SnapshotOptions, memory_budget};
 
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::Read as _;
@@ -50,7 +67,7 @@ pub const fn gib(n: u64) -> u64 {
 #[non_exhaustive]
 pub enum ReadError {
     /// The operating system refused to open, inspect or read the file.
-    #[error("cannot read {}: {error}", path.display())]
+    #[error("cannot read {}: {error}", EscapedPath(path))]
     Io {
         /// The file.
         path: PathBuf,
@@ -58,7 +75,7 @@ pub enum ReadError {
         error: std::io::Error,
     },
     /// The path names something other than a regular file (after following symlinks).
-    #[error("{} is {kind}, not a regular file", path.display())]
+    #[error("{} is {kind}, not a regular file", EscapedPath(path))]
     NotRegular {
         /// The path given.
         path: PathBuf,
@@ -66,7 +83,7 @@ pub enum ReadError {
         kind: &'static str,
     },
     /// The file is larger than its format allows.
-    #[error("{} is {size} bytes, over the {} limit of {} bytes", path.display(), limit.what, limit.bytes)]
+    #[error("{} is {size} bytes, over the {} limit of {} bytes", EscapedPath(path), limit.what, limit.bytes)]
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -76,7 +93,12 @@ pub enum ReadError {
         limit: Limit,
     },
     /// A path declared to be inside a directory resolves outside it.
-    #[error("{} resolves to {}, outside the bundle directory {}", path.display(), resolved.display(), root.display())]
+    #[error(
+        "{} resolves to {}, outside the bundle directory {}",
+        EscapedPath(path),
+        EscapedPath(resolved),
+        EscapedPath(root)
+    )]
     OutsideRoot {
         /// The path as declared (joined to the root).
         path: PathBuf,
@@ -85,14 +107,66 @@ pub enum ReadError {
         /// The directory it must stay inside.
         root: PathBuf,
     },
+    /// The file ended before the size it had when it was opened: it was truncated while it was
+    /// read.
+    #[error(
+        "short read of {}: it ended at byte {read} of the {expected} it had when it was opened (truncated while it was read)",
+        EscapedPath(path)
+    )]
+    ShortRead {
+        /// The file.
+        path: PathBuf,
+        /// Its size when it was opened.
+        expected: u64,
+        /// The bytes there were.
+        read: u64,
+    },
+    /// The file has more bytes than it had when it was opened: it grew while it was read.
+    #[error("{} grew while it was read: it had {expected} bytes when it was opened", EscapedPath(path))]
+    Grew {
+        /// The file.
+        path: PathBuf,
+        /// Its size when it was opened.
+        expected: u64,
+    },
+    /// The file's size or modification time moved while it was read.
+    #[error("{} changed while it was read ({detail})", EscapedPath(path))]
+    Changed {
+        /// The file.
+        path: PathBuf,
+        /// What differs.
+        detail: String,
+    },
+    /// A snapshot of the file would not fit the memory this machine allows one
+    /// ([`memory_budget`]); refused before anything was copied.
+    #[error(
+        "{} is {size} bytes, more than the {budget} bytes a snapshot may hold on this machine (half of its memory)",
+        EscapedPath(path)
+    )]
+    OverBudget {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// The budget.
+        budget: u64,
+    },
 }
 
 impl ReadError {
-    /// True when the file breaks a rule of its format (over the size limit, outside its bundle),
-    /// false for I/O and usage errors (missing, unreadable, not a regular file).
+    /// True when the file breaks a rule of its format (over the size limit, outside its bundle)
+    /// or changed while it was read (a short read, growth, a write), false for I/O and usage
+    /// errors (missing, unreadable, not a regular file, too large for this machine's memory).
     #[must_use]
     pub fn is_invalid_input(&self) -> bool {
-        matches!(self, Self::TooLarge { .. } | Self::OutsideRoot { .. })
+        matches!(
+            self,
+            Self::TooLarge { .. }
+                | Self::OutsideRoot { .. }
+                | Self::ShortRead { .. }
+                | Self::Grew { .. }
+                | Self::Changed { .. }
+        )
     }
 
     /// The same error about `path` (the name a user or a manifest gave, rather than where its
@@ -104,6 +178,10 @@ impl ReadError {
             Self::Io { error, .. } => Self::Io { path, error },
             Self::NotRegular { kind, .. } => Self::NotRegular { path, kind },
             Self::TooLarge { size, limit, .. } => Self::TooLarge { path, size, limit },
+            Self::ShortRead { expected, read, .. } => Self::ShortRead { path, expected, read },
+            Self::Grew { expected, .. } => Self::Grew { path, expected },
+            Self::Changed { detail, .. } => Self::Changed { path, detail },
+            Self::OverBudget { size, budget, .. } => Self::OverBudget { path, size, budget },
             other @ Self::OutsideRoot { .. } => other,
         }
     }
@@ -115,7 +193,11 @@ impl ReadError {
             Self::Io { path, .. }
             | Self::NotRegular { path, .. }
             | Self::TooLarge { path, .. }
-            | Self::OutsideRoot { path, .. } => path,
+            | Self::OutsideRoot { path, .. }
+            | Self::ShortRead { path, .. }
+            | Self::Grew { path, .. }
+            | Self::Changed { path, .. }
+            | Self::OverBudget { path, .. } => path,
         }
     }
 }

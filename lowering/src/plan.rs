@@ -239,9 +239,12 @@ fn check_kernels(kernels: &KernelTable, tape: &Tape) -> Result<(), PrepareError>
     Ok(())
 }
 
-/// The kernarg alignment the retained blob is placed at must be the metadata's, and the
-/// metadata's must keep every typed argument aligned (a segment aligned to less than its
-/// widest argument would place that argument misaligned).
+/// The kernarg alignment the retained blob is placed at (the kernel table's) must be the
+/// metadata's, and the metadata's must keep every typed argument aligned (a segment aligned to
+/// less than its widest argument would place that argument misaligned). Every backend builds its
+/// table from the metadata today (`hal::LoadedKernel::placed`), so the first check guards a
+/// backend that would report its runtime's value instead; its unit test reaches it with such a
+/// table.
 fn check_kernarg_alignment(slot: &hal::KernelSlot) -> Result<(), String> {
     let metadata = &slot.kernel.metadata;
     let (placed, declared) = (slot.loaded.kernarg_segment_align, metadata.kernarg_segment_align);
@@ -619,5 +622,38 @@ impl PreparedPlan {
         let ib = self.ib.map_or(Ok(()), |ib| device.free(ib).map_err(ReleaseError::from));
         let kernargs = device.free(self.kernargs).map_err(ReleaseError::from);
         queue.and(signal).and(ib).and(kernargs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `fill` of the checked-in gfx1100 code object as a kernel table would hold it.
+    fn fill_slot() -> hal::KernelSlot {
+        let bytes = kernels::artifact("gfx1100/fill.co").unwrap().bytes;
+        let code_object = kernarg_abi::read_any(bytes, None).unwrap();
+        let kernel = code_object.kernels.into_iter().find(|k| k.metadata.name == "fill").unwrap();
+        let loaded = hal::LoadedKernel::placed(&kernel, 0x7e00_0000_0000);
+        hal::KernelSlot { loaded, kernel, target: code_object.target }
+    }
+
+    /// A backend whose kernel table reports another kernarg alignment than the metadata (no
+    /// backend builds its table otherwise today, so only this reaches the branch) has the
+    /// preparation refused: the retained blob is placed by the table's alignment.
+    #[test]
+    fn a_table_alignment_other_than_the_metadatas_is_refused() {
+        let slot = fill_slot();
+        assert_eq!(slot.kernel.metadata.kernarg_segment_align, 8);
+        check_kernarg_alignment(&slot).unwrap();
+        for placed in [4, 16, 256] {
+            let mut slot = fill_slot();
+            slot.loaded.kernarg_segment_align = placed;
+            let detail = check_kernarg_alignment(&slot).unwrap_err();
+            assert_eq!(
+                detail,
+                format!("the device reports kernarg alignment {placed}, the metadata's .kernarg_segment_align is 8")
+            );
+        }
     }
 }

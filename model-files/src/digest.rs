@@ -1,7 +1,6 @@
 //! SHA-256 digests of files and streams, and the check of a file against a pinned size and
-//! digest.
+//! digest (through the trusted loader's reads: `infile::Opened`).
 
-use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -10,14 +9,10 @@ use sha2::{Digest as _, Sha256};
 /// A downloaded or cached file that is not what the catalogue pins.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
-    /// The file could not be read.
-    #[error("reading {}: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: io::Error,
-    },
+    /// The file could not be read: missing or unreadable, not a regular file, or changed while
+    /// it was read (a short read, growth, a write), each naming the file.
+    #[error(transparent)]
+    Read(#[from] infile::ReadError),
     /// Wrong size.
     #[error("{} is {actual} bytes, expected {expected}", path.display())]
     Size {
@@ -66,19 +61,21 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Checks that the file at `path` is `expected_bytes` long (checked first: cheap) and hashes to
-/// `expected_sha256` (lowercase hex).
+/// Checks that the file at `path` is `expected_bytes` long (checked first, from the opened
+/// descriptor: cheap) and hashes to `expected_sha256` (lowercase hex). The file is opened once
+/// as the model loader opens it (non-blocking, a regular file) and hashed through that
+/// descriptor ([`infile::Opened::sha256`]): exactly its size in bytes, refused if it ends sooner,
+/// grows or is written while it is read.
 ///
 /// # Errors
 /// [`VerifyError`] naming the file and the expected and actual values.
 pub fn verify_file(path: &Path, expected_bytes: u64, expected_sha256: &str) -> Result<(), VerifyError> {
-    let read_err = |source| VerifyError::Read { path: path.to_path_buf(), source };
-    let file = File::open(path).map_err(read_err)?;
-    let actual = file.metadata().map_err(read_err)?.len();
+    let opened = infile::Opened::open(path, infile::Limit::new("pinned file", u64::MAX))?;
+    let actual = opened.size();
     if actual != expected_bytes {
         return Err(VerifyError::Size { path: path.to_path_buf(), expected: expected_bytes, actual });
     }
-    let (digest, _) = sha256_reader(file).map_err(read_err)?;
+    let digest = hex(&opened.sha256()?);
     check_digest(path, expected_sha256, digest)
 }
 

@@ -123,7 +123,9 @@ impl PullError {
     #[must_use]
     pub fn is_file_system(&self) -> bool {
         match self {
-            Self::Io { .. } | Self::Verify(VerifyError::Read { .. }) => true,
+            Self::Io { .. } => true,
+            // A file that changed while it was read (a short read) is the file's fault.
+            Self::Verify(VerifyError::Read(error)) => !error.is_invalid_input(),
             Self::Extract { source: ZipError::Write { .. }, .. } => true,
             Self::Part { source, .. } => source.is_file_system(),
             _ => false,

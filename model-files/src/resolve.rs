@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cache::{NoCacheRoot, builtin_path, cache_root, model_path, write_atomically};
 use crate::catalogue::{BuiltinModel, CatalogueEntry, builtin, lookup, model_aliases};
-use crate::digest::{self, VerifyError, verify_file};
+use crate::digest::{VerifyError, verify_file};
 use crate::pull::{self, PullError, PullOptions};
 
 /// Errors of the catalogue and of model resolution.
@@ -67,41 +67,6 @@ pub struct ResolvedModel {
 impl From<NoCacheRoot> for ModelError {
     fn from(NoCacheRoot: NoCacheRoot) -> Self {
         Self::NoCacheRoot
-    }
-}
-
-/// A model file that could not be hashed.
-#[derive(Debug, thiserror::Error)]
-pub enum HashError {
-    /// The file did not open.
-    #[error("reading {}", path.display())]
-    Open {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: io::Error,
-    },
-    /// Reading it failed part-way.
-    #[error(transparent)]
-    Read(io::Error),
-}
-
-impl ResolvedModel {
-    /// The file's SHA-256: an alias's file was just verified against its pinned digest; a path
-    /// is hashed here (saying so on stderr: a large file takes a while).
-    ///
-    /// # Errors
-    /// [`HashError`] reading the file.
-    pub fn sha256(&self) -> Result<String, HashError> {
-        match self.entry {
-            Some(entry) => Ok(entry.gguf_sha256.to_owned()),
-            None => {
-                eprintln!("hashing {} ...", self.path.display());
-                let file = std::fs::File::open(&self.path)
-                    .map_err(|source| HashError::Open { path: self.path.clone(), source })?;
-                Ok(digest::sha256_reader(io::BufReader::new(file)).map_err(HashError::Read)?.0)
-            }
-        }
     }
 }
 

@@ -193,7 +193,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let outcome = match bench::execute_to(&args.params.to_params(), &Backends, to)? {
         Ok(outcome) => outcome,
         Err(message) => {
-            eprintln!("redline: {message}");
+            eprintln!("redline: {}", infile::escape_lines(&message.to_string()));
             return Ok(ExitCode::from(1));
         }
     };
@@ -205,7 +205,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     std::fs::write(&out, serde_json::to_string_pretty(&outcome.report)? + "\n")
         .with_context(|| format!("writing {}", out.display()))?;
     std::fs::write(&plot, bench::plot::svg(&outcome.plot)).with_context(|| format!("writing {}", plot.display()))?;
-    eprintln!("report: {}\nplot: {}", out.display(), plot.display());
+    eprintln!("report: {}\nplot: {}", infile::EscapedPath(&out), infile::EscapedPath(&plot));
     print_summary(&outcome.report);
     Ok(if outcome.valid() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -222,7 +222,7 @@ fn print_summary(report: &Value) {
     );
     eprintln!("valid: {}", report["valid"]);
     for reason in report["invalid_reasons"].as_array().into_iter().flatten() {
-        eprintln!("invalid: {}", reason.as_str().unwrap_or_default());
+        eprintln!("invalid: {}", infile::escape_lines(reason.as_str().unwrap_or_default()));
     }
     let promotion = &report["promotion"];
     eprintln!(

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use ::disasm::input::Words;
 use ::disasm::{Ended, Form, Naming};
 use anyhow::Result;
+use infile::EscapedPath;
 use pm4_encoding::Target;
 
 /// Disassemble a PM4 command stream (or 64-byte AQL packets with --aql).
@@ -69,7 +70,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     Ok(match ended {
         Ended::Whole => ExitCode::SUCCESS,
         Ended::Stopped(message) => {
-            eprintln!("redline: disasm stopped ({}): {message}", args.file.display());
+            eprintln!("redline: disasm stopped ({}): {}", EscapedPath(&args.file), infile::escape(&message));
             ExitCode::from(1)
         }
     })

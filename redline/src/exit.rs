@@ -1,7 +1,8 @@
 //! The exit-code rule every command follows: 0 success; 1 the input is invalid (a parse,
-//! validation or model-file error, structural or semantic, or a file over its format's size
-//! limit); 2 usage or I/O (a bad flag, a missing or unreadable file, a path that is not a
-//! regular file).
+//! validation or model-file error, structural or semantic, a file over its format's size limit,
+//! or a file that changed while it was read: a short read, growth, a write); 2 usage or I/O (a
+//! bad flag, a missing or unreadable file, a path that is not a regular file, a model too large
+//! for this machine's memory).
 //!
 //! Commands that judge their input themselves return `Ok(ExitCode::from(1))` after printing
 //! the message. Errors that travel up as `anyhow::Error` are classified here by what their chain
@@ -79,7 +80,6 @@ pub fn code(error: &anyhow::Error) -> u8 {
         }
         if let Some(e) = cause.downcast_ref::<gguf::GgufError>() {
             return match e {
-                gguf::GgufError::Io { .. } => USAGE_OR_IO,
                 gguf::GgufError::Read(read) if !read.is_invalid_input() => USAGE_OR_IO,
                 _ => INVALID_INPUT,
             };
@@ -91,10 +91,12 @@ pub fn code(error: &anyhow::Error) -> u8 {
     USAGE_OR_IO
 }
 
-/// Prints `error` as `redline: error: ...` with its whole chain and returns its exit code.
+/// Prints `error` as `redline: error: ...` with its whole chain, its control characters escaped
+/// ([`infile::escape_lines`]: a path, symbol or metadata string it quotes cannot drive the
+/// terminal), and returns its exit code.
 #[must_use]
 pub fn report(error: &anyhow::Error) -> ExitCode {
-    eprintln!("redline: error: {error:#}");
+    eprintln!("redline: error: {}", infile::escape_lines(&format!("{error:#}")));
     ExitCode::from(code(error))
 }
 
@@ -114,7 +116,7 @@ mod tests {
         assert_eq!(code(&marked), INVALID_INPUT);
         assert_eq!(format!("{marked:#}"), "outer: inner", "the marker adds nothing to the message");
         let structural = gguf::Gguf::parse(b"GGUF".to_vec()).unwrap_err();
-        assert!(!matches!(structural, gguf::GgufError::Io { .. }));
+        assert!(!matches!(structural, gguf::GgufError::Read(_)));
         assert_eq!(code(&anyhow::Error::new(structural).context("reading m.gguf")), INVALID_INPUT);
         let missing = gguf::Gguf::open("/nonexistent/m.gguf").unwrap_err();
         assert_eq!(code(&anyhow::Error::new(missing)), USAGE_OR_IO);

@@ -9,6 +9,7 @@ use crate::select::AnyDevice;
 use crate::select::select_for_model;
 use anyhow::{Context as _, Result, bail};
 use engine::model::{GenerateOptions, Session};
+use infile::{escape, escape_lines};
 use tokenizer::{ChatTemplate, Message, SamplerConfig};
 
 use crate::exit::InvalidInput as _;
@@ -79,24 +80,24 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let (device, reason) = match select_for_model(opened.kind, Some(opened.target)) {
         Ok(selected) => selected,
         Err(error) => {
-            eprintln!("redline: {error}");
+            eprintln!("redline: {}", escape_lines(&error.to_string()));
             return Ok(ExitCode::from(1));
         }
     };
-    eprintln!("device: {reason}");
-    let sha256 = opened.sha256()?;
+    eprintln!("device: {}", escape_lines(&reason));
+    let sha256 = opened.sha256.clone();
     let setting = engine::admission::model::Setting {
         kind: device.kind().name(),
         context: opened.context,
         transport: opened.config.transport,
     };
     let admission = engine::admission::model::decide(&opened.admissions, &opened.file, &sha256, &device, setting);
-    eprintln!("admission: {}", admission.reason);
+    eprintln!("admission: {}", escape_lines(&admission.reason));
     let mut session = match start_session(device, &opened.file, opened.context, opened.config, admission) {
         Ok(session) => session,
         Err(error) => {
             // A fault of the file and a device that fails to take the model both end here.
-            eprintln!("redline: {path}: {error:#}");
+            eprintln!("redline: {}: {}", escape(&path), escape_lines(&format!("{error:#}")));
             return Ok(ExitCode::from(1));
         }
     };
@@ -163,7 +164,7 @@ fn converse(session: &mut Session<AnyDevice>, template: &ChatTemplate, options: 
         let ids = template.encode(session.tokenizer(), &messages, true);
         let mut out = std::io::stdout();
         let generation = session.generate(&ids, options, |piece| {
-            let _ = out.write_all(piece.as_bytes()).and_then(|()| out.flush());
+            let _ = out.write_all(escape_lines(piece).as_bytes()).and_then(|()| out.flush());
             ControlFlow::Continue(())
         });
         match generation {
@@ -173,7 +174,7 @@ fn converse(session: &mut Session<AnyDevice>, template: &ChatTemplate, options: 
                 messages.push(Message::new("assistant", &generation.text));
             }
             Err(error) => {
-                eprintln!("\nredline: {error}");
+                eprintln!("\nredline: {}", escape_lines(&error.to_string()));
                 return Ok(ExitCode::from(1));
             }
         }
@@ -192,15 +193,16 @@ fn one(
     let generation = session.generate(ids, options, |piece| {
         if !json {
             let mut out = stdout.lock();
-            // Streaming output: a closed pipe ends the stream, not the generation.
-            let _ = out.write_all(piece.as_bytes()).and_then(|()| out.flush());
+            // Streaming output: a closed pipe ends the stream, not the generation. The text is
+            // the vocabulary's, the model file's: its control characters are spelled out.
+            let _ = out.write_all(escape_lines(piece).as_bytes()).and_then(|()| out.flush());
         }
         ControlFlow::Continue(())
     });
     let generation = match generation {
         Ok(generation) => generation,
         Err(error) => {
-            eprintln!("\nredline: {error}");
+            eprintln!("\nredline: {}", escape_lines(&error.to_string()));
             eprintln!("route: {}", serde_json::to_string(&session.route_proof())?);
             return Ok(ExitCode::from(1));
         }
@@ -223,7 +225,7 @@ fn one(
     } else {
         println!();
         summary(&generation, &proof);
-        eprintln!("model: {} (sha256 {})", model.path, model.sha256);
+        eprintln!("model: {} (sha256 {})", escape(&model.path), model.sha256);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -246,6 +248,6 @@ fn summary(generation: &engine::model::Generation, proof: &engine::replay::Route
         proof.observations.shadow,
     );
     if let Some(reason) = &proof.fallback_reason {
-        eprintln!("fallback: {reason}");
+        eprintln!("fallback: {}", escape_lines(reason));
     }
 }

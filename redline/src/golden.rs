@@ -2,6 +2,8 @@
 //! `engine::golden`, run on the devices `select` opens.
 
 use std::path::PathBuf;
+
+use infile::{escape, escape_lines};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -50,11 +52,19 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         let floors = FloorFractions { tok_s: args.floor_tok_s_fraction, ratio: args.floor_ratio_fraction };
         return Ok(match golden::seal(&params, id, args.registry.as_deref(), floors, &Backends)? {
             Sealing::Sealed { path, retained_tok_s, ratio } => {
-                eprintln!("golden: sealed {id} into {} ({retained_tok_s:.2} tok/s, ratio {ratio:.3})", path.display());
+                eprintln!(
+                    "golden: sealed {} into {} ({retained_tok_s:.2} tok/s, ratio {ratio:.3})",
+                    escape(id),
+                    infile::EscapedPath(&path)
+                );
                 ExitCode::SUCCESS
             }
             Sealing::Invalid(reasons) => {
-                eprintln!("redline: sealing {id}: the bench is invalid: {reasons}");
+                eprintln!(
+                    "redline: sealing {}: the bench is invalid: {}",
+                    escape(id),
+                    escape_lines(&reasons.to_string())
+                );
                 ExitCode::from(1)
             }
         });
@@ -63,11 +73,11 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let mut failed = 0;
     for fixture in golden::selected(&registry, args.id.as_deref())? {
         match golden::check(fixture, &params, &Backends)? {
-            Ok(summary) => eprintln!("golden: {}: ok ({summary})", fixture.id),
+            Ok(summary) => eprintln!("golden: {}: ok ({})", escape(&fixture.id), escape_lines(&summary.to_string())),
             Err(problems) => {
                 failed += 1;
                 for problem in problems {
-                    eprintln!("golden: {}: FAIL {problem}", fixture.id);
+                    eprintln!("golden: {}: FAIL {}", escape(&fixture.id), escape_lines(&problem.to_string()));
                 }
             }
         }

@@ -46,7 +46,11 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let co = match read_any(&bytes, args.target) {
         Ok(co) => co,
         Err(err) => {
-            eprintln!("redline: inspect: {}: {err}", args.file.display());
+            eprintln!(
+                "redline: inspect: {}: {}",
+                infile::EscapedPath(&args.file),
+                infile::escape_lines(&err.to_string())
+            );
             return Ok(ExitCode::from(1));
         }
     };
@@ -57,7 +61,9 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         serde_json::to_writer_pretty(&mut out, &doc)?;
         out.write_all(b"\n")?;
     } else {
-        out.write_all(text(&doc).as_bytes())?;
+        // Kernel names and symbols are the code object's: their control characters are spelled
+        // out. (The JSON form escapes them as JSON does.)
+        out.write_all(infile::escape_lines(&text(&doc)).as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -11,6 +11,7 @@ use bundle_export::export::{self, DEFAULT_VA_BASE, ExportOptions, Exported};
 use bundle_export::model::{self, LowerError};
 use bundle_export::{Refused, example};
 use engine::examples::EXAMPLES;
+use infile::EscapedPath;
 use pm4_encoding::Target;
 use serde_json::json;
 use tape_core::tape::Tape;
@@ -44,9 +45,10 @@ use tape_core::tape::Tape;
 /// progress goes to stderr.
 ///
 /// Exit codes: 0 bundle written and checked; 1 the tape, example or model cannot be lowered as
-/// asked (the message says why: an unknown example or model alias, a file of an architecture
-/// this build does not run, a position or context the model does not have); 2 usage or I/O
-/// error.
+/// asked (the message says why: an unknown example, a file that is not a GGUF or of an
+/// architecture this build does not run, one that changed while it was read, a position or
+/// context the model does not have); 2 usage or I/O error (a --model that is no alias and no
+/// file, a missing or unreadable file).
 #[derive(Debug, clap::Args)]
 #[command(after_help = examples_help())]
 pub struct Args {
@@ -161,7 +163,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let (tape, exported) = match result {
         Ok(x) => x,
         Err(message) => {
-            eprintln!("redline: lower: {source}: {message}");
+            eprintln!("redline: lower: {}: {}", infile::escape(&source), infile::escape_lines(&message.to_string()));
             return Ok(ExitCode::from(1));
         }
     };
@@ -209,7 +211,7 @@ fn report(
         writeln!(w)?;
         return Ok(());
     }
-    writeln!(w, "lowered {source} for {} into {}", target.name(), out.display())?;
+    writeln!(w, "lowered {} for {} into {}", infile::escape(source), target.name(), EscapedPath(out))?;
     writeln!(
         w,
         "  tape: {} launches, {} unique kernels, sequence hash {}",
@@ -220,7 +222,7 @@ fn report(
     writeln!(w, "  IB: {} dwords at {:#x}, {} PM4 packets", m.ib.size_dwords, m.ib.va.0, e.run.pm4_packets)?;
     writeln!(w, "  regions: {} ({} expected results)", m.regions.len(), m.expected.len())?;
     for p in &m.patch_sites {
-        writeln!(w, "  patch site {}: {:?} at {:#x} = {}", p.binding, p.kind, p.va.0, p.rule)?;
+        writeln!(w, "  patch site {}: {:?} at {:#x} = {}", infile::escape(&p.binding), p.kind, p.va.0, p.rule)?;
     }
     writeln!(
         w,
@@ -239,6 +241,6 @@ fn report(
             out.display()
         )?;
     }
-    writeln!(w, "run it again with: redline sim run {}", out.display())?;
+    writeln!(w, "run it again with: redline sim run {}", EscapedPath(out))?;
     Ok(())
 }

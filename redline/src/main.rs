@@ -19,9 +19,12 @@ use std::process::ExitCode;
         model fetching (`pull`), text generation (`generate`), an OpenAI-compatible HTTP server (`serve`), \
         the route-proof A/B bench (`bench`) and the sealed fixtures (`golden`). \
         Exit codes, for every command: 0 success; 1 the input is invalid (any parse, validation or \
-        model-file error, structural or semantic, or a file over its format's size limit; the message \
-        names the file, the offset or path, and the value); 2 usage or I/O (a bad flag, a missing or \
-        unreadable file, a path that is not a regular file).",
+        model-file error, structural or semantic, a file over its format's size limit, a file that \
+        changed while it was read, or a manifest naming a file by a path no file can have; the \
+        message names the file, the offset or path, and the value); 2 usage or I/O (a bad flag, a \
+        missing or unreadable file, a path that is not a regular file). Input-controlled text in \
+        messages and reports (paths, kernel symbols, a model's strings) is printed with its control \
+        characters escaped (\\x1b, \\0, ...).",
     propagate_version = true
 )]
 struct Cli {

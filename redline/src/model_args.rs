@@ -121,13 +121,16 @@ impl SessionArgs {
         Ok(SessionSetup { kind, target, config, admissions })
     }
 
-    /// Resolves `model` (pulling an alias on first use), opens it, checks its hyperparameters
-    /// and tensor inventory and checks `--context` against it ([`engine::model::open_model`]).
+    /// Resolves `model` (pulling an alias on first use), opens it through the trusted loader
+    /// ([`gguf::Gguf::open`]: a sealed snapshot, hashed as it is copied), checks its
+    /// hyperparameters and tensor inventory and checks `--context` against it
+    /// ([`engine::model::open_model`]).
     ///
     /// # Errors
     /// A model that cannot be fetched or read (exit 2); a file that is not a valid GGUF or not
     /// a model of an architecture this build runs (llama, gemma3), naming the path and the key
-    /// or tensor (invalid input, exit 1); a context the model cannot take (usage, exit 2).
+    /// or tensor, or one that changed while it was read (a short read), naming the file
+    /// (invalid input, exit 1); a context the model cannot take (usage, exit 2).
     pub fn open_model(&self, model: &str) -> Result<ModelFile> {
         Ok(open_model(model, self.context, |path| Ok(gguf::Gguf::open(path)?))?)
     }
@@ -146,8 +149,10 @@ pub struct OpenedModel {
     pub admissions: AdmissionRegistry,
     /// The model file, pulled when it was an alias not yet fetched.
     pub resolved: ResolvedModel,
-    /// The opened GGUF.
+    /// The opened GGUF, parsed from its sealed snapshot.
     pub file: gguf::Gguf,
+    /// The SHA-256 of the bytes parsed ([`ModelFile::sha256`]).
+    pub sha256: String,
     /// KV-cache positions.
     pub context: u32,
 }
@@ -160,8 +165,8 @@ impl ModelArgs {
     /// a model file that is invalid ([`SessionArgs::open_model`]).
     pub fn open(&self) -> Result<OpenedModel> {
         let SessionSetup { kind, target, config, admissions } = self.session.check(&self.model.device)?;
-        let ModelFile { resolved, file, context, .. } = self.session.open_model(&self.model.model)?;
-        Ok(OpenedModel { kind, target, config, admissions, resolved, file, context })
+        let ModelFile { resolved, file, sha256, context, .. } = self.session.open_model(&self.model.model)?;
+        Ok(OpenedModel { kind, target, config, admissions, resolved, file, sha256, context })
     }
 }
 
@@ -183,15 +188,5 @@ pub fn start_session<D: hal::Device>(
         Ok(session) => Ok(session),
         Err(error) if error.is_invalid_input() => Err(error).invalid(),
         Err(error) => Err(error.into()),
-    }
-}
-
-impl OpenedModel {
-    /// The model file's SHA-256 ([`ResolvedModel::sha256`]).
-    ///
-    /// # Errors
-    /// Reading the file.
-    pub fn sha256(&self) -> Result<String> {
-        Ok(self.resolved.sha256()?)
     }
 }

@@ -87,11 +87,12 @@ pub fn run(command: &Command) -> Result<ExitCode> {
             report.expected_checked
         )?;
         for (kernel, offset) in &report.dispatches {
-            writeln!(out, "  {kernel} (IB dword {offset})")?;
+            // The kernel's name is the code object's, the bundle's input.
+            writeln!(out, "  {} (IB dword {offset})", infile::escape(kernel))?;
         }
     }
     if let Err(e) = &result {
-        eprintln!("redline: sim run: {}: {e}", dir.display());
+        eprintln!("redline: sim run: {}: {}", infile::EscapedPath(dir), infile::escape_lines(&e.to_string()));
     }
     out.flush()?;
     Ok(ExitCode::from(code))

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use infile::Limit;
+use infile::{EscapedPath, Limit, escape_lines};
 use tape_core::show::{document, load, text};
 
 /// The largest tape file `tape show` and `lower --tape` read, JSON or binary: 256 MiB. A real
@@ -50,14 +50,14 @@ pub fn run(command: &Command) -> Result<ExitCode> {
     let tape = match load(&bytes) {
         Ok(t) => t,
         Err(msg) => {
-            eprintln!("redline: tape show: {}: {msg}", file.display());
+            eprintln!("redline: tape show: {}: {}", EscapedPath(file), escape_lines(&msg.to_string()));
             return Ok(ExitCode::from(1));
         }
     };
     let doc = match document(&tape) {
         Ok(d) => d,
         Err(msg) => {
-            eprintln!("redline: tape show: {}: {msg}", file.display());
+            eprintln!("redline: tape show: {}: {}", EscapedPath(file), escape_lines(&msg.to_string()));
             return Ok(ExitCode::from(1));
         }
     };
@@ -67,7 +67,9 @@ pub fn run(command: &Command) -> Result<ExitCode> {
         serde_json::to_writer_pretty(&mut out, &doc)?;
         out.write_all(b"\n")?;
     } else {
-        out.write_all(text(&doc).as_bytes())?;
+        // The tape's strings (kernel symbols, binding names) are its author's: their control
+        // characters are spelled out. (The JSON form escapes them as JSON does.)
+        out.write_all(escape_lines(&text(&doc)).as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
 }

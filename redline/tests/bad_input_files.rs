@@ -184,3 +184,31 @@ fn lower_model_loading() {
         ["lower", "--model", p, "--position", "3", "--arch", "gfx1100", "--out", &out].map(String::from).to_vec()
     });
 }
+
+/// A 512 MiB model file (sparse) whose magic is wrong: every command that loads a model judges
+/// the header from the first bytes and refuses the file (exit 1, "bad magic", naming it) before
+/// reading the rest, so its peak memory stays that of a process that read nothing. (The time
+/// taken is printed, not checked: `serve` takes a few milliseconds.)
+#[test]
+fn a_large_model_with_bad_magic_is_refused_before_it_is_read() {
+    let dir = scratch("bad-magic");
+    let path = dir.join("big.gguf");
+    std::fs::write(&path, b"GGUX").unwrap();
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(512 << 20).unwrap();
+    let p = path.to_str().unwrap();
+    let out = dir.join("out");
+    let out = out.to_str().unwrap();
+    let commands: [&[&str]; 4] = [
+        &["serve", "--model", p, "--port", "0", "--device", "sim"],
+        &["generate", "--model", p, "--prompt", "hi", "--max-tokens", "1", "--device", "sim"],
+        &["lower", "--model", p, "--position", "3", "--arch", "gfx1100", "--out", out],
+        &["bench", "--model", p, "--device", "sim", "--out", out],
+    ];
+    for args in commands {
+        let run = run(args);
+        assert_eq!(run.code, Some(1), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains("bad magic") && run.stderr.contains(p), "{args:?}: {}", run.stderr);
+        assert!(run.peak_bytes < 50 << 20, "{args:?}: peak memory {} bytes", run.peak_bytes);
+        println!("{}: refused in {:?}, peak {} bytes", args[0], run.elapsed, run.peak_bytes);
+    }
+}

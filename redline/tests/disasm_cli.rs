@@ -231,3 +231,33 @@ fn long_aql_streams_number_every_packet() {
     assert_eq!(lines[5000]["byte_offset"], 5000 * 64);
     assert!(stderr(&out).contains("AQL packet 5000): 3 trailing bytes"), "{}", stderr(&out));
 }
+
+/// A stream that another process keeps appending to while `disasm` reads it: the bytes past the
+/// size the file had when it was opened are not decoded, and the command exits 1 saying the
+/// file grew, naming it. (The appends start before the command and go on until it ends, so the
+/// file grows while it is read whatever the scheduling.)
+#[test]
+fn a_file_that_grows_while_it_is_read_stops_with_exit_1() {
+    let s = Scratch::new("grows");
+    let words: Vec<u32> = (0..64).flat_map(|_| nop(16383, 0)).collect();
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let path = s.file("grows.bin", &bytes);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let appender = {
+        let (path, stop) = (path.clone(), std::sync::Arc::clone(&stop));
+        std::thread::spawn(move || {
+            use std::io::Write as _;
+            let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+            // Whole NOP headers of one dword each (a count of 0x3FFF): a stream that decodes.
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                file.write_all(&0xC03F_1000u32.to_le_bytes()).unwrap();
+            }
+        })
+    };
+    let out = redline(&["disasm", "--json"], &path);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    appender.join().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("grew while it was read") && err.contains(path.to_str().unwrap()), "{err}");
+}

@@ -184,6 +184,14 @@ fn two_thousand_half_sent_requests_are_closed_within_the_header_timeout() {
 fn connections_over_the_limit_are_answered_503_at_once() {
     let model = tiny_model("hardening-limit", 256);
     let server = Server::start(&["--model", model.to_str().unwrap(), "--device", "sim", "--max-connections", "8"]);
+    let pid = server.child.id();
+    assert_eq!(health(server.addr, Duration::from_secs(5)), Some(200));
+    eventually(Duration::from_secs(5), "the idle descriptor count to settle", || {
+        let first = descriptors(pid);
+        std::thread::sleep(Duration::from_millis(200));
+        first == descriptors(pid)
+    });
+    let idle = descriptors(pid);
     let held: Vec<TcpStream> = (0..8)
         .map(|_| {
             let mut stream = TcpStream::connect(server.addr).unwrap();
@@ -191,8 +199,9 @@ fn connections_over_the_limit_are_answered_503_at_once() {
             stream
         })
         .collect();
-    // The listener has accepted the eight before the ninth arrives.
-    std::thread::sleep(Duration::from_millis(300));
+    // The listener has accepted the eight (each is a descriptor of the server's) before the
+    // ninth arrives.
+    eventually(Duration::from_secs(10), "the server to accept the eight connections", || descriptors(pid) >= idle + 8);
     let started = Instant::now();
     let response = answer(send(server.addr, "GET", "/health", b""));
     let took = started.elapsed();

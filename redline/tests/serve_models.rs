@@ -1,5 +1,7 @@
 //! `redline serve` with several `--model`s on one device: A → B → A over HTTP gives each model
-//! exactly the tokens a fresh `redline generate` of it gives; each switch resets the controller
+//! exactly the token ids a fresh `redline generate` of it gives (recovered from the chat
+//! endpoint's per-token bytes: the tiny models' text is mostly U+FFFD, which many ids print as);
+//! each switch resets the controller
 //! (the route proof's `reconfiguration` counts it and names both models) and the retained route
 //! is reached again with no stale-plan error; a request for the loaded model does not reload it;
 //! an unknown id is a 404 naming the served ones; two models with one id are refused.
@@ -16,55 +18,84 @@ const PROMPT: &str = "the cat";
 const MAX_TOKENS: u32 = 16;
 
 /// Two different tiny llamas, served as `swap-a` and `swap-b`. Random tiny llamas mostly repeat
-/// one token; under greedy decoding of [`PROMPT`] these two change token within the retained
-/// positions (seed 3: 268 ×4, 313 ×4, 278 ×8; seed 7: 268 ×5, 95, 220 ×10), so a stale KV
-/// cache, position or plan would show.
+/// one token; under greedy decoding of [`PROMPT`] as a chat message these two change token (seed
+/// 8: 13 ×8, 199 ×8, within the retained positions; seed 7: 13 ×3, 59 ×13), so a stale KV cache,
+/// position or plan would show.
 fn two_models() -> (PathBuf, PathBuf) {
-    (tiny_model_seeded("swap-a", 256, 3), tiny_model_seeded("swap-b", 256, 7))
+    (tiny_model_seeded("swap-a", 256, 8), tiny_model_seeded("swap-b", 256, 7))
 }
 
-/// A greedy answer: its text, token count and finish reason.
+/// A greedy answer: its token ids, text and finish reason.
 #[derive(Debug, PartialEq, Eq)]
 struct Answer {
+    ids: Vec<u64>,
     text: String,
-    tokens: u64,
     finish_reason: String,
 }
 
-/// A fresh `redline generate` process of `model`: its answer and its token ids.
-fn fresh(model: &Path) -> (Answer, Vec<u64>) {
+/// The ids of the tiny models' vocabulary by the bytes the server reports for each (every
+/// tiny model has this vocabulary; the map is checked to be one to one, so a token's bytes name
+/// its id).
+fn ids_by_bytes() -> std::collections::HashMap<Vec<u8>, u64> {
+    let (a, _) = two_models();
+    let tokenizer = engine::model::tokenizer_from_gguf(&gguf::Gguf::open(&a).unwrap()).unwrap();
+    let mut ids = std::collections::HashMap::new();
+    for id in 0..u32::try_from(tokenizer.vocab_size()).unwrap() {
+        let bytes = tokenizer.token_bytes(id, true).unwrap().to_vec();
+        assert!(ids.insert(bytes, u64::from(id)).is_none(), "token {id}'s bytes name another token too");
+    }
+    ids
+}
+
+/// A fresh `redline generate --chat` process of `model`: its answer.
+fn fresh(model: &Path) -> Answer {
     let out = Command::new(env!("CARGO_BIN_EXE_redline"))
-        .args(["generate", "--json", "--model", model.to_str().unwrap(), "--device", "sim", "--prompt", PROMPT])
-        .args(["--max-tokens", &MAX_TOKENS.to_string(), "--temperature", "0", "--replay-backend", "auto"])
+        .args(["generate", "--json", "--chat", "--model", model.to_str().unwrap(), "--device", "sim"])
+        .args(["--prompt", PROMPT, "--max-tokens", &MAX_TOKENS.to_string(), "--temperature", "0"])
+        .args(["--replay-backend", "auto"])
         .env_remove("REDLINE_REPLAY_BACKEND")
         .env_remove("REDLINE_REPLAY_TRANSPORT")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ids: Vec<u64> = report["tokens"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).collect();
-    let answer = Answer {
+    Answer {
+        ids: report["tokens"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap()).collect(),
         text: report["text"].as_str().unwrap().to_owned(),
-        tokens: u64::try_from(ids.len()).unwrap(),
         finish_reason: report["finish_reason"].as_str().unwrap().to_owned(),
-    };
-    (answer, ids)
+    }
 }
 
-/// A greedy completion of [`PROMPT`] from `model` (`None`: no `model` field).
-fn complete(server: &Server, model: Option<&str>) -> Answer {
-    let mut request = json!({"prompt": PROMPT, "max_tokens": MAX_TOKENS, "temperature": 0});
+/// A greedy chat completion of [`PROMPT`] as one user message from `model` (`None`: no `model`
+/// field), its ids read back from each token's bytes.
+fn complete(server: &Server, model: Option<&str>, vocabulary: &std::collections::HashMap<Vec<u8>, u64>) -> Answer {
+    let mut request = json!({
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": MAX_TOKENS, "temperature": 0, "logprobs": true,
+    });
     if let Some(model) = model {
         request["model"] = json!(model);
     }
-    let response = server.post("/v1/completions", &request);
+    let response = server.post("/v1/chat/completions", &request);
     assert_eq!(response.status, 200, "{model:?}: {}", response.text());
     let body = response.json();
     assert_eq!(body["model"], model.unwrap_or("swap-a"), "{body}");
+    let choice = &body["choices"][0];
+    let ids: Vec<u64> = choice["logprobs"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|token| {
+            let bytes: Vec<u8> =
+                token["bytes"].as_array().unwrap().iter().map(|b| u8::try_from(b.as_u64().unwrap()).unwrap()).collect();
+            *vocabulary.get(&bytes).unwrap_or_else(|| panic!("no token has the bytes {bytes:?}"))
+        })
+        .collect();
+    assert_eq!(body["usage"]["completion_tokens"].as_u64(), Some(u64::try_from(ids.len()).unwrap()), "{body}");
     Answer {
-        text: body["choices"][0]["text"].as_str().unwrap().to_owned(),
-        tokens: body["usage"]["completion_tokens"].as_u64().unwrap(),
-        finish_reason: body["choices"][0]["finish_reason"].as_str().unwrap().to_owned(),
+        ids,
+        text: choice["message"]["content"].as_str().unwrap().to_owned(),
+        finish_reason: choice["finish_reason"].as_str().unwrap().to_owned(),
     }
 }
 
@@ -103,12 +134,13 @@ fn assert_reconfigured(status: &Value, count: u64, from: &str, to: &str) {
 #[test]
 fn a_to_b_to_a_gives_each_model_its_fresh_tokens_and_the_status_shows_each_reset() {
     let (a, b) = two_models();
-    let ((fresh_a, ids_a), (fresh_b, ids_b)) = (fresh(&a), fresh(&b));
-    assert_ne!(ids_a, ids_b, "the two models must differ for the test to mean anything");
-    for ids in [&ids_a, &ids_b] {
+    let vocabulary = ids_by_bytes();
+    let (fresh_a, fresh_b) = (fresh(&a), fresh(&b));
+    assert_ne!(fresh_a.ids, fresh_b.ids, "the two models must differ for the test to mean anything");
+    for ids in [&fresh_a.ids, &fresh_b.ids] {
         assert!(ids.windows(2).any(|w| w[0] != w[1]), "a model that repeats one token proves little: {ids:?}");
     }
-    assert_ne!(fresh_a.text, fresh_b.text);
+    let complete = |server: &Server, model: Option<&str>| complete(server, model, &vocabulary);
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     let server = Server::start(&["--model", a, "--model", b, "--device", "sim", "--replay-backend", "auto"]);
 
@@ -135,7 +167,6 @@ fn a_to_b_to_a_gives_each_model_its_fresh_tokens_and_the_status_shows_each_reset
     assert_eq!(complete(&server, Some("swap-a")), fresh_a);
     assert_reconfigured(&assert_loaded(&server, "swap-a", 2), 2, "swap-b", "swap-a");
     assert_eq!(server.metric("redline_model_switches_total"), 2.0);
-    assert_eq!(fresh_a.tokens, u64::try_from(ids_a.len()).unwrap());
 }
 
 #[test]

@@ -551,6 +551,8 @@ enum Mutation {
     Remove(usize),
     /// Rewrite region `i`'s file with `len` zero bytes.
     Resize(usize, usize),
+    /// Rewrite region `i`'s file with as many zero bytes as it holds (its size stays right).
+    Zero(usize),
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
@@ -559,6 +561,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         1 => any::<prop::sample::Index>().prop_map(|p| Mutation::Remove(p.index(1 << 20))),
         1 => (0usize..8, prop_oneof![Just(0usize), Just(1279), Just(1280), Just(1281), 0usize..70_000])
             .prop_map(|(r, len)| Mutation::Resize(r, len)),
+        1 => (0usize..8).prop_map(Mutation::Zero),
     ]
 }
 
@@ -604,9 +607,26 @@ fn apply(dir: &Path, mutation: &Mutation) -> bool {
             let file = m["regions"][r]["file"].as_str().unwrap().to_owned();
             std::fs::write(dir.join(file), vec![0u8; len]).unwrap();
         }
+        Mutation::Zero(r) => {
+            let file = dir.join(m["regions"][r]["file"].as_str().unwrap());
+            let len = std::fs::metadata(&file).unwrap().len();
+            std::fs::write(file, vec![0u8; usize::try_from(len).unwrap()]).unwrap();
+        }
     }
     std::fs::write(dir.join("manifest.json"), serde_json::to_vec_pretty(&m).unwrap()).unwrap();
     io
+}
+
+/// The mutation in words: the JSON pointer it changes and how.
+fn describe(mutation: &Mutation) -> String {
+    let mut all = Vec::new();
+    pointers(&manifest(template()), "", &mut all);
+    match *mutation {
+        Mutation::Set(p, v) => format!("{} = {}", all[p % all.len()], values()[v % values().len()]),
+        Mutation::Remove(p) => format!("{} removed", all[p % all.len()]),
+        Mutation::Resize(r, len) => format!("regions[{r}]'s file rewritten as {len} zero bytes"),
+        Mutation::Zero(r) => format!("regions[{r}]'s file zeroed"),
+    }
 }
 
 /// What `redline sim run` exits with for the bundle, computed in process.
@@ -617,15 +637,95 @@ fn in_process(dir: &Path) -> (i32, String) {
     }
 }
 
+/// What a bundle submits and checks, by content, as the manifest format documents it (the
+/// module documentation of `soft_device::bundle`): the format and target; the IB's VA, dword
+/// count and bytes; the AQL packets' count and bytes; each code object's load VA and bytes; each
+/// region's VA, size, whether it is a signal, and the initial bytes of an input or kernargs region
+/// (zeros without a file); each expected result's region (by index), digest and bytes. Names,
+/// dtypes, binding names, patch sites and the declared kernel lists are left out: they label or
+/// re-check the submission without changing what it computes. `None` when a field is missing, of the wrong type, or names a region or
+/// file that is not there.
+#[derive(Debug, PartialEq)]
+struct Meaning {
+    head: [String; 2],
+    ib: (String, u64, Vec<u8>),
+    aql: (u64, Vec<u8>),
+    code: Vec<(String, Vec<u8>)>,
+    regions: Vec<(String, u64, bool, Vec<u8>)>,
+    expected: Vec<(usize, String, Vec<u8>)>,
+}
+
+fn meaning(dir: &Path, m: &Value) -> Option<Meaning> {
+    let text = |v: &Value| v.as_str().map(str::to_owned);
+    let file = |v: &Value| -> Option<Vec<u8>> {
+        let name = v.as_str()?;
+        if name.is_empty() || name.starts_with('/') || name.contains("..") {
+            return None;
+        }
+        std::fs::read(dir.join(name)).ok()
+    };
+    let head = [text(&m["format"])?, text(&m["arch"])?];
+    let ib = (text(&m["ib"]["va"])?, m["ib"]["size_dwords"].as_u64()?, file(&m["ib"]["file"])?);
+    let aql = (m["aql"]["packets"].as_u64()?, file(&m["aql"]["file"])?);
+    let code = m["code_objects"]
+        .as_array()?
+        .iter()
+        .map(|c| Some((text(&c["load_va"])?, file(&c["file"])?)))
+        .collect::<Option<_>>()?;
+    let mut names = Vec::new();
+    let mut regions = Vec::new();
+    for r in m["regions"].as_array()? {
+        let size = r["size"].as_u64()?;
+        let bytes = match r.get("file") {
+            None | Some(Value::Null) => vec![0; usize::try_from(size).ok()?],
+            Some(f) => file(f)?,
+        };
+        names.push(text(&r["name"])?);
+        // The initial bytes that count are those the step reads: its inputs and kernargs. A
+        // state or output region may be written whole before it is read (the window example's
+        // state is), and a signal region's bytes are the completion signal's initial value,
+        // which the soft device's run does not depend on (it runs the packets whatever it is).
+        let role = text(&r["role"])?;
+        let read = matches!(role.as_str(), "input" | "kernargs");
+        regions.push((text(&r["va"])?, size, role == "signal", if read { bytes } else { Vec::new() }));
+    }
+    // An absent list of expected results checks nothing.
+    let no_expected = Vec::new();
+    let expected = m
+        .get("expected")
+        .map_or(Some(&no_expected), Value::as_array)?
+        .iter()
+        .map(|e| {
+            let name = e["region"].as_str()?;
+            Some((names.iter().position(|n| n == name)?, text(&e["sha256"])?, file(&e["file"])?))
+        })
+        .collect::<Option<_>>()?;
+    Some(Meaning { head, ib, aql, code, regions, expected })
+}
+
+/// Whether a bundle that means `after` may run clean where the original meant `before`: the
+/// same submission, checked against some of the same expected results.
+fn may_run_clean(before: &Meaning, after: Option<&Meaning>) -> bool {
+    after.is_some_and(|after| {
+        let same = (&after.head, &after.ib, &after.aql, &after.code, &after.regions)
+            == (&before.head, &before.ib, &before.aql, &before.code, &before.regions);
+        same && after.expected.iter().all(|e| before.expected.contains(e))
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
 
     /// Any single mutation runs clean or fails classified by the rule, without a panic, and
-    /// with a message of bounded length.
+    /// with a message of bounded length; and it runs clean only when it left the submission and
+    /// its checks as they were ([`Meaning`]): a mutation of what runs (a VA, a size, a file's
+    /// bytes, the IB, a digest) must be refused.
     #[test]
     fn mutated_bundles_fail_classified_in_process(mutation in mutation()) {
         let dir = bundle("prop");
+        let before = meaning(&dir, &manifest(&dir)).expect("the bundle as written");
         let io = apply(&dir, &mutation);
+        let after = meaning(&dir, &manifest(&dir));
         let (code, message) = in_process(&dir);
         let _ = std::fs::remove_dir_all(&dir);
         prop_assert!(message.len() < 2000, "{mutation:?}: a {}-byte message", message.len());
@@ -633,6 +733,14 @@ proptest! {
             prop_assert_eq!(code, 2, "{:?}: {}", mutation, message);
         } else {
             prop_assert!(code != 2, "{:?}: {}", mutation, message);
+        }
+        if code == 0 {
+            prop_assert!(
+                may_run_clean(&before, after.as_ref()),
+                "{:?} ({}) changed what runs, and it ran clean",
+                mutation,
+                describe(&mutation)
+            );
         }
     }
 }

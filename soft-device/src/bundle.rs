@@ -107,12 +107,13 @@ pub const DTYPES: [(&str, u64); 13] = [
 /// Offending text longer than this many characters is cut in messages (as in a rule's).
 pub const SHOWN_CHARS_MAX: usize = rule::SHOWN_CHARS_MAX;
 
-/// `text` as a message shows it, quoted: at most [`SHOWN_CHARS_MAX`] characters, then `…` and
-/// its length (`"xxxx"… (100000 bytes)`).
+/// `text` as a message shows it, quoted, its control characters spelled out
+/// ([`infile::escape`]): at most [`SHOWN_CHARS_MAX`] characters, then `…` and its length
+/// (`"xxxx"… (100000 bytes)`).
 pub(crate) fn shown(text: &str) -> String {
     match text.char_indices().nth(SHOWN_CHARS_MAX) {
-        None => format!("{text:?}"),
-        Some((at, _)) => format!("{:?}… ({} bytes)", &text[..at], text.len()),
+        None => format!("\"{}\"", infile::escape(text)),
+        Some((at, _)) => format!("\"{}\"… ({} bytes)", infile::escape(&text[..at]), text.len()),
     }
 }
 

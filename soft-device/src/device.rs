@@ -202,21 +202,21 @@ impl SimDevice {
     }
 
     /// The host waits for the ordinary path: its packets run; a failure is kept for the next
-    /// report. Counted in [`DeviceStats::waits`]; a wait for kernarg or ring space is not (as on
-    /// the HSA backend), see [`SimDevice::make_room`].
+    /// report ([`SimDevice::make_room`]).
     fn drain_launches(&mut self) {
-        if self.unwaited > 0 {
-            self.stats.waits += 1;
-        }
         self.make_room();
     }
 
-    /// The device catches up with the ordinary path so that kernarg bytes or ring slots can be
-    /// reused: its packets run; a failure is kept for the next report.
+    /// The device catches up with the ordinary path, for the host (a finish, a read or write) or
+    /// so that kernarg bytes or ring slots can be reused: its packets run; a failure is kept for
+    /// the next report. Every wait of the ordinary path is this one, and counts in
+    /// [`DeviceStats::waits`] when launches were waiting (as on the HSA backend, where a wait for
+    /// ring or kernarg room counts too).
     fn make_room(&mut self) {
         if self.unwaited == 0 {
             return;
         }
+        self.stats.waits += 1;
         self.unwaited = 0;
         if let Err(e) = self.run_launch_queue() {
             self.launch_fault.get_or_insert(e);

@@ -1,15 +1,16 @@
-//! A software implementation of the ROCr/HSA runtime (`libhsa-runtime64`) over Redline's soft
-//! device. Built as `libsoft_hsa.so`, it exports the C ABI that `hsa-sys` binds — every entry
-//! point of [`hsa_sys::HsaFns`], with the names, prototypes and struct layouts of the ROCm 5.2.3
-//! headers — so that an HSA program, Redline's HSA backend among them, runs unchanged on a
-//! machine without a GPU.
+//! A software implementation of part of the ROCr/HSA runtime (`libhsa-runtime64`) over
+//! Redline's soft device. Built as `libsoft_hsa.so`, it exports the C ABI that `hsa-sys` binds —
+//! the entry points of [`hsa_sys::HsaFns`] listed under "Entry points" below, with the names,
+//! prototypes and struct layouts of the ROCm 5.2.3 headers — so that Redline's HSA backend, and an
+//! HSA program that keeps to those entry points and to what "Departures from ROCr" leaves, runs
+//! unchanged on a machine without a GPU. It is not a drop-in ROCr: see below.
 //!
 //! # Using it
-//! Any HSA program can use it, in CI or on a laptop: point the dynamic loader at it in place of
-//! ROCr (a directory on `LD_LIBRARY_PATH` with `libhsa-runtime64.so.1` linked to
-//! `libsoft_hsa.so`), or, for Redline, set `REDLINE_HSA_LIBRARY` to the file ([`hsa_sys::LIBRARY_ENV`])
-//! or load it with `hsa_sys::Hsa::load_from`. Rust tests find the file cargo built with
-//! [`built_library`] (a crate that lists `soft-hsa` as a dependency makes cargo build it).
+//! Point the dynamic loader at it in place of ROCr (a directory on `LD_LIBRARY_PATH` with
+//! `libhsa-runtime64.so.1` linked to `libsoft_hsa.so`), or, for Redline, set `REDLINE_HSA_LIBRARY`
+//! to the file ([`hsa_sys::LIBRARY_ENV`]) or load it with `hsa_sys::Hsa::load_from`. Rust tests
+//! find the file cargo built with [`built_library`] (a crate that lists `soft-hsa` as a dependency
+//! makes cargo build it).
 //!
 //! - [`ISA_ENV`] (`REDLINE_SOFT_HSA_ISA`) chooses the GPU's target at the `hsa_init` that starts
 //!   the runtime: any target of the target table (`pm4_encoding::family::TARGETS`; `gfx1100` is
@@ -42,15 +43,62 @@
 //! - Redline's extension, [`abi::ext::redline_soft_hsa_inject`]: injected faults for the HSA
 //!   backend's `hal::FaultInjection`.
 //!
-//! # Limits
-//! - It runs only the kernels the `kernel-refs` registry knows, through their CPU references; a
-//!   dispatch of any other kernel faults its queue. Scratch memory, interrupts, IPC signals,
-//!   variables in code objects and agent dispatch are not modelled (an error status).
-//! - There is no performance model: packets run one at a time per queue, and one packet of any
-//!   queue at a time on the device, at CPU speed.
-//! - One process-wide runtime, its GPU agents sharing one soft device (one address space, one
-//!   kernel table): a kernel object is not checked to be dispatched on the agent it was loaded
-//!   for. An entry point outside `hsa-sys`'s table is not exported at all.
+//! # Entry points
+//! These 37 of ROCr's, every one of [`hsa_sys::HsaFns`], and Redline's extension; no other (a
+//! program that needs another fails to resolve it when it loads the library, not at the call):
+//! - runtime and system: `hsa_init`, `hsa_shut_down`, `hsa_status_string`,
+//!   `hsa_system_get_info`, `hsa_iterate_agents`, `hsa_agent_get_info`,
+//!   `hsa_agent_iterate_isas`, `hsa_isa_get_info_alt`;
+//! - memory: `hsa_amd_agent_iterate_memory_pools`, `hsa_amd_memory_pool_get_info`,
+//!   `hsa_amd_memory_pool_allocate`, `hsa_amd_memory_pool_free`, `hsa_amd_agents_allow_access`,
+//!   `hsa_memory_copy`;
+//! - code objects: `hsa_code_object_reader_create_from_memory`,
+//!   `hsa_code_object_reader_destroy`, `hsa_executable_create_alt`,
+//!   `hsa_executable_load_agent_code_object`, `hsa_executable_freeze`,
+//!   `hsa_executable_get_symbol_by_name`, `hsa_executable_symbol_get_info`,
+//!   `hsa_executable_destroy`;
+//! - queues: `hsa_queue_create`, `hsa_queue_destroy`, `hsa_queue_inactivate`,
+//!   `hsa_queue_load_read_index_scacquire`, `hsa_queue_load_write_index_relaxed`,
+//!   `hsa_queue_add_write_index_scacq_screl`;
+//! - signals: `hsa_signal_create`, `hsa_amd_signal_create`, `hsa_signal_destroy`,
+//!   `hsa_signal_load_scacquire`, `hsa_signal_store_relaxed`, `hsa_signal_store_screlease`,
+//!   `hsa_signal_add_relaxed`, `hsa_signal_subtract_relaxed`, `hsa_signal_wait_scacquire`;
+//! - and Redline's own `redline_soft_hsa_inject` ([`abi::ext`]).
+//!
+//! Each one answers only the attributes, flags and argument forms its documentation in [`abi`]
+//! names; anything else is an error status, never a silent zero. (A unit test holds this list to
+//! the table and the exports.)
+//!
+//! # Departures from ROCr
+//! - **Kernels are CPU references.** A dispatch runs the `kernel-refs` reference registered for
+//!   the code object's SHA-256 and the kernel's name; any other kernel faults its queue. No ISA is
+//!   executed, scratch (the private segment) is not modelled (`hsa_queue_create`'s segment sizes
+//!   are ignored), and variables and indirect functions of a code object are not symbols.
+//! - **One address space for every GPU agent.** All GPU agents share one soft device: device
+//!   memory of one GPU's pool is reachable by a dispatch on any GPU agent, and a kernel object is
+//!   not checked to be dispatched on the agent it was loaded for. On ROCr a peer GPU reaches
+//!   another's memory only after `hsa_amd_agents_allow_access`.
+//! - **`hsa_amd_agents_allow_access` grants nothing.** It checks its arguments as ROCr does
+//!   (agents of the runtime, a pointer inside a live pool allocation, null `flags`) and returns
+//!   success, but records no grant and enforces none, because no access is ever refused here: the
+//!   host pools (system and kernarg) answer `ACCESSIBLE_BY_ALL` true, and every GPU agent's
+//!   dispatches reach the one shared address space. Enforcing it would take a per-agent view of
+//!   memory that the soft device does not have (one dispatch does not know its agent, one
+//!   allocation has no access list); a program that forgets the call for a peer GPU runs here
+//!   and faults on ROCr.
+//! - **Device memory is never host memory.** A device pool's allocations lie in a range reserved
+//!   with no access rights: the host reaches them only through `hsa_memory_copy` (a dereference
+//!   faults, as on a discrete GPU without a large BAR). Host pools hold at most [`HOST_BYTES_MAX`]
+//!   bytes together.
+//! - **Signal handles are table slots, not addresses.** A handle is a serial number and the index
+//!   of its slot in a table of [`SIGNALS_MAX`] live signals, not the address of an
+//!   `amd_signal_t`: a program that reads a signal's value through its handle, as ROCr's own
+//!   packet processor does, breaks. IPC signals and `HSA_AMD_SIGNAL_AMD_GPU_ONLY` semantics are
+//!   not modelled (every signal is shared by the host and every agent).
+//! - **Queues are threads.** Each queue's packet processor is a thread of the runtime; packets of
+//!   all queues run one at a time on the device, at CPU speed. There is no performance model,
+//!   no agent dispatch packet and no interrupt: a waiter sleeps on the signal itself.
+//! - **One runtime per process**, shared by every `hsa_init` (counted as ROCr counts them).
 //!
 //! # Unsafe code
 //! All of it is in [`abi`]: the exported functions (which dereference the program's pointers and

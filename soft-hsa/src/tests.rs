@@ -390,3 +390,23 @@ fn an_idle_processor_polls_its_doorbell_then_sleeps_on_it_and_either_way_runs_th
     // SAFETY: a live queue, unused afterwards.
     assert_eq!(unsafe { queue::hsa_queue_destroy(q) }, HsaStatus::SUCCESS);
 }
+
+/// The crate documentation's list of entry points is the function table `hsa-sys` loads (every
+/// one of which the library must export for the load to succeed) and Redline's extension.
+#[test]
+fn the_documented_entry_points_are_the_table() {
+    let docs = include_str!("lib.rs");
+    let start = docs.find("//! # Entry points").unwrap();
+    let end = docs.find("//! # Departures from ROCr").unwrap();
+    let listed: std::collections::BTreeSet<&str> = docs[start..end]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|name| name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'))
+        .filter(|name| name.starts_with("hsa_") || name.starts_with("redline_"))
+        .collect();
+    let table: std::collections::BTreeSet<&str> =
+        hsa_sys::HsaFns::SYMBOLS.iter().chain(hsa_sys::HsaExtFns::SYMBOLS).copied().collect();
+    assert_eq!(listed, table);
+    assert_eq!(hsa_sys::HsaFns::SYMBOLS.len(), 37, "the documentation says 37");
+}

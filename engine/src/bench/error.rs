@@ -86,9 +86,11 @@ pub enum BenchError {
         /// Why (not boxed, so that the exit code sees it in the chain).
         source: gguf::GgufError,
     },
-    /// The model file could not be hashed.
+    /// The bytes read are not the model the bench names: an alias's file is not its pinned
+    /// digest, or a worker's snapshot is not the one the bench measured ([`OpenError`], in the
+    /// chain for the exit code).
     #[error(transparent)]
-    Hash(#[from] model_files::resolve::HashError),
+    Identity(#[from] crate::model::OpenError),
     /// The model's tokenizer or a session could not start (boxed: it is the largest).
     #[error(transparent)]
     Session(Box<SessionError>),

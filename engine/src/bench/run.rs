@@ -132,7 +132,8 @@ fn prepare<D: Devices>(params: &Params, devices: &D) -> Result<Result<(Setup, Gg
         .map_err(|source| BenchError::Model { model: params.model.clone(), source: Box::new(source) })?;
     let file =
         Gguf::open(&resolved.path).map_err(|source| BenchError::Read { path: resolved.path.clone().into(), source })?;
-    let model_sha256 = resolved.sha256()?;
+    // The digest of exactly the bytes parsed, which admission and the report name.
+    let model_sha256 = crate::model::snapshot_digest(&resolved, &file)?;
     let tokenizer = tokenizer_from_gguf(&file)?;
     let prompt = tokenizer.encode_special(params.prompt_text(), true, false);
     if prompt.is_empty() {

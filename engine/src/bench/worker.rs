@@ -24,7 +24,8 @@ use crate::replay::{ConfigFlags, ReplayConfig};
 pub struct Args {
     /// The GGUF file.
     pub model: String,
-    /// Its SHA-256 (for the admission decision).
+    /// The SHA-256 of the snapshot the bench measured: the worker's own snapshot of the file
+    /// must have it (the admission decision names it).
     pub model_sha256: String,
     /// `sim`.
     pub device: String,
@@ -167,8 +168,15 @@ fn start<D: Devices>(args: &Args, devices: &D) -> Result<Session<D::Device>, Sta
         validate_first: args.validate_first,
         ..ReplayConfig::resolve(&flags, |_| None).map_err(BenchError::from)?
     };
-    let file = gguf::Gguf::open(&args.model)
-        .map_err(|source| BenchError::Read { path: std::path::PathBuf::from(&args.model).into(), source })?;
+    let path = std::path::Path::new(&args.model);
+    let file = gguf::Gguf::open(path).map_err(|source| BenchError::Read { path: path.into(), source })?;
+    // The worker runs its own snapshot of the file: it must be the bytes the bench measured.
+    let sha256 = file.sha256().unwrap_or_default();
+    if sha256 != args.model_sha256 {
+        let detail = format!("its SHA-256 is now {sha256}, not the {} the bench measured", args.model_sha256);
+        let changed = infile::ReadError::Changed { path: path.to_owned(), detail };
+        return Err(BenchError::Read { path: path.into(), source: changed.into() }.into());
+    }
     let registry = admissions::load(None).map_err(BenchError::from)?;
     let (device, _) = devices.open(&args.device, target).map_err(StartError::Open)?;
     let setting = Setting { kind: devices.kind(&device), context: args.context, transport: config.transport };

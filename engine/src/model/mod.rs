@@ -19,7 +19,7 @@ pub use gemma3::{Gemma3, Gemma3Params};
 pub use language::{ARCHITECTURES, LanguageModel};
 pub use lfm2::{Lfm2, Lfm2Params};
 pub use llama::{KvCacheLayout, Llama, LoadError, PREFILL_CHUNK, rope_table, rope_table_of};
-pub use open::{ModelFile, OpenError, open_model};
+pub use open::{ModelFile, OpenError, open_model, snapshot_digest};
 pub use params::{LlamaParams, ParamsError};
 pub use qwen35::{Qwen35, Qwen35Params};
 pub mod session;

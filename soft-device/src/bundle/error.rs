@@ -8,7 +8,7 @@ use super::{Mismatch, SHOWN_CHARS_MAX};
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
     /// The bundle directory cannot be inspected (missing, permission).
-    #[error("cannot open the bundle directory {}: {source}", path.display())]
+    #[error("cannot open the bundle directory {}: {source}", infile::EscapedPath(path))]
     Dir {
         /// The directory.
         path: PathBuf,
@@ -16,7 +16,7 @@ pub enum BundleError {
         source: std::io::Error,
     },
     /// The bundle path names something other than a directory.
-    #[error("{} is {kind}, not a bundle directory", path.display())]
+    #[error("{} is {kind}, not a bundle directory", infile::EscapedPath(path))]
     NotADirectory {
         /// The path.
         path: PathBuf,
@@ -90,7 +90,7 @@ pub enum BundleError {
         message: String,
     },
     /// A file could not be written.
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}: {source}", infile::EscapedPath(path))]
     Write {
         /// The file.
         path: PathBuf,

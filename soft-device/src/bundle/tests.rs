@@ -91,6 +91,21 @@ fn validation_names_the_json_path_and_the_value() {
         (Box::new(|m| m.regions[1].file = Some("a/../../b".into())), "regions[1].file", "not a relative path inside"),
         (Box::new(|m| m.regions[1].file = Some("f".repeat(2000))), "regions[1].file", "longer than the limit of 1024"),
         (
+            Box::new(|m| m.regions[1].file = Some("regions/a\0b.bin".into())),
+            "regions[1].file",
+            "\"regions/a\\0b.bin\" holds a control character",
+        ),
+        (
+            Box::new(|m| m.ib.file = "ib/\u{1b}[2J.bin".into()),
+            "ib.file",
+            "\"ib/\\x1b[2J.bin\" holds a control character",
+        ),
+        (
+            Box::new(|m| m.expected[0].file = "expected/x.bin/".into()),
+            "expected[0].file",
+            "ends with `/`: it names a directory",
+        ),
+        (
             Box::new(|m| m.patch_sites[0].rule = "position ** banana".into()),
             "patch_sites[0].rule",
             "\"position ** banana\" is not a rule",

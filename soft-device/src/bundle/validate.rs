@@ -83,6 +83,17 @@ impl Manifest {
                     format!("{} is longer than the limit of {FILE_NAME_BYTES_MAX} bytes for a file name", shown(f)),
                 ));
             }
+            // A control character (a NUL above all, which no file name can hold) or a trailing
+            // `/` (a directory's name) makes the manifest wrong, whatever the bundle holds.
+            if f.chars().any(char::is_control) {
+                return Err(invalid(
+                    at,
+                    format!("{} holds a control character, which no file name of a bundle may", shown(f)),
+                ));
+            }
+            if f.ends_with('/') {
+                return Err(invalid(at, format!("{} ends with `/`: it names a directory, not a file", shown(f))));
+            }
             if !is_inside(f) {
                 return Err(invalid(
                     at,
