@@ -1,5 +1,5 @@
-//! The API-key check: when any key is configured ([`crate::keys`]), every `/v1/*`, `/metrics`
-//! and `/redline/*` request needs `Authorization: Bearer KEY`; `/health` and the page stay open.
+//! The API-key check: when any key is configured ([`crate::keys`]), every `/v1/*`, `/metrics`,
+//! `/tokenize`, `/detokenize` and `/redline/*` request needs `Authorization: Bearer KEY`; `/health` and the page stay open.
 
 use std::sync::Arc;
 
@@ -13,7 +13,10 @@ use crate::state::AppState;
 
 /// Whether `path` needs a key: the API, the metrics and the route status.
 fn protected(path: &str) -> bool {
-    path == "/v1" || path.starts_with("/v1/") || path == "/metrics" || path.starts_with("/redline/")
+    path == "/v1"
+        || path.starts_with("/v1/")
+        || matches!(path, "/metrics" | "/tokenize" | "/detokenize")
+        || path.starts_with("/redline/")
 }
 
 /// The bearer token of an `Authorization` header (scheme case-insensitive).
@@ -57,7 +60,16 @@ mod tests {
         assert_eq!(token("Basic abc"), None);
         assert_eq!(token("Bearer "), None);
         assert_eq!(token("Bearer"), None);
-        for path in ["/v1/models", "/v1/chat/completions", "/v1/x", "/v1", "/metrics", "/redline/status"] {
+        for path in [
+            "/v1/models",
+            "/v1/chat/completions",
+            "/v1/x",
+            "/v1",
+            "/metrics",
+            "/redline/status",
+            "/tokenize",
+            "/detokenize",
+        ] {
             assert!(protected(path), "{path}");
         }
         for path in ["/health", "/", "/assets/app.js", "/v1x", "/metricsx", "/redline"] {

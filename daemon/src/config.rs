@@ -43,6 +43,13 @@ pub struct Config<F> {
     pub max_tokens_limit: Option<u32>,
     /// A device fault armed once the first model is loaded (testing).
     pub inject_fault: Option<hal::Injection>,
+    /// Whether a generation keeps the KV rows of the prompt prefix the device holds from the
+    /// previous generation (`engine::model::Session::set_prefix_reuse`).
+    pub prefix_reuse: bool,
+    /// Host names (`Host` header, port aside) accepted beside the loopback ones when bound to a
+    /// loopback address (`--allowed-host`); bound elsewhere, any host is accepted unless some
+    /// are given.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl<F> std::fmt::Debug for Config<F> {

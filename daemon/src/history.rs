@@ -113,6 +113,7 @@ mod tests {
             text: String::new(),
             tokens: vec![7; tokens],
             prompt_tokens: 5,
+            cached_tokens: 0,
             decode_time: std::time::Duration::from_millis(500),
             decode_forwards,
             prefill_time: std::time::Duration::from_millis(100),

@@ -15,6 +15,7 @@ mod config;
 mod conn;
 mod error;
 mod fields;
+mod guard;
 mod history;
 mod json;
 pub mod keys;
@@ -23,6 +24,7 @@ mod logprobs;
 mod metrics;
 mod model_file;
 mod page;
+mod readiness;
 mod request;
 mod response;
 mod routes;
@@ -31,6 +33,8 @@ mod startup;
 mod state;
 mod status;
 mod stream;
+mod tokenize;
+mod vllm;
 mod worker;
 
 use std::io::Write as _;
@@ -105,9 +109,12 @@ where
         }
     }
     let (offered, models): (Vec<Offered>, Vec<WorkerModel>) = opened.into_iter().map(|o| (o.offered, o.worker)).unzip();
-    let metrics = Arc::new(metrics::Metrics::default());
+    let metrics = Arc::new(metrics::Metrics::new(models.iter().map(|m| m.id.clone()).collect()));
+    if let Some(first) = models.first() {
+        metrics.readiness.set_loading(&first.id);
+    }
     let (queue, jobs) = tokio::sync::mpsc::channel(config.queue);
-    let Config { replay, admissions, open_device, api_keys, inject_fault, .. } = config;
+    let Config { replay, admissions, open_device, api_keys, inject_fault, prefix_reuse, allowed_hosts, .. } = config;
     let listening = Listening {
         host: config.host,
         port: config.port,
@@ -116,8 +123,9 @@ where
         header_timeout: config.header_timeout,
         max_connections: config.max_connections,
     };
-    let spec = LoadSpec { models, config: replay, admissions, inject_fault };
-    let (thread, device) = match worker::spawn(spec, open_device, jobs, Arc::clone(&metrics)) {
+    let spec = LoadSpec { models, config: replay, admissions, inject_fault, prefix_reuse };
+    let (failed_tx, failed) = tokio::sync::oneshot::channel();
+    let (thread, device) = match worker::spawn(spec, open_device, jobs, Arc::clone(&metrics), failed_tx) {
         Ok(started) => started,
         Err(message) => {
             eprintln!("redline: {}", escape_lines(&message));
@@ -133,10 +141,15 @@ where
         body_limits: state::BodyLimits { bytes: config.max_body_bytes, timeout: listening.body_timeout },
         api_keys,
         serial: AtomicU64::new(0),
+        hosts: guard::Hosts::new(allowed_hosts),
     };
-    serve(&listening, state)?;
+    let load_failure = serve(&listening, state, failed)?;
     // Every handler (and so every queue sender) is gone: the thread ends after its last job.
     thread.join().map_err(|_| anyhow::anyhow!("the generation thread panicked"))?;
+    if let Some(message) = load_failure {
+        eprintln!("redline: {}", escape_lines(&message));
+        return Ok(ExitCode::from(1));
+    }
     eprintln!("stopped");
     Ok(ExitCode::SUCCESS)
 }
@@ -152,8 +165,13 @@ struct Listening {
     max_connections: usize,
 }
 
-/// Binds, prints the address, and serves until a signal and the drain that follows.
-fn serve(args: &Listening, state: AppState) -> Result<()> {
+/// Binds, prints the address, and serves until a signal, or until the first model fails to
+/// load (its message is returned), and the drain that follows.
+fn serve(
+    args: &Listening,
+    mut state: AppState,
+    failed: tokio::sync::oneshot::Receiver<String>,
+) -> Result<Option<String>> {
     let settings = listen::Settings {
         connections_max: listen::fit_descriptors(args.max_connections),
         header_timeout: args.header_timeout,
@@ -169,6 +187,7 @@ fn serve(args: &Listening, state: AppState) -> Result<()> {
             .with_context(|| format!("binding {}:{}", args.host, args.port))?;
         let address: SocketAddr = listener.local_addr()?;
         let signal = shutdown::install().context("installing the SIGINT/SIGTERM handlers")?;
+        state.hosts.bound(address.ip().is_loopback());
         if !address.ip().is_loopback() && !state.api_keys.required() {
             eprintln!(
                 "warning: listening on {address}, which other machines may reach, without an API key: anyone who \
@@ -183,7 +202,19 @@ fn serve(args: &Listening, state: AppState) -> Result<()> {
             "serving {address} (queue {}, at most {} connections, header timeout {:?}, body timeout {:?})",
             args.queue, settings.connections_max, settings.header_timeout, args.body_timeout
         );
-        listen::serve(listener, app, settings, signal).await;
-        Ok(())
+        let failure = std::sync::Mutex::new(None);
+        let stop = async {
+            tokio::select! {
+                () = signal => {}
+                message = failed => {
+                    // A dropped sender: the thread ended without a load failure (it serves).
+                    let Ok(message) = message else { return std::future::pending().await };
+                    eprintln!("the first model failed to load: not accepting new connections");
+                    *failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(message);
+                }
+            }
+        };
+        listen::serve(listener, app, settings, stop).await;
+        Ok(failure.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
     })
 }

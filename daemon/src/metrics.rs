@@ -12,6 +12,8 @@ use engine::model::Generation;
 use engine::replay::RouteProof;
 
 use super::history::{Entry, Forwards, History};
+use super::readiness::Readiness;
+use super::vllm::{Histogram, ServedSeries};
 
 /// What the generation thread last published.
 #[derive(Debug, Clone)]
@@ -74,7 +76,7 @@ impl Progress {
 }
 
 /// Server-wide counters and the latest snapshot.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Metrics {
     /// HTTP requests by (endpoint, status).
     requests: Mutex<BTreeMap<(String, u16), u64>>,
@@ -87,6 +89,8 @@ pub(crate) struct Metrics {
     decode_tokens_per_second_bits: AtomicU64,
     /// Time to first token of the finished generations, as a histogram.
     time_to_first_token: Mutex<Histogram>,
+    /// Prompt tokens kept from the previous generation instead of prefilled.
+    cached_tokens: AtomicU64,
     /// The last cancelled generation's generated tokens.
     last_cancelled_tokens: AtomicU64,
     /// 1 while the generation thread runs a job.
@@ -96,38 +100,18 @@ pub(crate) struct Metrics {
     progress: Mutex<Option<Progress>>,
     /// The last finished generations.
     history: History,
+    /// Whether a model is loading (`/health`).
+    pub(crate) readiness: Readiness,
+    /// The vLLM-named series of every served model.
+    pub(crate) served: ServedSeries,
 }
 
-/// A Prometheus histogram of seconds: cumulative counts per upper bound, count and sum.
-#[derive(Debug, Default)]
-struct Histogram {
-    /// Observations at or below each bound of [`Histogram::BOUNDS`].
-    buckets: [u64; Histogram::BOUNDS.len()],
-    count: u64,
-    sum: f64,
-}
+/// Bounds of `redline_time_to_first_token_seconds`, seconds.
+const TIME_TO_FIRST_TOKEN_BOUNDS: &[f64] = &[0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 
-impl Histogram {
-    /// Upper bounds in seconds (the `+Inf` bucket is `count`).
-    const BOUNDS: [f64; 12] = [0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
-
-    fn observe(&mut self, seconds: f64) {
-        for (bucket, bound) in self.buckets.iter_mut().zip(Self::BOUNDS) {
-            if seconds <= bound {
-                *bucket += 1;
-            }
-        }
-        self.count += 1;
-        self.sum += seconds;
-    }
-
-    fn render(&self, out: &mut String, name: &str) {
-        for (bucket, bound) in self.buckets.iter().zip(Self::BOUNDS) {
-            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {bucket}");
-        }
-        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", self.count);
-        let _ = writeln!(out, "{name}_sum {}", self.sum);
-        let _ = writeln!(out, "{name}_count {}", self.count);
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new(Vec::new())
     }
 }
 
@@ -151,6 +135,28 @@ fn count(n: usize) -> u64 {
 }
 
 impl Metrics {
+    /// The counters of a server serving `ids` (`--model` order).
+    pub(crate) fn new(ids: Vec<String>) -> Self {
+        Self {
+            requests: Mutex::default(),
+            prompt_tokens: AtomicU64::default(),
+            generated_tokens: AtomicU64::default(),
+            generations_finished: AtomicU64::default(),
+            generations_cancelled: AtomicU64::default(),
+            generations_failed: AtomicU64::default(),
+            decode_tokens_per_second_bits: AtomicU64::default(),
+            time_to_first_token: Mutex::new(Histogram::new(TIME_TO_FIRST_TOKEN_BOUNDS)),
+            cached_tokens: AtomicU64::default(),
+            last_cancelled_tokens: AtomicU64::default(),
+            generating: AtomicU64::default(),
+            snapshot: Mutex::default(),
+            progress: Mutex::default(),
+            history: History::default(),
+            readiness: Readiness::default(),
+            served: ServedSeries::new(ids),
+        }
+    }
+
     /// Counts one answered HTTP request.
     pub(crate) fn request(&self, endpoint: &str, status: u16) {
         *lock(&self.requests).entry((endpoint.to_owned(), status)).or_insert(0) += 1;
@@ -165,6 +171,7 @@ impl Metrics {
     pub(crate) fn generation_finished(&self, generation: &Generation, forwards: Forwards) {
         self.history.push(Entry::new(generation, forwards, super::history::unix_ms()));
         self.prompt_tokens(generation.prompt_tokens);
+        self.cached_tokens.fetch_add(count(generation.cached_tokens), Ordering::Relaxed);
         self.generated_tokens.fetch_add(count(generation.tokens.len()), Ordering::Relaxed);
         self.generations_finished.fetch_add(1, Ordering::Relaxed);
         if generation.decode_forwards > 0 {
@@ -238,11 +245,23 @@ impl Metrics {
         let mut out = String::new();
         header(&mut out, "redline_requests_total", "counter", "HTTP requests answered, by endpoint and status.");
         for ((endpoint, status), n) in lock(&self.requests).iter() {
-            let _ =
-                writeln!(out, "redline_requests_total{{endpoint=\"{}\",status=\"{status}\"}} {n}", escape(endpoint));
+            let _ = writeln!(
+                out,
+                "redline_requests_total{{endpoint=\"{}\",status=\"{status}\"}} {n}",
+                label_escape(endpoint)
+            );
         }
         let counters = [
-            ("redline_prompt_tokens_total", "Prompt tokens prefilled.", &self.prompt_tokens),
+            (
+                "redline_prompt_tokens_total",
+                "Prompt tokens of the generations (kept ones included).",
+                &self.prompt_tokens,
+            ),
+            (
+                "redline_prompt_tokens_cached_total",
+                "Prompt tokens kept from the previous generation instead of prefilled.",
+                &self.cached_tokens,
+            ),
             (
                 "redline_generated_tokens_total",
                 "Tokens generated (cancelled generations included).",
@@ -269,7 +288,7 @@ impl Metrics {
             "histogram",
             "Time from the start of a finished generation's prefill to its first token.",
         );
-        lock(&self.time_to_first_token).render(&mut out, "redline_time_to_first_token_seconds");
+        lock(&self.time_to_first_token).render(&mut out, "redline_time_to_first_token_seconds", "");
         header(&mut out, "redline_generating", "gauge", "1 while a request is being generated.");
         let _ = writeln!(out, "redline_generating {}", self.generating.load(Ordering::Relaxed));
         header(&mut out, "redline_queue_depth", "gauge", "Requests waiting for the generation thread.");
@@ -281,6 +300,7 @@ impl Metrics {
             let _ = writeln!(out, "redline_model_switches_total {}", snapshot.switches);
             route(&mut out, &snapshot.proof);
         }
+        self.served.render(&mut out);
         out
     }
 }
@@ -302,7 +322,7 @@ fn route(out: &mut String, proof: &RouteProof) {
     header(out, "redline_replay_fallbacks_total", "counter", "Replay fallbacks entered.");
     let _ = writeln!(out, "redline_replay_fallbacks_total {}", o.fallbacks);
     header(out, "redline_replay_state", "gauge", "The replay controller's state (1 for the current one).");
-    let _ = writeln!(out, "redline_replay_state{{state=\"{}\"}} 1", escape(proof.state));
+    let _ = writeln!(out, "redline_replay_state{{state=\"{}\"}} 1", label_escape(proof.state));
 }
 
 /// `# HELP` and `# TYPE` lines.
@@ -311,7 +331,7 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 /// A label value with `\`, `"` and newlines escaped.
-fn escape(value: &str) -> String {
+pub(crate) fn label_escape(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
@@ -361,6 +381,7 @@ mod tests {
                     text: String::new(),
                     tokens: vec![1],
                     prompt_tokens: 3,
+                    cached_tokens: 0,
                     decode_time: std::time::Duration::ZERO,
                     decode_forwards: 0,
                     prefill_time: std::time::Duration::from_millis(millis),

@@ -64,7 +64,7 @@ pub(crate) struct ChatRequest {
 }
 
 /// The body as a JSON object.
-fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+pub(crate) fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         ApiError::request(
             axum::http::StatusCode::BAD_REQUEST,
@@ -83,7 +83,7 @@ fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
 }
 
 /// Field `name`, which must be present.
-fn required<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a Value, ApiError> {
+pub(crate) fn required<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a Value, ApiError> {
     match obj.get(name) {
         None | Some(Value::Null) => {
             Err(ApiError::invalid(name, "missing_required_parameter", format!("'{name}' is required")))

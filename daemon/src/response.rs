@@ -28,14 +28,16 @@ pub(crate) struct Envelope {
 }
 
 impl Envelope {
-    /// A new response's envelope; `serial` makes the id unique within the process.
+    /// A new response's envelope; `serial` makes the id unique within the process, and a random
+    /// tag drawn once per process ([`process_tag`]) across processes and restarts.
     pub(crate) fn new(endpoint: Endpoint, serial: u64, model: &str) -> Self {
         let created = crate::clock::since_epoch().as_secs();
         let prefix = match endpoint {
             Endpoint::Completions => "cmpl",
             Endpoint::Chat => "chatcmpl",
         };
-        Self { endpoint, id: format!("{prefix}-{created:x}{serial:06x}"), created, model: model.to_owned() }
+        let id = format!("{prefix}-{:016x}{serial:08x}", process_tag());
+        Self { endpoint, id, created, model: model.to_owned() }
     }
 
     fn object(&self, object: &str, choices: Value) -> Value {
@@ -117,12 +119,28 @@ impl Envelope {
     }
 }
 
-/// The usage object.
+/// The usage object; `prompt_tokens_details.cached_tokens` counts the prompt tokens kept from
+/// the previous generation, as OpenAI reports its prompt cache.
 fn usage(finished: &Finished) -> Value {
     json!({
         "prompt_tokens": finished.prompt_tokens,
         "completion_tokens": finished.completion_tokens,
         "total_tokens": finished.prompt_tokens + finished.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": finished.cached_tokens},
+    })
+}
+
+/// 64 random bits drawn once per process: the operating system's randomness through the
+/// standard library's hash keys, mixed with the process id and the clock, so that two servers
+/// (behind one gateway, or one restarted) hand out different response ids.
+fn process_tag() -> u64 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    static TAG: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TAG.get_or_init(|| {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        hasher.write_u128(crate::clock::since_epoch().as_nanos());
+        hasher.finish()
     })
 }
 

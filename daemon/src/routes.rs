@@ -20,6 +20,7 @@ use super::body;
 use super::catalog::Offered;
 use super::conn;
 use super::error::ApiError;
+use super::guard;
 use super::metrics::Metrics;
 use super::request::{self, Sampling};
 use super::response::{Endpoint, Envelope};
@@ -34,6 +35,8 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/v1/completions", post(completions))
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/models", get(models))
+        .route("/tokenize", post(super::tokenize::tokenize))
+        .route("/detokenize", post(super::tokenize::detokenize))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
         .route("/redline/status", get(status_page))
@@ -42,10 +45,13 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(state.body_limits.bytes))
         // Innermost first: the handler is dropped when its client goes; a body is read after
-        // the key is checked; every answer is counted.
+        // its content type and the key are checked, the key after the Host; every answer is
+        // counted.
         .layer(middleware::from_fn(conn::cancel_when_gone))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), body::read_body))
+        .layer(middleware::from_fn(guard::require_json))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), auth::require_key))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), guard::check_host))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), count_request))
         .with_state(state)
 }
@@ -88,8 +94,8 @@ async fn method_not_allowed(request: Request) -> ApiError {
     )
 }
 
-async fn health() -> Response {
-    axum::Json(serde_json::json!({"status": "ok"})).into_response()
+async fn health(State(state): State<Arc<AppState>>) -> Response {
+    state.metrics.readiness.health()
 }
 
 async fn models(State(state): State<Arc<AppState>>) -> Response {
@@ -116,7 +122,7 @@ async fn status_page(State(state): State<Arc<AppState>>) -> Response {
 }
 
 /// The body, or the error its rejection (too large, unreadable) calls for.
-fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+pub(crate) fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     body.map_err(|rejection| match rejection.status() {
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::request(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -179,13 +185,17 @@ async fn generate(
     model_loadable(state, model, offered)?;
     let options = options(offered, endpoint, prompt.len(), prompt_param, &sampling)?;
     let (events, mut received) = mpsc::unbounded_channel();
-    let job = Job { model, prompt, options, events };
-    state.queue.try_send(job).map_err(|error| match error {
-        mpsc::error::TrySendError::Full(_) => ApiError::queue_full(state.queue_capacity),
-        mpsc::error::TrySendError::Closed(_) => {
-            ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "not_generating", "the generation thread has stopped")
-        }
-    })?;
+    let job = Job { model, prompt, options, events, arrived: std::time::Instant::now() };
+    // Counted before it is sent: the generation thread may take it at once.
+    state.metrics.served.queued(model);
+    state.queue.try_send(job).inspect_err(|_| state.metrics.served.dequeued(model, false)).map_err(
+        |error| match error {
+            mpsc::error::TrySendError::Full(_) => ApiError::queue_full(state.queue_capacity),
+            mpsc::error::TrySendError::Closed(_) => {
+                ApiError::server(StatusCode::SERVICE_UNAVAILABLE, "not_generating", "the generation thread has stopped")
+            }
+        },
+    )?;
     let envelope = Envelope::new(endpoint, state.serial.fetch_add(1, Ordering::Relaxed), &offered.model.id);
     let logprobs = sampling.logprobs.is_some();
     if sampling.stream {

@@ -38,8 +38,10 @@ pub(crate) struct AppState {
     pub body_limits: BodyLimits,
     /// The API keys; none: the server is open.
     pub api_keys: ApiKeys,
-    /// Makes response ids unique.
+    /// Makes response ids unique within the process.
     pub serial: AtomicU64,
+    /// The host names requests may name.
+    pub hosts: crate::guard::Hosts,
 }
 
 impl AppState {

@@ -33,6 +33,8 @@ pub(crate) struct Job {
     pub options: GenerateOptions,
     /// Where the text goes; a closed receiver means the client has gone.
     pub events: mpsc::UnboundedSender<Event>,
+    /// When the request arrived (its queue wait counts in its latencies).
+    pub arrived: std::time::Instant,
 }
 
 /// What the worker reports about a job.
@@ -60,6 +62,8 @@ pub(crate) struct Piece {
 pub(crate) struct Finished {
     /// Prompt tokens.
     pub prompt_tokens: usize,
+    /// Of them, those kept from the previous generation instead of prefilled.
+    pub cached_tokens: usize,
     /// Generated tokens.
     pub completion_tokens: usize,
     /// `stop` or `length`.
@@ -109,6 +113,8 @@ pub(crate) struct LoadSpec {
     pub admissions: AdmissionRegistry,
     /// A fault armed once the first model is loaded (testing).
     pub inject_fault: Option<hal::Injection>,
+    /// Whether a generation keeps the prompt prefix the device holds from the previous one.
+    pub prefix_reuse: bool,
 }
 
 /// The device the models run on.
@@ -122,41 +128,63 @@ pub(crate) struct DeviceInfo {
     pub reason: String,
 }
 
-/// Opens the device with `open` and loads the first model on a new thread and, once it is
-/// loaded, serves `jobs` there until every sender is dropped. Returns the thread and the
-/// device, or the load failure's message.
+/// Opens the device with `open` on a new thread and returns once it is open: the thread and
+/// the device, or why it did not open. The thread then loads the first model ([`Readiness`]
+/// says so meanwhile) and serves `jobs` until every sender is dropped; a first model that fails
+/// to load is reported on `failed` and ends the thread.
+///
+/// [`Readiness`]: super::readiness::Readiness
 pub(crate) fn spawn<D, F>(
     spec: LoadSpec,
     open: F,
     jobs: mpsc::Receiver<Job>,
     metrics: Arc<Metrics>,
+    failed: tokio::sync::oneshot::Sender<String>,
 ) -> Result<(JoinHandle<()>, DeviceInfo), String>
 where
     D: Device + FaultInjection + 'static,
     F: FnOnce() -> Result<OpenedDevice<D>, String> + Send + 'static,
 {
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (opened_tx, opened_rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("redline-generate".into())
-        .spawn(move || match load(spec, open) {
-            Ok((worker, device)) => {
-                metrics.set_snapshot(worker.snapshot());
-                if ready_tx.send(Ok(device)).is_ok() {
+        .spawn(move || {
+            let opened = match open() {
+                Ok(opened) => opened,
+                Err(message) => {
+                    let _ = opened_tx.send(Err(message));
+                    return;
+                }
+            };
+            eprintln!("device: {}", escape_lines(&opened.reason));
+            let info = DeviceInfo {
+                kind: opened.kind,
+                arch: opened.device.target().to_string(),
+                reason: opened.reason.clone(),
+            };
+            if opened_tx.send(Ok(info)).is_err() {
+                return;
+            }
+            match load(spec, opened) {
+                Ok(worker) => {
+                    metrics.set_snapshot(worker.snapshot());
+                    metrics.served.kv_in_use(0, 0, worker.session.context());
+                    metrics.readiness.set_ready();
                     serve_jobs(worker, jobs, &metrics);
                 }
-            }
-            Err(message) => {
-                let _ = ready_tx.send(Err(message));
+                Err(message) => {
+                    let _ = failed.send(message);
+                }
             }
         })
         .map_err(|e| format!("starting the generation thread: {e}"))?;
-    match ready_rx.recv() {
+    match opened_rx.recv() {
         Ok(Ok(device)) => Ok((thread, device)),
         Ok(Err(message)) => {
             let _ = thread.join();
             Err(message)
         }
-        Err(_) => Err("the generation thread ended while loading the model".to_owned()),
+        Err(_) => Err("the generation thread ended while opening the device".to_owned()),
     }
 }
 
@@ -173,15 +201,12 @@ struct Worker<D: Device> {
     switches: u64,
 }
 
-/// Opens the device and loads the first model.
-fn load<D, F>(mut spec: LoadSpec, open: F) -> Result<(Worker<D>, DeviceInfo), String>
+/// Loads the first model on the opened device.
+fn load<D>(mut spec: LoadSpec, opened: OpenedDevice<D>) -> Result<Worker<D>, String>
 where
     D: Device + FaultInjection,
-    F: FnOnce() -> Result<OpenedDevice<D>, String>,
 {
-    let OpenedDevice { device, kind, reason } = open()?;
-    eprintln!("device: {}", escape_lines(&reason));
-    let target = device.target();
+    let OpenedDevice { device, kind, .. } = opened;
     let Some(first) = spec.models.first_mut() else {
         return Err("no model to serve".to_owned());
     };
@@ -196,14 +221,14 @@ where
     eprintln!("admission: {}", escape_lines(&admission.reason));
     let mut session = Session::with_admission(device, &file, first.context, spec.config.clone(), admission)
         .map_err(|e| e.to_string())?;
+    session.set_prefix_reuse(spec.prefix_reuse);
     drop(file);
     eprintln!("model loaded in {:.1} s", start.elapsed().as_secs_f64());
     if let Some(fault) = spec.inject_fault {
         hal::FaultInjection::inject(session.device_mut(), fault).map_err(|e| format!("--inject-fault: {e}"))?;
         eprintln!("armed an injected {fault:?}");
     }
-    let worker = Worker { session, kind, spec, loaded: Some(0), switches: 0 };
-    Ok((worker, DeviceInfo { kind, arch: target.to_string(), reason }))
+    Ok(Worker { session, kind, spec, loaded: Some(0), switches: 0 })
 }
 
 impl<D: Device> Worker<D> {
@@ -224,6 +249,15 @@ impl<D: Device> Worker<D> {
         if self.loaded == Some(index) {
             return Ok(());
         }
+        let id = self.spec.models.get(index).map_or_else(String::new, |m| m.id.clone());
+        metrics.readiness.set_loading(&id);
+        let result = self.load_other(index, metrics);
+        metrics.readiness.set_ready();
+        result
+    }
+
+    /// [`Worker::switch_to`] another model than the loaded one.
+    fn load_other(&mut self, index: usize, metrics: &Metrics) -> Result<(), String> {
         let from =
             self.loaded.and_then(|i| self.spec.models.get(i)).map_or("none (a switch failed)", |m| &m.id).to_owned();
         let served = self.spec.models.len();
@@ -248,6 +282,7 @@ impl<D: Device> Worker<D> {
         let result = self.session.reconfigure(&file, to.context, admission, &why);
         drop(file);
         if result.is_ok() {
+            self.session.set_prefix_reuse(self.spec.prefix_reuse);
             self.loaded = Some(index);
             eprintln!("model {} loaded in {:.1} s", escape(&to.id), start.elapsed().as_secs_f64());
         }
@@ -269,19 +304,25 @@ fn read_again(model: &WorkerModel) -> Result<gguf::Gguf, String> {
 fn serve_jobs<D: Device>(mut worker: Worker<D>, mut jobs: mpsc::Receiver<Job>, metrics: &Metrics) {
     while let Some(job) = jobs.blocking_recv() {
         if job.events.is_closed() {
+            metrics.served.dequeued(job.model, false);
             metrics.generation_cancelled(0);
             continue;
         }
+        metrics.served.dequeued(job.model, true);
         metrics.set_generating(true);
         let done = match worker.switch_to(job.model, metrics) {
             Ok(()) => run_job(&mut worker.session, &job, metrics),
             Err(message) => {
+                metrics.served.finished(job.model, served_end(&job, 0, 0, 0, None));
                 metrics.generation_failed();
                 eprintln!("redline: {}", escape_lines(&message));
                 Some(Err(message))
             }
         };
         // The snapshot is current before the client hears the generation ended.
+        if let Some(loaded) = worker.loaded {
+            metrics.served.kv_in_use(loaded, worker.session.held_tokens(), worker.session.context());
+        }
         metrics.set_snapshot(worker.snapshot());
         metrics.set_progress(None);
         metrics.set_generating(false);
@@ -299,11 +340,19 @@ fn run_job<D: Device>(session: &mut Session<D>, job: &Job, metrics: &Metrics) ->
     let mut progress = Progress::start();
     let mut published = progress.started;
     metrics.set_progress(Some(progress));
+    metrics.served.kv_in_use(job.model, job.prompt.len(), session.context());
+    let mut last_token: Option<std::time::Instant> = None;
     let generation = session.generate_with(&job.prompt, &job.options, |output| {
         if let Some(record) = output.logprobs {
             pending.push(Entry::new(output.tokenizer, record));
         }
         if output.token.is_some() {
+            let now = std::time::Instant::now();
+            match last_token {
+                None => metrics.served.first_token(job.model, now.saturating_duration_since(job.arrived)),
+                Some(last) => metrics.served.inter_token(job.model, now.saturating_duration_since(last)),
+            }
+            last_token = Some(now);
             progress.token();
             if published.elapsed() >= Progress::PUBLISH_EVERY {
                 metrics.set_progress(Some(progress));
@@ -322,11 +371,18 @@ fn run_job<D: Device>(session: &mut Session<D>, job: &Job, metrics: &Metrics) ->
     });
     Some(match generation {
         Ok(generation) if generation.finish_reason == "cancelled" => {
+            let end =
+                served_end(job, generation.prompt_tokens, generation.cached_tokens, generation.tokens.len(), None);
+            metrics.served.finished(job.model, end);
             metrics.prompt_tokens(generation.prompt_tokens);
             metrics.generation_cancelled(generation.tokens.len());
             return None;
         }
         Ok(generation) => {
+            let reason = Some(generation.finish_reason);
+            let end =
+                served_end(job, generation.prompt_tokens, generation.cached_tokens, generation.tokens.len(), reason);
+            metrics.served.finished(job.model, end);
             let forwards = Forwards::observed(session.controller().observations()).since(before);
             metrics.generation_finished(&generation, forwards);
             if !pending.is_empty() {
@@ -335,14 +391,27 @@ fn run_job<D: Device>(session: &mut Session<D>, job: &Job, metrics: &Metrics) ->
             }
             Ok(Finished {
                 prompt_tokens: generation.prompt_tokens,
+                cached_tokens: generation.cached_tokens,
                 completion_tokens: generation.tokens.len(),
                 finish_reason: generation.finish_reason,
             })
         }
         Err(error) => {
+            metrics.served.finished(job.model, served_end(job, job.prompt.len(), 0, 0, None));
             metrics.generation_failed();
             eprintln!("redline: generation failed: {}", escape_lines(&error.to_string()));
             Err(error.to_string())
         }
     })
+}
+
+/// What a request's end adds to its model's vLLM-named series.
+fn served_end(
+    job: &Job,
+    prompt_tokens: usize,
+    cached_tokens: usize,
+    generated: usize,
+    reason: Option<&'static str>,
+) -> crate::vllm::Finished {
+    crate::vllm::Finished { prompt_tokens, cached_tokens, generated, latency: job.arrived.elapsed(), reason }
 }

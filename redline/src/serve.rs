@@ -17,9 +17,14 @@ use crate::select::{AnyDevice, select_for_model};
 ///   POST /v1/chat/completions   {"model", "messages": [{"role", "content"}], ..., "max_completion_tokens",
 ///                               "logprobs": true, "top_logprobs" (0..=20)} with the model's chat template
 ///   GET  /v1/models             every served model
-///   GET  /health                {"status": "ok"}
+///   POST /tokenize              {"content", "add_special", "parse_special", "with_pieces", "model"} -> {"tokens"}
+///   POST /detokenize            {"tokens", "model"} -> {"content"} (llama.cpp's server's shapes)
+///   GET  /health                200 {"status": "ok"}; 503 {"error": {"code": 503, "message": "Loading model", ...}}
+///                               while a model loads (after startup's listening line, and at a switch)
 ///   GET  /metrics               Prometheus text: requests, tokens, decode tok/s, replay routes, queue,
-///                               model switches
+///                               model switches; and per model under vLLM's names (vllm:num_requests_running,
+///                               vllm:num_requests_waiting, vllm:kv_cache_usage_perc, time to first token,
+///                               inter-token and end-to-end histograms, prefix-cache hits)
 ///   GET  /redline/status        route proof (controller state, fallback reason, reconfiguration, tape,
 ///                               submission, replay positions), device, the loaded model's path and
 ///                               sha256 and admission, every served model, the model switches, the
@@ -48,7 +53,10 @@ use crate::select::{AnyDevice, select_for_model};
 /// time, the first from startup: a request for another switches between requests (every object
 /// of the old model is freed, the new one loads, the replay controller is reset and re-armed by
 /// the new model's admission; /redline/status counts the switches). A request for the loaded
-/// model does not reload it, and every request starts from position 0. --context and the
+/// model does not reload it. A prompt that starts with the previous generation's prompt and
+/// answer (a chat's next turn) keeps their KV rows and prefills only the rest
+/// (`usage.prompt_tokens_details.cached_tokens` counts the kept ones; --no-prefix-reuse turns
+/// it off); nothing is kept across a model switch. --context and the
 /// --max-* limits apply to each model, checked against each one's trained context.
 ///
 /// `stream: true` answers with server-sent events ending in `data: [DONE]`. `n` must be 1;
@@ -66,7 +74,11 @@ use crate::select::{AnyDevice, select_for_model};
 /// loopback without a key prints a warning.
 /// Model files are read, not mapped: the loaded model runs from the device whatever happens to
 /// its file; a switch to a model whose file changed since startup is answered 503.
-/// The first line on standard output is `listening on http://HOST:PORT`.
+/// The first line on standard output is `listening on http://HOST:PORT`; the first model then
+/// loads (/health answers 503 until it is on the device; requests wait in the queue).
+/// Browsers: bound to loopback, only loopback host names, IP addresses and --allowed-host names
+/// are answered (421 otherwise); an HTTP/1.1 request without Host is 400; the JSON endpoints
+/// answer a body that is not `Content-Type: application/json` 415.
 /// Each model file is checked at startup as `redline generate` checks it (GGUF structure,
 /// hyperparameters, vocabulary sizes, tokenizer, finite weights); a model whose chat template is
 /// missing or not ChatML (a base model such as Gemma 3 270M) is served with a warning, its chat
@@ -132,6 +144,18 @@ pub struct Args {
     /// when smaller].
     #[arg(long)]
     pub max_tokens_limit: Option<u32>,
+    /// Prefill every prompt whole: do not keep the KV rows of the longest prefix a prompt shares
+    /// with the previous generation's tokens. Reuse (the default) changes no output bit; a
+    /// model with convolution or recurrent state is reused only when the prompt continues the
+    /// whole previous sequence (a chat's next turn).
+    #[arg(long)]
+    pub no_prefix_reuse: bool,
+    /// Also answer requests whose Host header names HOST (port aside); repeatable. Bound to a
+    /// loopback address, the server otherwise answers only localhost, *.localhost and IP
+    /// addresses (421 for any other name: a web page cannot reach it through DNS rebinding);
+    /// bound elsewhere, any name unless this is given.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
     /// Testing only: arm a device fault once the first model is loaded (`replay-timeout`,
     /// `queue-fault`): it fires at the first retained token.
     #[arg(long, hide = true, value_parser = parse_fault)]
@@ -186,5 +210,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         max_prompt_tokens: args.max_prompt_tokens,
         max_tokens_limit: args.max_tokens_limit,
         inject_fault: args.inject_fault,
+        prefix_reuse: !args.no_prefix_reuse,
+        allowed_hosts: args.allowed_hosts.clone(),
     })
 }

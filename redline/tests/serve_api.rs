@@ -87,7 +87,13 @@ fn chat_completions_whole_and_streamed_agree_and_stop_strings_end_the_text() {
     assert_eq!(stream_text(&events), text);
     let usage: Value = serde_json::from_str(&events[events.len() - 2]).unwrap();
     assert_eq!(usage["choices"], json!([]));
-    assert_eq!(usage["usage"], body["usage"]);
+    for count in ["prompt_tokens", "completion_tokens", "total_tokens"] {
+        assert_eq!(usage["usage"][count], body["usage"][count], "{count}");
+    }
+    // The same prompt again: all of it but its last token is kept from the whole answer's.
+    assert_eq!(body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    let prompt = body["usage"]["prompt_tokens"].as_u64().unwrap();
+    assert_eq!(usage["usage"]["prompt_tokens_details"]["cached_tokens"], prompt - 1);
 
     // A stop string taken from the middle of the greedy text cuts it there.
     let chars: Vec<char> = text.chars().collect();
@@ -126,7 +132,8 @@ fn models_health_metrics_and_status_describe_the_server() {
     assert!(metrics.header("content-type").unwrap().starts_with("text/plain"));
     let text = metrics.text();
     assert!(text.contains("redline_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 1\n"), "{text}");
-    assert!(text.contains("redline_requests_total{endpoint=\"/health\",status=\"200\"} 1\n"), "{text}");
+    // The readiness check of `Server::start` and this test's.
+    assert!(text.contains("redline_requests_total{endpoint=\"/health\",status=\"200\"} 2\n"), "{text}");
     assert_eq!(server.metric("redline_generated_tokens_total"), tokens);
     let prompt = prompt_tokens("abc");
     assert_eq!(server.metric("redline_prompt_tokens_total"), prompt as f64);

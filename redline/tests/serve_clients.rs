@@ -85,7 +85,8 @@ fn curl_gets_a_completion_and_an_event_stream() {
     let chat = json!({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 10, "temperature": 0});
     let mut streamed = chat.clone();
     streamed["stream"] = json!(true);
-    let events = sse_data(&curl(&["-N", "-d", &streamed.to_string(), &url("/v1/chat/completions")]));
+    let json = "Content-Type: application/json";
+    let events = sse_data(&curl(&["-N", "-H", json, "-d", &streamed.to_string(), &url("/v1/chat/completions")]));
     assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
     let expected = server.post("/v1/chat/completions", &chat).json();
     assert_eq!(stream_text(&events), expected["choices"][0]["message"]["content"].as_str().unwrap());
@@ -94,7 +95,8 @@ fn curl_gets_a_completion_and_an_event_stream() {
     let raw = server.post("/v1/completions", &serde_json::from_str(&request).unwrap()).json();
     assert_eq!(raw["choices"][0]["text"], text);
     // curl sees the error object and the status of a bad request.
-    let bad = curl(&["-w", "\n%{http_code}", "-d", r#"{"prompt": "x", "top_p": 2}"#, &url("/v1/completions")]);
+    let bad =
+        curl(&["-w", "\n%{http_code}", "-H", json, "-d", r#"{"prompt": "x", "top_p": 2}"#, &url("/v1/completions")]);
     let (body, code) = bad.rsplit_once('\n').unwrap();
     assert_eq!(code, "400");
     assert_eq!(serde_json::from_str::<Value>(body).unwrap()["error"]["param"], "top_p");

@@ -17,7 +17,7 @@ use serde_json::json;
 use serve_common::{Server, answer, eventually, parse, send, tiny_model};
 
 /// Half a request head: the request line and part of a header, never the blank line.
-const HALF_HEAD: &[u8] = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le";
+const HALF_HEAD: &[u8] = b"POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Le";
 
 /// Open descriptors of process `pid`.
 fn descriptors(pid: u32) -> usize {
@@ -101,7 +101,7 @@ fn watch_closes(
 fn health(addr: SocketAddr, timeout: Duration) -> Option<u16> {
     let mut stream = TcpStream::connect_timeout(&addr, timeout).ok()?;
     stream.set_read_timeout(Some(timeout)).ok()?;
-    stream.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").ok()?;
+    stream.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").ok()?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).ok()?;
     Some(parse(&raw).status)
@@ -241,7 +241,7 @@ fn an_oversized_content_length_is_refused_from_the_header_and_a_slow_body_times_
     // A chunked body with no length announced is cut at the limit.
     let chunk = "a".repeat(3000);
     let request = format!(
-        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n{len:x}\r\n{chunk}\r\n{len:x}\r\n{chunk}\r\n0\r\n\r\n",
+        "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{len:x}\r\n{chunk}\r\n{len:x}\r\n{chunk}\r\n0\r\n\r\n",
         len = chunk.len()
     );
     let response = answer(serve_common::send_raw(server.addr, request.as_bytes()));
@@ -286,7 +286,7 @@ fn a_whole_request_on_a_closing_connection_is_cancelled_when_its_client_goes() {
     cancelled_when_closed(&server, b"", 1.0);
     // Bytes after the request (which HTTP/1.1 would read as the next request, and which the
     // server never reads on a closing connection) leave the close to be seen on the socket.
-    cancelled_when_closed(&server, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 2.0);
+    cancelled_when_closed(&server, b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n", 2.0);
 }
 
 #[test]

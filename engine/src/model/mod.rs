@@ -10,6 +10,7 @@ pub mod llama;
 pub mod open;
 mod ops;
 pub mod params;
+mod prefix;
 pub mod qwen35;
 mod weights;
 

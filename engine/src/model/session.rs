@@ -12,6 +12,7 @@ use tokenizer::{
 };
 
 use super::language::{self, LanguageModel};
+use super::prefix::Held;
 use super::{LoadError, ParamsError};
 use crate::admission::AdmissionDecision;
 use crate::funnel::Funnel;
@@ -211,6 +212,10 @@ pub struct Generation {
     pub tokens: Vec<u32>,
     /// Prompt tokens.
     pub prompt_tokens: usize,
+    /// Of the prompt tokens, those whose KV rows (and sequence state) an earlier generation
+    /// left on the device and this one kept instead of prefilling them
+    /// ([`Session::set_prefix_reuse`]); 0 without reuse.
+    pub cached_tokens: usize,
     /// Wall time of the decode steps, each from its forward to its logits read back (prefill
     /// excluded).
     pub decode_time: Duration,
@@ -225,11 +230,13 @@ pub struct Generation {
 }
 
 impl Generation {
-    /// Prompt tokens per second of the prefill (0 when it was cancelled before its end).
+    /// Prompt tokens prefilled per second (the reused ones not counted; 0 when the prefill was
+    /// cancelled before its end).
     #[must_use]
     pub fn prefill_tokens_per_second(&self) -> f64 {
         let seconds = self.prefill_time.as_secs_f64();
-        if seconds > 0.0 { f64::from(u32::try_from(self.prompt_tokens).unwrap_or(u32::MAX)) / seconds } else { 0.0 }
+        let prefilled = self.prompt_tokens.saturating_sub(self.cached_tokens);
+        if seconds > 0.0 { f64::from(u32::try_from(prefilled).unwrap_or(u32::MAX)) / seconds } else { 0.0 }
     }
 
     /// Decode tokens per second.
@@ -251,6 +258,10 @@ pub struct Session<D: Device> {
     admission: AdmissionDecision,
     /// Prompt tokens per prefill pass; 1 runs the prompt step by step.
     prefill_chunk: u32,
+    /// Whether a generation keeps the prefix of its prompt the device already holds.
+    prefix_reuse: bool,
+    /// The tokens whose sequence the device holds.
+    held: Held,
 }
 
 impl<D: Device> Session<D> {
@@ -291,7 +302,23 @@ impl<D: Device> Session<D> {
             tokenizer,
             admission,
             prefill_chunk,
+            prefix_reuse: false,
+            held: Held::default(),
         })
+    }
+
+    /// Whether a generation keeps the KV rows (and sequence state) of the longest prefix of its
+    /// prompt that the device already holds from the last generation, and prefills only the
+    /// rest (off by default). The logits are the bits a full prefill gives (see the `prefix`
+    /// module), so no output changes; [`Generation::cached_tokens`] says how many were kept. A
+    /// model with sequence state is reused only when the prompt continues the whole held
+    /// sequence. Nothing held survives a model swap, a failed generation or
+    /// [`Session::begin_sequence`].
+    pub fn set_prefix_reuse(&mut self, reuse: bool) {
+        self.prefix_reuse = reuse;
+        if !reuse {
+            self.held.clear();
+        }
     }
 
     /// Prompt tokens per prefill pass, at most the model's [`Workload::prefill_chunk`] (the
@@ -323,6 +350,7 @@ impl<D: Device> Session<D> {
         admission: AdmissionDecision,
         why: &str,
     ) -> Result<(), SessionError> {
+        self.held.clear();
         self.controller.reset_for_model(&mut self.device, why);
         self.device.reset();
         self.funnel = Funnel::new(FUNNEL_CAPACITY);
@@ -341,13 +369,27 @@ impl<D: Device> Session<D> {
     /// # Errors
     /// The device's write error.
     pub fn begin_sequence(&mut self) -> Result<(), SessionError> {
+        self.held.clear();
         let mut parts = Parts {
             device: &mut self.device,
             model: self.model.as_mut(),
             funnel: &mut self.funnel,
             controller: &mut self.controller,
         };
-        parts.begin_sequence()
+        parts.begin_sequence(false)
+    }
+
+    /// How many tokens' KV rows (and sequence state) the device holds from the generations so
+    /// far: what the next one may keep with [`Session::set_prefix_reuse`].
+    #[must_use]
+    pub fn held_tokens(&self) -> usize {
+        self.held.len()
+    }
+
+    /// The KV-cache positions of the loaded model.
+    #[must_use]
+    pub fn context(&self) -> u32 {
+        self.model.context()
     }
 
     /// The model's state surfaces ([`Workload::surfaces`](crate::workload::Workload::surfaces)),
@@ -397,8 +439,9 @@ impl<D: Device> Session<D> {
     /// back), and once more with the held-back rest when `max_tokens` is reached. During the
     /// prefill it is called with `""` after each prefill pass but the last (each prompt token
     /// when the prompt runs step by step), so that a long prompt can be stopped too. `on_text` returning [`ControlFlow::Break`] ends the generation
-    /// before the next forward, with finish reason `cancelled`. The KV cache is rewritten from
-    /// position 0, so every call starts a new sequence.
+    /// before the next forward, with finish reason `cancelled`. Every call starts a new
+    /// sequence: the KV cache is rewritten from position 0, or, with
+    /// [`Session::set_prefix_reuse`], from the end of the prefix the device already holds.
     ///
     /// # Errors
     /// [`SessionError`]; after a replay failure the controller is in its sticky fallback.
@@ -417,6 +460,20 @@ impl<D: Device> Session<D> {
     /// # Errors
     /// [`SessionError`]; after a replay failure the controller is in its sticky fallback.
     pub fn generate_with(
+        &mut self,
+        prompt: &[u32],
+        options: &GenerateOptions,
+        on_output: impl FnMut(Output<'_>) -> ControlFlow<()>,
+    ) -> Result<Generation, SessionError> {
+        let generation = self.run(prompt, options, on_output);
+        if generation.is_err() {
+            // A forward that failed midway leaves rows (or state) no token list describes.
+            self.held.clear();
+        }
+        generation
+    }
+
+    fn run(
         &mut self,
         prompt: &[u32],
         options: &GenerateOptions,
@@ -450,29 +507,35 @@ impl<D: Device> Session<D> {
             funnel: &mut self.funnel,
             controller: &mut self.controller,
         };
-        let mut position = 0u32;
-        // Prefill: every prompt token, the last included, is a prompt step; the decode forwards
-        // after it are continuations (the controller decides their eligibility).
-        parts.begin_sequence()?;
+        let sequence_state = parts.model.surfaces().iter().any(|surface| surface.state.is_some());
+        let cached_tokens = if self.prefix_reuse { self.held.reusable(prompt, sequence_state) } else { 0 };
+        self.held.truncate(cached_tokens);
+        let mut position = u32::try_from(cached_tokens).unwrap_or(u32::MAX);
+        // Prefill: every prompt token not kept, the last included, is a prompt step; the decode
+        // forwards after it are continuations (the controller decides their eligibility).
+        parts.begin_sequence(cached_tokens > 0)?;
         let (mut text, mut tokens) = (String::new(), Vec::new());
         let mut decode_time = Duration::ZERO;
         let mut decode_forwards = 0u32;
         let prefill_start = Instant::now();
         let chunk = usize::try_from(self.prefill_chunk).unwrap_or(1).max(1);
-        let passes = prompt.len().div_ceil(chunk);
-        for (i, pass) in prompt.chunks(chunk).enumerate() {
+        let prefilled = &prompt[cached_tokens..];
+        let passes = prefilled.len().div_ceil(chunk);
+        for (i, pass) in prefilled.chunks(chunk).enumerate() {
             if chunk == 1 {
                 parts.forward(pass[0], position, Step::Prompt)?;
             } else {
                 parts.controller.prefill(parts.device, parts.funnel, parts.model, position, pass)?;
             }
             position += u32::try_from(pass.len()).unwrap_or(u32::MAX);
+            self.held.extend(pass);
             if i + 1 < passes && on_output(Output { text: "", token: None, logprobs: None, tokenizer }).is_break() {
                 let prompt_tokens = prompt.len();
                 return Ok(Generation {
                     text,
                     tokens,
                     prompt_tokens,
+                    cached_tokens,
                     decode_time,
                     decode_forwards,
                     prefill_time: Duration::ZERO,
@@ -512,6 +575,7 @@ impl<D: Device> Session<D> {
             }
             let start = Instant::now();
             parts.forward(token, position, Step::Continuation)?;
+            self.held.extend(&[token]);
             logits = parts.model.logits(parts.device)?;
             decode_time += start.elapsed();
             decode_forwards += 1;
@@ -527,6 +591,7 @@ impl<D: Device> Session<D> {
             text,
             tokens,
             prompt_tokens: prompt.len(),
+            cached_tokens,
             decode_time,
             decode_forwards,
             prefill_time,
@@ -559,12 +624,15 @@ struct Parts<'a, D: Device> {
 }
 
 impl<D: Device> Parts<'_, D> {
-    /// A new sequence from position 0: the plan, when valid, stays installed; the sequence
-    /// state (convolution and recurrent state) starts from zeros; the KV cache is overwritten
-    /// from position 0.
-    fn begin_sequence(&mut self) -> Result<(), SessionError> {
+    /// A new sequence: the plan, when valid, stays installed and the next forward continues
+    /// nothing. From position 0 (`continues_held` false), the sequence state (convolution and
+    /// recurrent state) starts from zeros and the KV cache is overwritten from position 0;
+    /// after a kept prefix, the state is the held sequence's.
+    fn begin_sequence(&mut self, continues_held: bool) -> Result<(), SessionError> {
         self.controller.begin_sequence();
-        self.model.reset_state(self.device)?;
+        if !continues_held {
+            self.model.reset_state(self.device)?;
+        }
         Ok(())
     }
 

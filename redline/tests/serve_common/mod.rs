@@ -56,13 +56,40 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `redline serve --port 0 ARGS` and waits for its `listening on` line.
+    /// Starts `redline serve --port 0 ARGS` and waits for its `listening on` line and for its
+    /// first model to load (`/health` 200).
     pub fn start(args: &[&str]) -> Server {
         Self::start_with_env(args, &[])
     }
 
     /// [`Server::start`] with `env` added to the server's environment.
     pub fn start_with_env(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Server {
+        let mut server = Self::listening(args, env);
+        server.wait_ready();
+        server
+    }
+
+    /// Polls `/health` until it answers 200 (the first model is loaded); panics with the
+    /// server's stderr if the server exits or takes more than [`IO_TIMEOUT`].
+    pub fn wait_ready(&mut self) {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("the server exited ({status}) before it was ready; stderr: {}", self.stderr());
+            }
+            let health = self.get("/health");
+            if health.status == 200 {
+                return;
+            }
+            assert_eq!(health.status, 503, "{}", health.text());
+            assert!(start.elapsed() < IO_TIMEOUT, "not ready in {IO_TIMEOUT:?}; stderr: {}", self.stderr());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts `redline serve --port 0 ARGS` with `env` and returns once it listens (its first
+    /// model may still be loading).
+    pub fn listening(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_redline"))
             .envs(env.iter().copied())
             .arg("serve")
