@@ -96,6 +96,12 @@ pub struct LoadedKernel {
     pub wavefront_size: u32,
     /// `.max_flat_workgroup_size`.
     pub max_flat_workgroup_size: u32,
+    /// `.vgpr_count`.
+    pub vgpr_count: u32,
+    /// `.agpr_count` (0 where the metadata has none).
+    pub agpr_count: u32,
+    /// `.sgpr_count`.
+    pub sgpr_count: u32,
 }
 
 impl LoadedKernel {
@@ -114,6 +120,9 @@ impl LoadedKernel {
             private_segment_fixed_size: m.private_segment_fixed_size,
             wavefront_size: m.wavefront_size,
             max_flat_workgroup_size: m.max_flat_workgroup_size,
+            vgpr_count: m.vgpr_count,
+            agpr_count: m.agpr_count.unwrap_or(0),
+            sgpr_count: m.sgpr_count,
         }
     }
 }

@@ -259,7 +259,10 @@ impl SimQueue {
                 Ok(packet) => packet,
                 Err(fault) => return Err(self.inactivate(fault)),
             };
-            if let Err(fault) = execute::packet(packet_id, &packet, memory, objects, signals, pm4, &mut report) {
+            // The soft device is agent 1 of its trace (agent 0 would be the host), its queue
+            // named by its ring's VA.
+            let site = crate::trace::TraceSite { agent: 1, queue_id: self.ring.va };
+            if let Err(fault) = execute::packet(site, packet_id, &packet, memory, objects, signals, pm4, &mut report) {
                 return Err(self.inactivate(fault));
             }
             let reset = memory.write(self.slot_va(packet_id), &INVALID_HEADER_WORD.to_le_bytes());

@@ -13,6 +13,8 @@
 //! - [`signal`]: signals, as AQL packets name them.
 //! - [`bundle`]: IB bundles, directories that describe one submission completely, and their
 //!   runner.
+//! - [`trace`]: the kernel trace (rocprofv3's `kernel_trace.csv`) its packet processor writes
+//!   when `REDLINE_KERNEL_TRACE` asks for it.
 //! - [`SoftFault`]: the failures only the soft device knows, inside the HAL's errors.
 
 #![forbid(unsafe_code)]
@@ -28,6 +30,7 @@ pub mod hazard;
 pub mod loader;
 pub mod memory;
 pub mod signal;
+pub mod trace;
 
 pub use device::SimDevice;
 

@@ -20,6 +20,12 @@
 //!   `HSA_STATUS_ERROR_INVALID_ISA_NAME`.
 //! - [`LOG_ENV`] (`REDLINE_SOFT_HSA_LOG=1`) prints each queue fault, which the error callback's
 //!   status alone does not describe.
+//! - `REDLINE_KERNEL_TRACE` ([`soft_device::trace::KERNEL_TRACE_ENV`]) writes a kernel trace in
+//!   rocprofv3's `kernel_trace.csv` format: to that file, or to `<pid>_kernel_trace.csv` in it when
+//!   it is a directory. Each queue's packet processor writes one line per kernel-dispatch packet
+//!   it ran, when it finished (`Agent N` is the agent's index in `hsa_iterate_agents` order,
+//!   `Queue_Id` the queue's id); dispatches inside PM4 IBs are not traced. `docs/ARCHITECTURE.md`,
+//!   "The census", says what every column holds.
 //!
 //! # What it presents
 //! - A CPU agent and a GPU agent of each chosen target, with its ISA

@@ -41,6 +41,7 @@ use soft_device::aql::{ProcessReport, decode_fault, execute};
 use soft_device::cp::CommandProcessor;
 use soft_device::loader::SoftKernels;
 use soft_device::memory::SimMemory;
+use soft_device::trace::TraceSite;
 
 use crate::abi::host::HostBlock;
 use crate::agents::{QUEUE_SLOTS_MAX, QUEUE_SLOTS_MIN, QUEUES_MAX};
@@ -78,6 +79,9 @@ pub(crate) struct QueueShared {
     pub(crate) id: u64,
     /// The target of the GPU agent the queue was created on (its command processor's family).
     target: Target,
+    /// The agent's index in `hsa_iterate_agents` order (the CPU agent is 0), as the kernel trace
+    /// names it (`Agent N`).
+    trace_agent: u32,
     descriptor: HostBlock,
     ring: HostBlock,
     slots: u32,
@@ -233,7 +237,8 @@ pub(crate) fn create(
     queue_type: u32,
     on_error: Option<ErrorCallback>,
 ) -> Result<Arc<QueueShared>, HsaStatus> {
-    let (_, target) = runtime.agents.gpu(agent).ok_or(HsaStatus::ERROR_INVALID_AGENT)?;
+    let (gpu_index, target) = runtime.agents.gpu(agent).ok_or(HsaStatus::ERROR_INVALID_AGENT)?;
+    let trace_agent = u32::try_from(gpu_index + 1).unwrap_or(u32::MAX);
     if !slots.is_power_of_two() || !(QUEUE_SLOTS_MIN..=QUEUE_SLOTS_MAX).contains(&slots) {
         return Err(HsaStatus::ERROR_INVALID_ARGUMENT);
     }
@@ -257,6 +262,7 @@ pub(crate) fn create(
     let shared = Arc::new(QueueShared {
         id,
         target,
+        trace_agent,
         descriptor,
         ring,
         slots,
@@ -401,7 +407,8 @@ fn run_packet(
     };
     let mut signals = SharedSignals(&runtime.signals);
     let mut report = ProcessReport::default();
-    execute::packet(packet_id, &packet, &mut core.memory, &core.kernels, &mut signals, &mut pm4, &mut report)
+    let site = TraceSite { agent: queue.trace_agent, queue_id: queue.id };
+    execute::packet(site, packet_id, &packet, &mut core.memory, &core.kernels, &mut signals, &mut pm4, &mut report)
 }
 
 /// Waits until the barrier condition of `packet` holds (at once for other packets). Returns

@@ -20,6 +20,7 @@ extern crate std;
 
 pub mod binding;
 pub mod calibrate;
+pub mod census;
 pub mod coverage;
 pub mod deps;
 pub mod hash;

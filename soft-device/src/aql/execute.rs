@@ -26,14 +26,18 @@ use crate::exec::{self, Dispatch, ExecutedDispatch};
 use crate::loader::SoftKernels;
 use crate::memory::SimMemory;
 use crate::signal::SignalTable;
+use crate::trace::{self, TraceSite, TracedDispatch};
 use hal::{LaunchError, QueueFault, signal_condition_holds};
 
 /// Runs `packet`, decrements its completion signal and records it in `report`. `signals` is the
-/// soft device's [`crate::signal::Signals`] or a runtime's own table.
+/// soft device's [`crate::signal::Signals`] or a runtime's own table. A kernel dispatch that ran
+/// is written to the process's kernel trace ([`crate::trace`]) as run at `site`.
 ///
 /// # Errors
 /// The [`QueueFault`] that stops the queue.
+#[allow(clippy::too_many_arguments)] // The processor's whole context, as both callers hold it.
 pub fn packet<S: SignalTable + ?Sized>(
+    site: TraceSite,
     packet_id: u64,
     packet: &AqlPacket,
     memory: &mut SimMemory,
@@ -49,7 +53,13 @@ pub fn packet<S: SignalTable + ?Sized>(
         require_signal(signals, packet_id, completion_signal)?;
     }
     match packet {
-        AqlPacket::KernelDispatch(d) => report.dispatches.push(kernel_dispatch(packet_id, d, memory, objects)?),
+        AqlPacket::KernelDispatch(d) => {
+            let start = std::time::Instant::now();
+            report.dispatches.push(kernel_dispatch(packet_id, d, memory, objects)?);
+            if trace::enabled() {
+                trace_dispatch(site, d, objects, start);
+            }
+        }
         AqlPacket::BarrierAnd(b) => barrier(packet_id, b, signals, true)?,
         AqlPacket::BarrierOr(b) => barrier(packet_id, b, signals, false)?,
         AqlPacket::AmdBarrierValue(b) => barrier_value(packet_id, b, signals)?,
@@ -124,6 +134,26 @@ fn barrier_value<S: SignalTable + ?Sized>(packet_id: u64, b: &AmdBarrierValue, s
             value,
         })
     }
+}
+
+/// Writes the trace line of dispatch `d`, which ran from `start` until now.
+fn trace_dispatch(site: TraceSite, d: &KernelDispatch, objects: &SoftKernels, start: std::time::Instant) {
+    let end = std::time::Instant::now();
+    // The dispatch ran, so its kernel is loaded.
+    let Some(slot) = objects.by_kd(d.kernel_object) else { return };
+    let k = &slot.loaded;
+    trace::record(&TracedDispatch {
+        site,
+        kernel: &k.name,
+        kernel_object: d.kernel_object,
+        static_lds_bytes: k.group_segment_fixed_size,
+        scratch_bytes: d.private_segment_size,
+        registers: [k.vgpr_count, k.agpr_count, k.sgpr_count],
+        workgroup: d.workgroup_size,
+        grid: d.grid_size,
+        start,
+        end,
+    });
 }
 
 fn kernel_dispatch(
