@@ -250,19 +250,42 @@ pub enum FunnelError {
     },
 }
 
+/// A recording that is not what ran, armed to test that the census (gate 2,
+/// [`crate::replay::census`]) catches it: the launches run as the workload issued them, and
+/// each capture's tape is then told otherwise. Nothing but tests arms one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordingFault {
+    /// The launch at this index of each capture appears twice in its tape (it ran once).
+    RecordedTwice {
+        /// The launch's index in the capture.
+        launch: usize,
+    },
+    /// The launches at this index and the next appear swapped in the tape (they ran in order).
+    Swapped {
+        /// The first launch's index in the capture.
+        launch: usize,
+    },
+}
+
 /// The launch funnel of one workload on one device: see the module documentation.
 #[derive(Debug)]
 pub struct Funnel {
     recorder: Recorder,
     launches: u64,
     externals: u64,
+    recording_fault: Option<RecordingFault>,
 }
 
 impl Funnel {
     /// A funnel whose captures hold at most `capacity_launches` launches.
     #[must_use]
     pub fn new(capacity_launches: usize) -> Self {
-        Self { recorder: Recorder::new(capacity_launches), launches: 0, externals: 0 }
+        Self { recorder: Recorder::new(capacity_launches), launches: 0, externals: 0, recording_fault: None }
+    }
+
+    /// Arms `fault` for every later capture (testing the census; see [`RecordingFault`]).
+    pub fn inject_recording_fault(&mut self, fault: RecordingFault) {
+        self.recording_fault = Some(fault);
     }
 
     /// Ordinary launches issued so far.
@@ -306,7 +329,10 @@ impl Funnel {
     pub fn finish_capture(&mut self) -> Result<Tape, RecordError> {
         let result = self.recorder.finish();
         self.recorder.reset();
-        result
+        match (result, self.recording_fault) {
+            (Ok(tape), Some(fault)) => Ok(misrecord(tape, fault)),
+            (result, _) => result,
+        }
     }
 
     /// Drops an open capture.
@@ -426,4 +452,35 @@ impl Funnel {
             effects,
         }
     }
+}
+
+/// `tape` as `fault` tells it (unchanged when its launches do not reach the fault's index).
+fn misrecord(tape: Tape, fault: RecordingFault) -> Tape {
+    let original = tape.clone();
+    let mut data = tape.into_data();
+    let count = data.launches.len();
+    match fault {
+        RecordingFault::RecordedTwice { launch } if launch < count => {
+            let copy = data.launches[launch].clone();
+            data.launches.insert(launch + 1, copy);
+            for binding in &mut data.bindings {
+                if usize::try_from(binding.launch).is_ok_and(|i| i > launch) {
+                    binding.launch = binding.launch.saturating_add(1);
+                }
+            }
+        }
+        RecordingFault::Swapped { launch } if launch + 1 < count => {
+            data.launches.swap(launch, launch + 1);
+            for binding in &mut data.bindings {
+                let index = usize::try_from(binding.launch).unwrap_or(usize::MAX);
+                if index == launch {
+                    binding.launch = binding.launch.saturating_add(1);
+                } else if index == launch + 1 {
+                    binding.launch = binding.launch.saturating_sub(1);
+                }
+            }
+        }
+        _ => return original,
+    }
+    tape_core::serial::validate(data).unwrap_or(original)
 }

@@ -305,6 +305,9 @@ pub enum LaunchError {
     /// A hardware backend's runtime call failed, or the backend cannot do this.
     #[error(transparent)]
     Backend(#[from] BackendError),
+    /// The kernel trace the runtime handed over cannot be read ([`crate::Device::take_kernel_trace`]).
+    #[error("the runtime's kernel trace: {0}")]
+    KernelTrace(String),
 }
 
 /// The error a PM4 command processor returns for an indirect buffer it could not execute.

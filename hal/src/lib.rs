@@ -390,6 +390,23 @@ pub trait Device {
     /// The ordinary path's counters.
     fn stats(&self) -> DeviceStats;
 
+    /// Starts keeping, in memory, a kernel trace of the ordinary path: one row per kernel
+    /// dispatch the device's packet processor executes from now on, as rocprofv3's
+    /// `kernel_trace.csv` has it (`tape_core::census::trace`), made where the packets run and
+    /// not from whoever launched them. Returns the producer's name, or `None` when this device
+    /// keeps no trace (a real ROCr runtime: reconcile a rocprofv3 trace with `redline census`
+    /// instead). A trace already being kept starts over. (Required, not defaulted: a device
+    /// that wraps another must pass it on, or the census would silently lose its trace.)
+    fn begin_kernel_trace(&mut self) -> Option<&'static str>;
+
+    /// Waits for the ordinary path ([`Device::finish`]), then returns the rows kept since
+    /// [`Device::begin_kernel_trace`] in the order the dispatches ran, and stops keeping them;
+    /// `None` when no trace was being kept.
+    ///
+    /// # Errors
+    /// [`Device::finish`]'s, or the runtime's failure to hand the trace over.
+    fn take_kernel_trace(&mut self) -> Result<Option<Vec<tape_core::census::trace::TraceRow>>, LaunchError>;
+
     /// Frees every allocation, code object, queue and signal; identities restart and
     /// [`Lifetime::epoch`] advances.
     fn reset(&mut self);

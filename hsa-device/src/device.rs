@@ -137,6 +137,24 @@ impl FaultInjection for HsaDevice {
 }
 
 impl Device for HsaDevice {
+    /// Over the soft HSA runtime, its packet processors' trace (its extension
+    /// `redline_soft_hsa_kernel_trace`); a real ROCr keeps none in the process (rocprofv3
+    /// traces it from outside: `redline census`).
+    fn begin_kernel_trace(&mut self) -> Option<&'static str> {
+        // Launches published before the call run first, untraced; a failure among them is
+        // reported by the next wait, as the launch path keeps it.
+        let _ = self.finish().map_err(|e| self.launch_fault.get_or_insert(e).clone());
+        self.runtime.begin_kernel_trace().then_some("the soft HSA runtime's packet processors")
+    }
+
+    fn take_kernel_trace(&mut self) -> Result<Option<Vec<tape_core::census::trace::TraceRow>>, LaunchError> {
+        self.finish()?;
+        let Some(text) = self.runtime.take_kernel_trace() else { return Ok(None) };
+        let text = String::from_utf8(text).map_err(|e| LaunchError::KernelTrace(format!("not UTF-8: {e}")))?;
+        let rows = tape_core::census::trace::parse(&text).map_err(|e| LaunchError::KernelTrace(e.to_string()))?;
+        Ok(Some(rows))
+    }
+
     fn target(&self) -> Target {
         self.target
     }

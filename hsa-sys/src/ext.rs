@@ -17,6 +17,29 @@ pub const REDLINE_SOFT_HSA_INJECT: &str = "redline_soft_hsa_inject";
 /// object, `HSA_STATUS_ERROR_NOT_INITIALIZED` before `hsa_init`.
 pub type RedlineInjectFn = unsafe extern "C" fn(kind: u32, object: u64) -> HsaStatus;
 
+/// Name of the kernel-trace entry point.
+pub const REDLINE_SOFT_HSA_KERNEL_TRACE: &str = "redline_soft_hsa_kernel_trace";
+
+/// `size_t redline_soft_hsa_kernel_trace(uint32_t operation, char *buffer, size_t capacity)`:
+/// the runtime's packet processors' kernel trace kept in memory, as rocprofv3's
+/// `kernel_trace.csv` text. [`RedlineTraceOperation::BEGIN`] starts keeping it (returns 0);
+/// [`RedlineTraceOperation::TAKE`] returns the text's length and, when `capacity` holds it,
+/// writes it to `buffer` (not NUL-terminated) and stops keeping it; `SIZE_MAX` when no trace is
+/// kept or for another operation.
+pub type RedlineKernelTraceFn = unsafe extern "C" fn(operation: u32, buffer: *mut u8, capacity: usize) -> usize;
+
+/// An operation of [`RedlineKernelTraceFn`].
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RedlineTraceOperation(pub u32);
+
+impl RedlineTraceOperation {
+    /// Start keeping the trace (over).
+    pub const BEGIN: Self = Self(1);
+    /// Hand the kept trace over.
+    pub const TAKE: Self = Self(2);
+}
+
 /// A fault kind of [`RedlineInjectFn`].
 #[repr(transparent)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,11 +82,13 @@ impl fmt::Debug for RedlineInjection {
 pub struct HsaExtFns {
     /// [`REDLINE_SOFT_HSA_INJECT`].
     pub redline_soft_hsa_inject: Option<RedlineInjectFn>,
+    /// [`REDLINE_SOFT_HSA_KERNEL_TRACE`].
+    pub redline_soft_hsa_kernel_trace: Option<RedlineKernelTraceFn>,
 }
 
 impl HsaExtFns {
     /// Every extension symbol, in table order.
-    pub const SYMBOLS: &'static [&'static str] = &[REDLINE_SOFT_HSA_INJECT];
+    pub const SYMBOLS: &'static [&'static str] = &[REDLINE_SOFT_HSA_INJECT, REDLINE_SOFT_HSA_KERNEL_TRACE];
 
     /// Looks every extension symbol up in `library`; a missing one stays `None`.
     ///
@@ -73,7 +98,12 @@ impl HsaExtFns {
     pub(crate) unsafe fn resolve(library: &dynload::Library) -> Self {
         // SAFETY: the caller vouches for the prototype; the name is NUL-terminated.
         let inject = unsafe { library.get::<RedlineInjectFn>(b"redline_soft_hsa_inject\0") };
-        Self { redline_soft_hsa_inject: inject.ok().map(|symbol| *symbol) }
+        // SAFETY: as above.
+        let trace = unsafe { library.get::<RedlineKernelTraceFn>(b"redline_soft_hsa_kernel_trace\0") };
+        Self {
+            redline_soft_hsa_inject: inject.ok().map(|symbol| *symbol),
+            redline_soft_hsa_kernel_trace: trace.ok().map(|symbol| *symbol),
+        }
     }
 }
 
@@ -85,7 +115,7 @@ mod tests {
     fn kinds_have_names_and_the_symbol_its_nul_terminated_twin() {
         assert_eq!(RedlineInjection::QUEUE_HANG.name(), Some("QUEUE_HANG"));
         assert_eq!(format!("{:?}", RedlineInjection(9)), "RedlineInjection(0x9)");
-        assert_eq!(HsaExtFns::SYMBOLS, [REDLINE_SOFT_HSA_INJECT]);
+        assert_eq!(HsaExtFns::SYMBOLS, [REDLINE_SOFT_HSA_INJECT, REDLINE_SOFT_HSA_KERNEL_TRACE]);
         assert_eq!(REDLINE_SOFT_HSA_INJECT, "redline_soft_hsa_inject");
     }
 }

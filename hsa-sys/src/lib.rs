@@ -62,5 +62,8 @@ pub use api::{
 pub use bitflags::Flags;
 pub use consts::*;
 pub use dynload::{LoadError, OpenAttempt};
-pub use ext::{HsaExtFns, REDLINE_SOFT_HSA_INJECT, RedlineInjectFn, RedlineInjection};
+pub use ext::{
+    HsaExtFns, REDLINE_SOFT_HSA_INJECT, REDLINE_SOFT_HSA_KERNEL_TRACE, RedlineInjectFn, RedlineInjection,
+    RedlineKernelTraceFn, RedlineTraceOperation,
+};
 pub use types::*;

@@ -66,6 +66,11 @@ pub struct Args {
     /// Print `{"text", "tokens", "route"}` as JSON instead of streaming.
     #[arg(long)]
     pub json: bool,
+    /// Prompt tokens per prefill pass, at most the model's pass (128): 1 runs the prompt one
+    /// decode step per token, as the tape records it (what `redline census` reconciles from
+    /// position 0). The logits are the same bits either way.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub prefill_chunk: Option<u32>,
 }
 
 /// Runs `redline generate`.
@@ -101,6 +106,9 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
+    if let Some(chunk) = args.prefill_chunk {
+        session.set_prefill_chunk(chunk);
+    }
     let options = GenerateOptions {
         max_tokens: args.max_tokens,
         sampler: SamplerConfig { temperature: args.temperature, top_k: args.top_k, top_p: args.top_p, seed: args.seed },

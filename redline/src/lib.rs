@@ -5,6 +5,7 @@
 //! workspace that names the backends.
 
 pub mod bench;
+pub mod census;
 pub mod disasm;
 pub mod doctor;
 pub mod exit;

@@ -38,6 +38,7 @@ enum Command {
     /// One bench arm in its own process (driven by `bench --process fresh`).
     #[command(hide = true)]
     BenchWorker(redline::bench::WorkerArgs),
+    Census(redline::census::Args),
     Disasm(disasm::Args),
     Doctor(redline::doctor::Args),
     Generate(redline::generate::Args),
@@ -61,6 +62,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => redline::bench::run(&args),
         Command::BenchWorker(args) => redline::bench::worker(&args),
         Command::Golden(args) => redline::golden::run(&args),
+        Command::Census(args) => redline::census::run(&args),
         Command::Disasm(args) => disasm::run(&args),
         Command::Doctor(args) => redline::doctor::run(&args),
         Command::Generate(args) => redline::generate::run(&args),

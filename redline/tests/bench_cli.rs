@@ -132,6 +132,18 @@ fn assert_valid_proofs(report: &Value, transport: &str, timed_rows: usize) {
     assert!(report["ratio_retained_over_ordinary_tok_s"].as_f64().unwrap() > 0.0);
     assert!(report["tape"]["dispatch_count"].as_u64().unwrap() > 0);
     assert_eq!(report["submission"]["transport"], transport);
+    // Gate 2: the device's own trace of each recorded forward is the tape's launches.
+    let census = &report["census"];
+    assert!(census["trace"].as_str().unwrap().contains("packet processor"), "{census}");
+    let positions = census["positions"].as_array().unwrap();
+    assert_eq!(positions.len(), 3, "the three recorded warm-ups: {census}");
+    for p in positions {
+        assert_eq!(p["verdict"], "reconciled", "{p}");
+        assert_eq!(p["compute_launches"], report["tape"]["dispatch_count"], "{p}");
+        assert_eq!(p["retained_dispatches"], report["tape"]["dispatch_count"], "{p}");
+        assert_eq!(p["external_launches"], report["tape"]["external_launches"], "{p}");
+    }
+    assert_eq!(gate(report, "census.auto")["pass"], true);
     for name in ["stationarity.hip", "stationarity.auto", "route.auto.every_position", "route.auto.one_identity"] {
         assert_eq!(gate(report, name)["pass"], true, "{name}");
     }

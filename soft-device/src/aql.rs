@@ -68,7 +68,7 @@ pub struct ProcessedPacket {
 }
 
 /// What one [`SimQueue::process`] call did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct ProcessReport {
     /// Every completed packet, in order.
     pub packets: Vec<ProcessedPacket>,
@@ -76,6 +76,13 @@ pub struct ProcessReport {
     pub dispatches: Vec<ExecutedDispatch>,
     /// The id of a slot below the doorbell that still read `INVALID`, where processing stopped.
     pub stalled_at: Option<u64>,
+    /// When kept (`Some`), the kernel trace row of every executed kernel dispatch, in order,
+    /// numbered 0 (the keeper numbers them).
+    pub trace: Option<Vec<tape_core::census::trace::TraceRow>>,
+    /// When set, where each such row goes instead, as soon as its dispatch has run and before
+    /// the packet's completion signal is decremented (so a host that saw the signal sees the
+    /// row): a runtime's process-wide trace.
+    pub trace_sink: Option<fn(tape_core::census::trace::TraceRow)>,
 }
 
 /// One AQL queue: its ring in sim memory, indices, doorbell and fault state.
@@ -88,6 +95,8 @@ pub struct SimQueue {
     read_index: u64,
     doorbell: u64,
     fault: Option<QueueFault>,
+    /// Whether [`SimQueue::process`] keeps the kernel trace rows of its dispatches.
+    keep_trace: bool,
 }
 
 /// A ring slot in sim memory, written in [`aql_packets::publish`] order. The sim is single
@@ -129,7 +138,7 @@ impl SimQueue {
             return Err(QueueError::RingTooLarge { slots: size.slots(), limit: Self::RING_SLOTS_MAX });
         }
         let ring = memory.allocate_kind(size.byte_len(), SimMemory::GRANULE_BYTES, RegionKind::Ring)?;
-        let queue = Self { ring, size, write_index: 0, read_index: 0, doorbell: 0, fault: None };
+        let queue = Self { ring, size, write_index: 0, read_index: 0, doorbell: 0, fault: None, keep_trace: false };
         for id in 0..u64::from(size.slots()) {
             memory.write(queue.slot_va(id), &INVALID_HEADER_WORD.to_le_bytes()).map_err(QueueError::RingMemory)?;
         }
@@ -232,6 +241,12 @@ impl SimQueue {
         Ok(())
     }
 
+    /// Whether [`SimQueue::process`] keeps a kernel trace row of every dispatch it executes in
+    /// its report ([`ProcessReport::trace`]).
+    pub fn set_keep_trace(&mut self, keep: bool) {
+        self.keep_trace = keep;
+    }
+
     /// Runs the packets from the read index up to the doorbell, in order.
     ///
     /// # Errors
@@ -247,7 +262,7 @@ impl SimQueue {
         if let Some(fault) = &self.fault {
             return Err(fault.clone());
         }
-        let mut report = ProcessReport::default();
+        let mut report = ProcessReport { trace: self.keep_trace.then(Vec::new), ..ProcessReport::default() };
         // Bounded: doorbell - read_index <= slots (invariant).
         while self.read_index < self.doorbell {
             let packet_id = self.read_index;

@@ -31,6 +31,7 @@ use crate::exec::{ExecutedDispatch, LDS_BYTES_MAX};
 use crate::loader::SoftKernels;
 use crate::memory::{RegionKind, SimMemory};
 use crate::signal::Signals;
+use tape_core::census::trace::TraceRow;
 
 /// A CPU model of one GPU of `target`: its address space, loaded code objects, AQL queues and
 /// signals.
@@ -69,6 +70,8 @@ pub struct SimDevice {
     lifetime: Lifetime,
     /// Faults armed by [`FaultInjection::inject`], each fired once, oldest first.
     injected: Vec<Injection>,
+    /// The ordinary path's kernel trace while one is kept ([`Device::begin_kernel_trace`]).
+    kernel_trace: Option<Vec<TraceRow>>,
 }
 
 /// A caller's queue and what its processing owes.
@@ -113,6 +116,7 @@ impl SimDevice {
             kernarg,
             kernarg_cursor: 0,
             launch_queue: None,
+            kernel_trace: None,
             unwaited: 0,
             launch_fault: None,
             stats: DeviceStats::default(),
@@ -189,10 +193,21 @@ impl SimDevice {
     /// Runs the ordinary path's queue up to its doorbell. A failure is returned (and the queue
     /// recovered, its unprocessed packets dropped).
     fn run_launch_queue(&mut self) -> Result<ProcessReport, LaunchError> {
-        let Self { memory, objects, signals, launch_queue, .. } = self;
+        let Self { memory, objects, signals, launch_queue, kernel_trace, .. } = self;
         let Some(queue) = launch_queue else { return Ok(ProcessReport::default()) };
+        queue.set_keep_trace(kernel_trace.is_some());
         match on_pool(|| queue.process(memory, objects, signals, &mut pm4_not_available)) {
-            Ok(report) => Ok(report),
+            Ok(mut report) => {
+                if let (Some(kept), Some(rows)) = (kernel_trace.as_mut(), report.trace.take()) {
+                    for mut row in rows {
+                        // Dispatch ids count the trace's rows from 1, as rocprofv3's do.
+                        row.dispatch_id = u64::try_from(kept.len()).unwrap_or(u64::MAX).saturating_add(1);
+                        row.correlation_id = row.dispatch_id;
+                        kept.push(row);
+                    }
+                }
+                Ok(report)
+            }
             Err(_) => Err(match queue.recover(memory) {
                 Some(QueueFault::Dispatch { source, .. }) => source,
                 Some(fault) => LaunchError::Queue(Box::new(fault)),
@@ -532,6 +547,22 @@ impl Device for SimDevice {
 
     fn stats(&self) -> DeviceStats {
         self.stats
+    }
+
+    /// The soft device keeps the rows its ordinary path's packet processor makes (the AQL
+    /// processor that runs every ordinary launch, [`crate::aql::execute`]); launches published
+    /// before the call run first, untraced.
+    fn begin_kernel_trace(&mut self) -> Option<&'static str> {
+        self.drain_launches();
+        let _ = crate::trace::origin();
+        self.kernel_trace = Some(Vec::new());
+        Some("the soft device's AQL packet processor")
+    }
+
+    fn take_kernel_trace(&mut self) -> Result<Option<Vec<TraceRow>>, LaunchError> {
+        let finished = self.finish();
+        let rows = self.kernel_trace.take();
+        finished.map(|()| rows)
     }
 
     fn reset(&mut self) {

@@ -14,7 +14,12 @@
 //! Columns the packet processor does not know: `Stream_Id` 0 (no HIP stream), `Thread_Id` the
 //! process id (the thread that wrote the packet is not in the packet), `Correlation_Id` the
 //! `Dispatch_Id` (no API call to correlate with), `Kernel_Id` the kernel descriptor's VA.
-//! Timestamps are nanoseconds of the host's monotonic clock since the trace opened.
+//! Timestamps are nanoseconds of the host's monotonic clock since the process's first trace use
+//! ([`origin`]).
+//!
+//! A device can also keep the rows in memory ([`crate::aql::ProcessReport::trace`]): the soft
+//! device's `hal::Device::begin_kernel_trace`, and the soft HSA runtime's extension, hand them
+//! to the census in the same process.
 
 use std::fs::File;
 use std::io::Write as _;
@@ -68,7 +73,6 @@ pub struct TracedDispatch<'a> {
 #[derive(Debug)]
 struct KernelTrace {
     file: File,
-    opened: Instant,
     next_dispatch_id: u64,
 }
 
@@ -88,10 +92,11 @@ pub fn trace_file(requested: &Path) -> PathBuf {
 
 fn open() -> Option<Mutex<KernelTrace>> {
     let requested = std::env::var_os(KERNEL_TRACE_ENV).filter(|v| !v.is_empty())?;
+    let _ = origin();
     let path = trace_file(Path::new(&requested));
     let opened = File::create(&path).and_then(|mut file| file.write_all(header_line().as_bytes()).map(|()| file));
     match opened {
-        Ok(file) => Some(Mutex::new(KernelTrace { file, opened: Instant::now(), next_dispatch_id: 1 })),
+        Ok(file) => Some(Mutex::new(KernelTrace { file, next_dispatch_id: 1 })),
         Err(e) => {
             // A trace that was asked for and cannot be written is said once; dispatches run on.
             eprintln!("redline: {KERNEL_TRACE_ENV}={}: cannot write the kernel trace: {e}", path.display());
@@ -106,14 +111,22 @@ pub fn enabled() -> bool {
     TRACE.get_or_init(open).is_some()
 }
 
-/// Appends `dispatch` to the process's trace, if it writes one.
-pub fn record(dispatch: &TracedDispatch<'_>) {
-    let Some(trace) = TRACE.get_or_init(open) else { return };
-    let mut trace = trace.lock().unwrap_or_else(PoisonError::into_inner);
-    let ns = |t: Instant| u64::try_from(t.saturating_duration_since(trace.opened).as_nanos()).unwrap_or(u64::MAX);
-    let dispatch_id = trace.next_dispatch_id;
+/// The instant the process's trace timestamps count from: its first use (the file's or a
+/// device's in-memory trace's).
+#[must_use]
+pub fn origin() -> Instant {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(Instant::now)
+}
+
+/// The row of `dispatch`, numbered `dispatch_id`, its timestamps in nanoseconds since
+/// [`origin`].
+#[must_use]
+pub fn row(dispatch: &TracedDispatch<'_>, dispatch_id: u64) -> TraceRow {
+    let origin = origin();
+    let ns = |t: Instant| u64::try_from(t.saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX);
     let [vgpr_count, accum_vgpr_count, sgpr_count] = dispatch.registers;
-    let row = TraceRow {
+    TraceRow {
         kind: KERNEL_DISPATCH.into(),
         agent_id: format!("Agent {}", dispatch.site.agent),
         queue_id: dispatch.site.queue_id,
@@ -132,7 +145,15 @@ pub fn record(dispatch: &TracedDispatch<'_>) {
         sgpr_count,
         workgroup_size: dispatch.workgroup.map(u32::from),
         grid_size: dispatch.grid,
-    };
+    }
+}
+
+/// Appends `dispatch` to the process's trace, if it writes one.
+pub fn record(dispatch: &TracedDispatch<'_>) {
+    let Some(trace) = TRACE.get_or_init(open) else { return };
+    let mut trace = trace.lock().unwrap_or_else(PoisonError::into_inner);
+    let dispatch_id = trace.next_dispatch_id;
+    let row = row(dispatch, dispatch_id);
     let mut line = String::new();
     row.write_line(&mut line);
     // A failed write is said and the trace goes on: the census then finds the gap.

@@ -46,8 +46,10 @@
 //! - Signals shared by the program's threads and the processors, with waits that hold no lock; a
 //!   store or add with no waiter asleep is an atomic and a fence, no system call.
 //! - Code objects: readers, executables and kernel symbols, loaded by the soft device's loader.
-//! - Redline's extension, [`abi::ext::redline_soft_hsa_inject`]: injected faults for the HSA
-//!   backend's `hal::FaultInjection`.
+//! - Redline's extension: [`abi::ext::redline_soft_hsa_inject`], injected faults for the HSA
+//!   backend's `hal::FaultInjection`; [`abi::ext::redline_soft_hsa_kernel_trace`], the packet
+//!   processors' kernel trace kept in memory for the census (`hal::Device::begin_kernel_trace`),
+//!   as rocprofv3's `kernel_trace.csv` text.
 //!
 //! # Entry points
 //! These 37 of ROCr's, every one of [`hsa_sys::HsaFns`], and Redline's extension; no other (a
@@ -69,7 +71,8 @@
 //! - signals: `hsa_signal_create`, `hsa_amd_signal_create`, `hsa_signal_destroy`,
 //!   `hsa_signal_load_scacquire`, `hsa_signal_store_relaxed`, `hsa_signal_store_screlease`,
 //!   `hsa_signal_add_relaxed`, `hsa_signal_subtract_relaxed`, `hsa_signal_wait_scacquire`;
-//! - and Redline's own `redline_soft_hsa_inject` ([`abi::ext`]).
+//! - and Redline's own `redline_soft_hsa_inject` and `redline_soft_hsa_kernel_trace`
+//!   ([`abi::ext`]).
 //!
 //! Each one answers only the attributes, flags and argument forms its documentation in [`abi`]
 //! names; anything else is an error status, never a silent zero. (A unit test holds this list to

@@ -406,9 +406,70 @@ fn run_packet(
         cp.execute_ib(memory, kernels, ib_va, size_dwords, clock).map(drop).map_err(|f| Box::new(f) as Pm4Error)
     };
     let mut signals = SharedSignals(&runtime.signals);
-    let mut report = ProcessReport::default();
+    // A kept row is added before the packet's completion signal moves, so a host that waited
+    // for the dispatch finds its row.
+    let sink: fn(tape_core::census::trace::TraceRow) = kept_trace::push;
+    let mut report = ProcessReport { trace_sink: kept_trace::keeping().then_some(sink), ..ProcessReport::default() };
     let site = TraceSite { agent: queue.trace_agent, queue_id: queue.id };
     execute::packet(site, packet_id, &packet, &mut core.memory, &core.kernels, &mut signals, &mut pm4, &mut report)
+}
+
+/// The kernel trace kept in memory for the extension `redline_soft_hsa_kernel_trace`: every
+/// queue's packet processor appends the rows of the dispatches it ran while one is kept.
+pub(crate) mod kept_trace {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Mutex, PoisonError};
+
+    use tape_core::census::trace::{TraceRow, header_line};
+
+    static KEEPING: AtomicBool = AtomicBool::new(false);
+    static ROWS: Mutex<Vec<TraceRow>> = Mutex::new(Vec::new());
+
+    fn rows() -> std::sync::MutexGuard<'static, Vec<TraceRow>> {
+        ROWS.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a trace is kept.
+    pub(crate) fn keeping() -> bool {
+        KEEPING.load(Ordering::Acquire)
+    }
+
+    /// Starts keeping a trace (over).
+    pub(crate) fn begin() {
+        let _ = soft_device::trace::origin();
+        rows().clear();
+        KEEPING.store(true, Ordering::Release);
+    }
+
+    /// Stops keeping the trace and drops its rows.
+    pub(crate) fn end() {
+        KEEPING.store(false, Ordering::Release);
+        rows().clear();
+    }
+
+    /// Appends the row of a dispatch that ran, numbering it.
+    pub(crate) fn push(mut row: TraceRow) {
+        if !keeping() {
+            return;
+        }
+        let mut kept = rows();
+        // Dispatch ids count the trace's rows from 1, as rocprofv3's do.
+        row.dispatch_id = u64::try_from(kept.len()).unwrap_or(u64::MAX).saturating_add(1);
+        row.correlation_id = row.dispatch_id;
+        kept.push(row);
+    }
+
+    /// The kept trace as CSV text, header first; `None` when none is kept.
+    pub(crate) fn text() -> Option<String> {
+        if !keeping() {
+            return None;
+        }
+        let mut text = header_line();
+        for row in rows().iter() {
+            row.write_line(&mut text);
+        }
+        Some(text)
+    }
 }
 
 /// Waits until the barrier condition of `packet` holds (at once for other packets). Returns

@@ -410,3 +410,41 @@ fn the_documented_entry_points_are_the_table() {
     assert_eq!(listed, table);
     assert_eq!(hsa_sys::HsaFns::SYMBOLS.len(), 37, "the documentation says 37");
 }
+
+/// The kernel-trace extension's operations: nothing kept until BEGIN; TAKE reports the text's
+/// length without writing when the buffer is short, and hands it over (and stops keeping) when
+/// it fits; an unknown operation changes nothing.
+#[test]
+fn the_kernel_trace_extension_hands_over_what_it_kept_once() {
+    use tape_core::census::trace::header_line;
+    let take = |buffer: &mut [u8]| {
+        // SAFETY: `buffer` holds `buffer.len()` bytes.
+        unsafe {
+            ext::redline_soft_hsa_kernel_trace(
+                hsa_sys::RedlineTraceOperation::TAKE.0,
+                buffer.as_mut_ptr(),
+                buffer.len(),
+            )
+        }
+    };
+    // Every test that runs packets holds the runtime's lock, so none adds a row meanwhile.
+    let _serial = serial();
+    crate::queue::kept_trace::end();
+    assert_eq!(take(&mut []), usize::MAX, "nothing is kept before BEGIN");
+    // SAFETY: BEGIN and an unknown operation read no buffer.
+    assert_eq!(unsafe { ext::redline_soft_hsa_kernel_trace(9, std::ptr::null_mut(), 0) }, usize::MAX);
+    assert_eq!(
+        // SAFETY: as above.
+        unsafe { ext::redline_soft_hsa_kernel_trace(hsa_sys::RedlineTraceOperation::BEGIN.0, std::ptr::null_mut(), 0) },
+        0
+    );
+    let header = header_line();
+    assert_eq!(take(&mut []), header.len(), "the length, nothing written");
+    let mut short = vec![0u8; header.len() - 1];
+    assert_eq!(take(&mut short), header.len());
+    assert!(short.iter().all(|&b| b == 0), "a short buffer is not written");
+    let mut buffer = vec![0u8; header.len() + 16];
+    assert_eq!(take(&mut buffer), header.len());
+    assert_eq!(&buffer[..header.len()], header.as_bytes());
+    assert_eq!(take(&mut buffer), usize::MAX, "handed over once: no longer kept");
+}

@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod census;
 pub mod route;
 
 use std::time::Duration;
@@ -512,6 +513,34 @@ macro_rules! suite {
             $run,
             sequence_state_parity_through_the_convolution_window,
             $crate::route::sequence_state_parity_through_the_convolution_window,
+            one
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            the_census_reconciles_every_recorded_position,
+            $crate::census::the_census_reconciles_every_recorded_position,
+            one
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            a_launch_around_the_recorder_fails_gate_2_by_name,
+            $crate::census::a_launch_around_the_recorder_fails_gate_2_by_name,
+            one
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            a_launch_recorded_twice_fails_gate_2_by_name,
+            $crate::census::a_launch_recorded_twice_fails_gate_2_by_name,
+            one
+        );
+        $crate::conformance_test!(
+            $make,
+            $run,
+            swapped_launches_fail_gate_2_by_name,
+            $crate::census::swapped_launches_fail_gate_2_by_name,
             one
         );
         $crate::conformance_test!($make, $run, topology, $crate::topology, one);

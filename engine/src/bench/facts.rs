@@ -130,7 +130,7 @@ pub fn clocks(gpu: Value) -> Value {
 
 /// Every `REDLINE_*` environment variable the workspace reads, with who reads it. The unit test
 /// `every_redline_variable_the_workspace_names_is_listed` keeps it complete.
-pub const REDLINE_VARIABLES: [(&str, &str); 19] = [
+pub const REDLINE_VARIABLES: [(&str, &str); 20] = [
     ("REDLINE_API_KEY", "redline serve: the API key clients must send (its value is never recorded)"),
     ("REDLINE_BLESS", "tape-core tests: rewrite the golden files"),
     ("REDLINE_CLANG", "kernels build (build-kernels): the clang to compile the kernels with"),
@@ -141,6 +141,10 @@ pub const REDLINE_VARIABLES: [(&str, &str); 19] = [
     ("REDLINE_HOME", "redline: the model cache root (models, pull)"),
     ("REDLINE_HSA_DEVICE_TEST_CHILD", "hsa-device tests: marks their child process"),
     ("REDLINE_HSA_LIBRARY", "hsa-sys: the HSA runtime library to load (--device hsa|auto)"),
+    (
+        "REDLINE_KERNEL_TRACE",
+        "soft device and soft-hsa runtime: write rocprofv3's kernel_trace.csv to this file or directory",
+    ),
     ("REDLINE_LFM2_GGUF", "the decode benchmark: an lfm2 model file (the lfm2-350m shape)"),
     ("REDLINE_PYTHON", "redline pull: the Python interpreter"),
     ("REDLINE_QWEN35_GGUF", "the decode benchmark: a qwen35 model file (the qwen35-0.8b shape)"),

@@ -120,6 +120,25 @@ fn check_tokens(hip: &ArmRun, auto: &ArmRun) -> Result<(), String> {
     Ok(())
 }
 
+/// Gate 2 (capture completeness): the retained arm's tape was reconciled with the device's own
+/// kernel trace at every recorded position (`engine::replay::census`); a device that keeps no
+/// trace in the process passes with the proof saying so (its trace is reconciled from outside,
+/// `redline census`).
+fn check_census(auto: &ArmRun) -> Result<(), String> {
+    let census = &auto.timed_proof["census"];
+    if census.is_null() {
+        return Err("no census: the retained arm captured no tape".to_owned());
+    }
+    let positions = census["positions"].as_array().ok_or("the census has no positions")?;
+    if positions.is_empty() && !census["trace"].as_str().is_some_and(|t| t.starts_with("none")) {
+        return Err(format!("the census reconciled no position ({})", census["trace"]));
+    }
+    match positions.iter().find(|p| p["verdict"] != "reconciled") {
+        Some(p) => Err(format!("position {}: {}", p["position"], p)),
+        None => Ok(()),
+    }
+}
+
 fn gates(params: &Params, runs: &[ArmRun]) -> Gates {
     let mut gates = Gates(Vec::new());
     for run in runs {
@@ -138,6 +157,7 @@ fn gates(params: &Params, runs: &[ArmRun]) -> Gates {
     gates.check("route.auto.one_identity", check_identity(auto));
     gates.check("route.hip.no_retained", check_ordinary(hip));
     gates.check("tokens_match", check_tokens(hip, auto));
+    gates.check("census.auto", check_census(auto));
     let shadow = &auto.timed_proof["shadow"];
     if !shadow.is_null() {
         let exact = shadow["divergences"].as_array().is_some_and(Vec::is_empty);
@@ -361,6 +381,7 @@ pub fn build(params: &Params, setup: &Setup, cx: &Context<'_>, runs: &[ArmRun]) 
             "arms": runs.iter().map(|r| json!({"name": r.name, "config": r.config})).collect::<Vec<_>>(),
         },
         "tape": auto["tape"], "submission": auto["submission"], "shadow": auto["shadow"],
+        "census": auto["census"],
         "retained_tape": auto_run.tape,
         "arms": runs.iter().map(|r| {
             (r.name.to_owned(), arm_result(r, &output_health["arms"][r.name]))

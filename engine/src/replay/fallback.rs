@@ -50,6 +50,9 @@ pub enum CaptureFailure {
     /// A launch's declared effects leave out a range its kernel declares it touches (a store
     /// into state declared as a read, say): the dependency derivation cannot be trusted.
     UndeclaredEffect,
+    /// Capture completeness (gate 2): the device's kernel trace of a recorded forward is not
+    /// the tape's launches plus its named external launches ([`super::census`]).
+    Census,
 }
 
 impl CaptureFailure {
@@ -81,6 +84,9 @@ impl CaptureFailure {
             }
             CaptureFailure::UndeclaredEffect => {
                 "Capture aborted: capture contract broken: a launch's declared effects leave out memory its kernel touches."
+            }
+            CaptureFailure::Census => {
+                "Capture aborted: capture completeness (gate 2): the device's kernel trace of a recorded forward is not the tape's launches plus its named external launches."
             }
         }
     }

@@ -40,23 +40,27 @@
 
 use hal::Device;
 use serde::Serialize;
-use tape_core::tape::{Tape, TapeIdentity};
+use tape_core::tape::Tape;
 
 use crate::funnel::Funnel;
 use crate::shadow::{self, ShadowReport};
 use crate::workload::{Workload, WorkloadError};
-use lowering::plan::{PreparedPlan, ReplayError, SubmissionIdentity, Transport, prepare_with};
+use lowering::plan::{PreparedPlan, ReplayError, prepare_with};
 
 mod capture;
+pub mod census;
 pub mod config;
 pub mod eligibility;
 pub mod fallback;
+mod proof;
 
 pub use capture::{calibrate_samples, capture_tape};
 
+pub use census::CensusProof;
 pub use config::{Backend, ConfigError, ConfigFlags, ReplayConfig};
 pub use eligibility::{Ineligible, Step};
 pub use fallback::{CaptureError, CaptureFailure, FallbackProof, FallbackReason, Reconfiguration};
+pub use proof::{Observations, RouteProof, SubmissionProof};
 
 use eligibility::Sequence;
 
@@ -187,98 +191,6 @@ impl From<ForwardError> for ManualError {
     }
 }
 
-/// Counts of what forwards did since the last reset.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Observations {
-    /// Forwards with eligibility set.
-    pub eligible_forwards: u64,
-    /// Forwards without.
-    pub ineligible_forwards: u64,
-    /// Forwards that ran ordinarily without recording.
-    pub ordinary: u64,
-    /// Forwards that ran ordinarily while recording.
-    pub recorded: u64,
-    /// Forwards that ran the shadow oracle.
-    pub shadow: u64,
-    /// Forwards that replayed the plan.
-    pub retained: u64,
-    /// Fallbacks entered.
-    pub fallbacks: u64,
-    /// Positions replayed, in order (the first [`Observations::POSITIONS_MAX`]).
-    pub replay_positions: Vec<u32>,
-    /// Ordinary launches issued by forwards counted as retained: must be 0.
-    pub ordinary_launches_in_retained_forwards: u64,
-    /// Retained submissions made by forwards counted as ordinary or recorded: must be 0.
-    pub retained_submissions_in_ordinary_forwards: u64,
-}
-
-impl Observations {
-    /// Replay positions kept, at most.
-    pub const POSITIONS_MAX: usize = 1 << 16;
-}
-
-/// The serializable record of which route a run took and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct RouteProof {
-    /// The configuration asked for.
-    pub request: ReplayConfig,
-    /// The prepared plan's transport, if one is installed.
-    pub transport: Option<Transport>,
-    /// Whether the last forward was eligible.
-    pub last_eligible: Option<bool>,
-    /// Why the last forward was not eligible, when it was not.
-    pub last_ineligible: Option<Ineligible>,
-    /// The controller's state name.
-    pub state: &'static str,
-    /// In `Fallback`: the row's fixed sentence, then `Detail:` and the detail.
-    pub fallback_reason: Option<String>,
-    /// In `Fallback`: the row, its sentence and its detail apart.
-    pub fallback: Option<FallbackProof>,
-    /// The last model load, reset or swap that reconfigured the controller.
-    pub reconfiguration: Option<Reconfiguration>,
-    /// The tape's identity, once captured.
-    pub tape: Option<TapeIdentity>,
-    /// The plan's submission identity, once prepared.
-    pub submission: Option<SubmissionProof>,
-    /// The last shadow oracle run.
-    pub shadow: Option<ShadowReport>,
-    /// Counts and observed replay positions.
-    pub observations: Observations,
-}
-
-/// [`SubmissionIdentity`] as the route proof shows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct SubmissionProof {
-    /// `pm4` or `aql`.
-    pub transport: Transport,
-    /// Dispatches per token.
-    pub dispatches: usize,
-    /// AQL packets per token.
-    pub packets: u32,
-    /// The plan's queue id.
-    pub queue_id: u32,
-    /// Queues used.
-    pub queues: u32,
-    /// Wait-free phases.
-    pub phases: usize,
-    /// PM4 dwords (0 for AQL).
-    pub pm4_dwords: usize,
-}
-
-impl From<SubmissionIdentity> for SubmissionProof {
-    fn from(s: SubmissionIdentity) -> Self {
-        Self {
-            transport: s.transport,
-            dispatches: s.dispatches,
-            packets: s.packets_per_token,
-            queue_id: s.queue.0.get(),
-            queues: s.queues,
-            phases: s.phases,
-            pm4_dwords: s.pm4_dwords,
-        }
-    }
-}
-
 /// The replay controller: see the module documentation.
 #[derive(Debug)]
 pub struct ReplayController {
@@ -287,6 +199,10 @@ pub struct ReplayController {
     /// What `configure_model_default` decided, re-applied by `reset_for_model`.
     armed: bool,
     samples: Vec<Tape>,
+    /// The device's kernel trace of each recorded sample's forward (gate 2's census).
+    sample_traces: census::SampleTraces,
+    /// The census of the captured tape.
+    census: Option<CensusProof>,
     tape: Option<Tape>,
     plan: Option<PreparedPlan>,
     shadow_passed: u32,
@@ -307,6 +223,8 @@ impl ReplayController {
             state: State::Hip,
             armed: false,
             samples: Vec::new(),
+            sample_traces: census::SampleTraces::default(),
+            census: None,
             tape: None,
             plan: None,
             shadow_passed: 0,
@@ -383,7 +301,9 @@ impl ReplayController {
             sentence: fallback::RECONFIGURED,
             detail: format!("{why}; old plan: {old}"),
         });
-        self.samples.clear();
+        self.drop_samples();
+        self.sample_traces.clear();
+        self.census = None;
         self.tape = None;
         self.shadow_passed = 0;
         self.last_shadow = None;
@@ -553,7 +473,7 @@ impl ReplayController {
             && self.samples.len() >= self.config.warmup_samples.max(2)
         {
             if let Err(error) = self.finish_warmup(device, workload) {
-                self.samples.clear();
+                self.drop_samples();
                 self.fall_back(FallbackReason::capture(error));
                 return Ok(());
             }
@@ -575,30 +495,46 @@ impl ReplayController {
         let workload_error = |source| ForwardError::Workload { position, source: Box::new(source) };
         if let Err(e) = funnel.begin_capture(position) {
             funnel.abort_capture();
-            self.samples.clear();
+            self.drop_samples();
             self.fall_back(FallbackReason::capture(CaptureError::new(
                 CaptureFailure::of_record_error(&e),
                 format!("position {position}: {e}"),
             )));
             return workload.step(device, funnel, position).map(|()| false).map_err(workload_error);
         }
+        // The device's own record of what ran, for the census: made where the packets run.
+        let traced = device.begin_kernel_trace();
         if let Err(source) = workload.step(device, funnel, position) {
             funnel.abort_capture();
-            self.samples.clear();
+            let _ = device.take_kernel_trace();
+            self.drop_samples();
             self.fall_back(FallbackReason::capture(CaptureError::new(
                 CaptureFailure::StepFailed,
                 format!("position {position}: {source}"),
             )));
             return Err(workload_error(source));
         }
-        match funnel.finish_capture() {
+        let recorded = funnel.finish_capture();
+        let trace = match device.take_kernel_trace() {
+            Ok(rows) => traced.zip(rows),
+            Err(e) => {
+                self.drop_samples();
+                self.fall_back(FallbackReason::capture(CaptureError::new(
+                    CaptureFailure::Census,
+                    format!("position {position}: the device's kernel trace of the recorded forward: {e}"),
+                )));
+                return Ok(false);
+            }
+        };
+        match recorded {
             Ok(tape) => {
                 self.samples.push(tape);
+                self.sample_traces.push(position, trace);
                 self.state = State::RecordingWarmup { samples: self.samples.len() };
                 Ok(true)
             }
             Err(e) => {
-                self.samples.clear();
+                self.drop_samples();
                 self.fall_back(FallbackReason::capture(CaptureError::new(
                     CaptureFailure::of_record_error(&e),
                     format!("position {position}: {e}"),
@@ -608,10 +544,20 @@ impl ReplayController {
         }
     }
 
+    /// Drops the warm-up's recordings and their traces.
+    fn drop_samples(&mut self) {
+        self.samples.clear();
+        self.sample_traces.clear();
+    }
+
     /// Calibrates the samples into the tape (`Captured`), or says why not.
+    /// The census (gate 2) reconciles every recorded forward's kernel trace with the tape first.
     fn finish_warmup<D: Device>(&mut self, device: &D, workload: &dyn Workload) -> Result<(), CaptureError> {
         let samples = std::mem::take(&mut self.samples);
-        self.tape = Some(calibrate_samples(device, workload, samples)?);
+        let traces = std::mem::take(&mut self.sample_traces);
+        let tape = calibrate_samples(device, workload, samples)?;
+        self.census = Some(traces.reconcile(&tape)?);
+        self.tape = Some(tape);
         self.state = State::Captured;
         Ok(())
     }
@@ -707,7 +653,7 @@ impl ReplayController {
             return Ok(None);
         }
         if let Err(error) = self.finish_warmup(device, workload) {
-            self.samples.clear();
+            self.drop_samples();
             self.fall_back(FallbackReason::capture(error));
             return Ok(None);
         }
@@ -765,6 +711,7 @@ impl ReplayController {
             submission: self.plan.as_ref().map(|p| p.submission_identity().into()),
             shadow: self.last_shadow.clone(),
             observations: self.observations.clone(),
+            census: self.census.clone(),
         }
     }
 }

@@ -357,4 +357,39 @@ impl Runtime {
         // pointers); it only compares `object` with its tables.
         Some(unsafe { inject(kind.0, object) })
     }
+
+    /// Starts the soft HSA runtime's in-memory kernel trace; `false` when the runtime does not
+    /// export `redline_soft_hsa_kernel_trace` (every real ROCr).
+    pub(crate) fn begin_kernel_trace(&self) -> bool {
+        let Some(trace) = self.hsa().extensions().redline_soft_hsa_kernel_trace else { return false };
+        // SAFETY: the soft HSA runtime's extension, resolved with its prototype; BEGIN reads no
+        // buffer, so a null one with capacity 0 is valid.
+        unsafe { trace(hsa_sys::RedlineTraceOperation::BEGIN.0, std::ptr::null_mut(), 0) };
+        true
+    }
+
+    /// The soft HSA runtime's kept kernel trace as CSV text, which it stops keeping; `None`
+    /// when the runtime has no such extension or keeps no trace.
+    pub(crate) fn take_kernel_trace(&self) -> Option<Vec<u8>> {
+        let trace = self.hsa().extensions().redline_soft_hsa_kernel_trace?;
+        let take = hsa_sys::RedlineTraceOperation::TAKE.0;
+        // SAFETY: as above; capacity 0 writes nothing.
+        let mut needed = unsafe { trace(take, std::ptr::null_mut(), 0) };
+        // The runtime's packet processors are idle (the caller waited for every launch), so the
+        // text does not grow between the calls; a second try covers a caller that did not.
+        for _ in 0..2 {
+            if needed == usize::MAX {
+                return None;
+            }
+            let mut buffer = vec![0u8; needed];
+            // SAFETY: `buffer` holds `needed` bytes, the capacity passed.
+            let written = unsafe { trace(take, buffer.as_mut_ptr(), buffer.len()) };
+            if written <= buffer.len() {
+                buffer.truncate(written);
+                return Some(buffer);
+            }
+            needed = written;
+        }
+        None
+    }
 }

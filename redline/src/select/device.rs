@@ -148,6 +148,12 @@ impl Device for AnyDevice {
     fn stats(&self) -> DeviceStats {
         each!(self, d => d.stats())
     }
+    fn begin_kernel_trace(&mut self) -> Option<&'static str> {
+        each!(self, d => d.begin_kernel_trace())
+    }
+    fn take_kernel_trace(&mut self) -> Result<Option<Vec<tape_core::census::trace::TraceRow>>, LaunchError> {
+        each!(self, d => d.take_kernel_trace())
+    }
     fn reset(&mut self) {
         each!(self, d => d.reset())
     }

@@ -54,10 +54,13 @@ pub fn packet<S: SignalTable + ?Sized>(
     }
     match packet {
         AqlPacket::KernelDispatch(d) => {
+            // Asked first: opening the trace sets the clock its timestamps count from.
+            let to_file = trace::enabled();
             let start = std::time::Instant::now();
             report.dispatches.push(kernel_dispatch(packet_id, d, memory, objects)?);
-            if trace::enabled() {
-                trace_dispatch(site, d, objects, start);
+            if to_file || report.trace.is_some() || report.trace_sink.is_some() {
+                let sink = report.trace_sink;
+                trace_dispatch(site, d, objects, start, to_file, sink, report.trace.as_mut());
             }
         }
         AqlPacket::BarrierAnd(b) => barrier(packet_id, b, signals, true)?,
@@ -136,13 +139,22 @@ fn barrier_value<S: SignalTable + ?Sized>(packet_id: u64, b: &AmdBarrierValue, s
     }
 }
 
-/// Writes the trace line of dispatch `d`, which ran from `start` until now.
-fn trace_dispatch(site: TraceSite, d: &KernelDispatch, objects: &SoftKernels, start: std::time::Instant) {
+/// Writes the trace line of dispatch `d`, which ran from `start` until now, to the process's
+/// file (`to_file`) and to `rows` (when kept).
+fn trace_dispatch(
+    site: TraceSite,
+    d: &KernelDispatch,
+    objects: &SoftKernels,
+    start: std::time::Instant,
+    to_file: bool,
+    sink: Option<fn(tape_core::census::trace::TraceRow)>,
+    rows: Option<&mut Vec<tape_core::census::trace::TraceRow>>,
+) {
     let end = std::time::Instant::now();
     // The dispatch ran, so its kernel is loaded.
     let Some(slot) = objects.by_kd(d.kernel_object) else { return };
     let k = &slot.loaded;
-    trace::record(&TracedDispatch {
+    let traced = TracedDispatch {
         site,
         kernel: &k.name,
         kernel_object: d.kernel_object,
@@ -153,7 +165,15 @@ fn trace_dispatch(site: TraceSite, d: &KernelDispatch, objects: &SoftKernels, st
         grid: d.grid_size,
         start,
         end,
-    });
+    };
+    if to_file {
+        trace::record(&traced);
+    }
+    if let Some(sink) = sink {
+        sink(trace::row(&traced, 0));
+    } else if let Some(rows) = rows {
+        rows.push(trace::row(&traced, 0));
+    }
 }
 
 fn kernel_dispatch(
