@@ -249,10 +249,8 @@ fn browser_facing_requests_are_refused_by_host_content_type_and_a_missing_host()
     assert_eq!(rebound.json()["error"]["code"], "host_not_allowed");
     assert!(rebound.text().contains("attacker.example") && rebound.text().contains("--allowed-host"));
     let body = json!({"prompt": "x", "max_tokens": 1}).to_string();
-    let rebound = raw(
-        "POST /v1/completions HTTP/1.1\r\nHost: attacker.example\r\nContent-Type: application/json\r\n",
-        &body,
-    );
+    let rebound =
+        raw("POST /v1/completions HTTP/1.1\r\nHost: attacker.example\r\nContent-Type: application/json\r\n", &body);
     assert_eq!(rebound.status, 421);
     for host in
         [format!("localhost:{port}"), format!("127.0.0.1:{port}"), "chat.lan".to_owned(), "CHAT.LAN:443".to_owned()]
