@@ -6,11 +6,11 @@ use std::fmt::Write as _;
 use super::report::{Profile, hex};
 
 /// Plot width and height in pixels (the bars' area).
-const PLOT_W: f64 = 1100.0;
+const PLOT_W: f64 = 1450.0;
 const PLOT_H: f64 = 320.0;
 /// Left margin (axis labels) and top margin (the text above the plot).
 const LEFT: f64 = 70.0;
-const TOP: f64 = 150.0;
+const TOP: f64 = 160.0;
 /// Dispatches named on the chart.
 const NAMED_MAX: usize = 5;
 
@@ -52,9 +52,10 @@ pub fn render(profile: &Profile) -> String {
         let _ = writeln!(s, r#"<text x="10" y="{y:.0}">{}</text>"#, escape(line));
         y += 16.0;
     }
-    for line in wrap(super::DISCLAIMER, 170) {
-        let _ = writeln!(s, r##"<text x="10" y="{y:.0}" fill="#8a1c1c">{}</text>"##, escape(&line));
-        y += 15.0;
+    // One sentence a line, never broken inside, so that each reads (and is found) whole.
+    for line in sentences(super::DISCLAIMER) {
+        let _ = writeln!(s, r##"<text x="10" y="{y:.0}" font-size="10" fill="#8a1c1c">{}</text>"##, escape(line));
+        y += 14.0;
     }
     let _ = writeln!(
         s,
@@ -125,23 +126,18 @@ fn escape(text: &str) -> String {
     out
 }
 
-/// `text` in lines of at most `width` characters, broken at spaces.
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
+/// `text`'s sentences (split after ". ").
+fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(". ") {
+        out.push(&rest[..=at]);
+        rest = &rest[at + 2..];
     }
-    if !line.is_empty() {
-        lines.push(line);
+    if !rest.is_empty() {
+        out.push(rest);
     }
-    lines
+    out
 }
 
 #[cfg(test)]
@@ -154,7 +150,7 @@ mod tests {
     }
 
     #[test]
-    fn wraps_at_spaces() {
-        assert_eq!(wrap("aa bb cc", 5), vec!["aa bb", "cc"]);
+    fn splits_sentences() {
+        assert_eq!(sentences("A b. C d (e. f). G."), vec!["A b.", "C d (e.", "f).", "G."]);
     }
 }
