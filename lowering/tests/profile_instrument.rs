@@ -11,8 +11,8 @@ use hal::Device;
 use lowering::lower::{PatchTarget, lower_pm4, slot_by_artifact};
 use lowering::profile::plan::InstrumentedPlan;
 use lowering::profile::{Instrument, Point, SLOT_BYTES, instrument};
-use pm4_encoding::packet::{CopyData, Packet};
 use pm4_encoding::Decoder;
+use pm4_encoding::packet::{CopyData, Packet};
 use soft_device::SimDevice;
 use tape_fixture::Chain;
 

@@ -59,9 +59,9 @@ pub struct Request {
 /// Why a profile was not made.
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
-    /// The model did not load.
+    /// The model did not load (boxed: the error is large).
     #[error(transparent)]
-    Load(#[from] LoadError),
+    Load(Box<LoadError>),
     /// Too few positions for the warm-up and the tokens.
     #[error(
         "--context {context} leaves no room for the warm-up and {tokens} profiled tokens (it needs at least {needed})"
@@ -74,9 +74,9 @@ pub enum ProfileError {
         /// Positions needed.
         needed: u32,
     },
-    /// An ordinary or retained forward failed.
+    /// An ordinary or retained forward failed (boxed: the error is large).
     #[error(transparent)]
-    Forward(#[from] ForwardError),
+    Forward(Box<ForwardError>),
     /// The host preparation of a profiled position failed.
     #[error("position {position}: {source}")]
     Prepare {
@@ -95,9 +95,27 @@ pub enum ProfileError {
         /// Its fallback reason.
         reason: Option<String>,
     },
-    /// The instrumented body could not be prepared or run.
+    /// The instrumented body could not be prepared or run (boxed: the error is large).
     #[error("the instrumented body: {0}")]
-    Plan(#[from] PlanError),
+    Plan(Box<PlanError>),
+}
+
+impl From<LoadError> for ProfileError {
+    fn from(error: LoadError) -> Self {
+        Self::Load(Box::new(error))
+    }
+}
+
+impl From<ForwardError> for ProfileError {
+    fn from(error: ForwardError) -> Self {
+        Self::Forward(Box::new(error))
+    }
+}
+
+impl From<PlanError> for ProfileError {
+    fn from(error: PlanError) -> Self {
+        Self::Plan(Box::new(error))
+    }
 }
 
 /// The certified route before and after profiling.
