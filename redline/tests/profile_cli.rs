@@ -3,6 +3,8 @@
 //! SmolLM2-135M (`REDLINE_SMOLLM2_GGUF`) on both; bad input by the exit rule.
 
 mod common;
+// The bench's helpers of the module go unused here.
+#[allow(dead_code)]
 mod schema;
 
 use std::path::PathBuf;
