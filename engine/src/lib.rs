@@ -13,6 +13,7 @@
 //! - [`bench`]: the route-proof A/B bench, its report and the promotion rule.
 //! - [`golden`]: the sealed fixtures (`registry/fixtures.json`): reproduced, or sealed.
 //! - [`model`]: the llama model adapter and the session that runs it.
+//! - [`profile`]: the attribution-only dispatch profiler (`redline profile`).
 //!
 //! The lowering and prepared plans are the `lowering` crate, re-exported as [`lower`] and
 //! [`plan`].
@@ -26,6 +27,7 @@ pub mod examples;
 pub mod funnel;
 pub mod golden;
 pub mod model;
+pub mod profile;
 pub mod replay;
 pub mod shadow;
 pub mod stationarity;

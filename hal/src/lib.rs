@@ -313,6 +313,11 @@ pub trait Device {
     /// The device's current [`Lifetime`].
     fn lifetime(&self) -> Lifetime;
 
+    /// Ticks per second of the GPU clock that PM4 timestamps read (`COPY_DATA` `SRC_SEL` 9,
+    /// `RELEASE_MEM` `DATA_SEL` 3): the HSA runtime's `HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY` on
+    /// the HSA backend, the soft device's own clock's rate on the soft device. Never 0.
+    fn timestamp_frequency_hz(&self) -> u64;
+
     /// The loaded code objects and their kernels, with descriptors and metadata.
     fn kernels(&self) -> &KernelTable;
 

@@ -171,6 +171,10 @@ impl Device for HsaDevice {
         self.lifetime
     }
 
+    fn timestamp_frequency_hz(&self) -> u64 {
+        self.timestamp_hz
+    }
+
     fn kernels(&self) -> &KernelTable {
         &self.kernels
     }

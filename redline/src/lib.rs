@@ -14,6 +14,7 @@ pub mod golden;
 pub mod inspect;
 pub mod lower;
 pub mod model_args;
+pub mod profile;
 pub mod pull;
 pub mod select;
 pub mod serve;

@@ -46,6 +46,7 @@ enum Command {
     Inspect(inspect::Args),
     Lower(lower::Args),
     Models(redline::pull::ModelsArgs),
+    Profile(redline::profile::Args),
     Pull(redline::pull::Args),
     Serve(redline::serve::Args),
     /// Run IB bundles on the soft device (`sim run`).
@@ -69,6 +70,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(&args),
         Command::Lower(args) => lower::run(&args),
         Command::Models(args) => redline::pull::models(&args),
+        Command::Profile(args) => redline::profile::run(&args),
         Command::Pull(args) => redline::pull::run(&args),
         Command::Serve(args) => redline::serve::run(&args),
         Command::Tape(cmd) => tape::run(&cmd),

@@ -17,6 +17,8 @@
 //! - `WAIT_REG_MEM` on memory: evaluated once; false is [`CpFaultKind::WaitNeverSatisfied`]
 //!   (pending dispatches have not run at that point: the poll does not wait for them).
 //! - `WRITE_DATA` to memory (`DST_SEL` 5 or 2), `COPY_DATA` GPU-clock timestamp to memory, `NOP`.
+//!   The GPU clock is the caller's [`GpuClock`], read when the packet executes: a timestamp after
+//!   a dispatch that no wait has run yet is taken before that dispatch runs.
 //!
 //! Everything else (other opcodes, `INDIRECT_BUFFER` chaining or nesting, `SET_UCONFIG_REG`,
 //! type-0/type-2 packets, predication) is a fault. Not checked: a `WRITE_DATA`/`COPY_DATA` store
@@ -35,6 +37,7 @@ use pm4_encoding::packet::write_data::DstSel as WriteDst;
 use pm4_encoding::packet::{AcquireMem, CopyData, GcrCntl, ReleaseMem, WaitRegMem, WriteData};
 use pm4_encoding::{Decoded, Decoder, Family, Opcode, Packet};
 
+use crate::clock::GpuClock;
 use crate::exec::{self, ExecError, ExecutedDispatch};
 use crate::hazard::{self, Visibility};
 use crate::loader::SoftKernels;
@@ -117,7 +120,7 @@ impl CommandProcessor {
         objects: &SoftKernels,
         ib_va: u64,
         size_dwords: u32,
-        clock: &mut u64,
+        clock: &mut GpuClock,
     ) -> Result<IbReport, CpFault> {
         let words = read_ib(memory, ib_va, size_dwords).map_err(|kind| kind.at(0))?;
         let mut run = Run {
@@ -161,7 +164,7 @@ struct Run<'a> {
     regs: &'a mut ShRegisters,
     memory: &'a mut SimMemory,
     objects: &'a SoftKernels,
-    clock: &'a mut u64,
+    clock: &'a mut GpuClock,
     pending: Vec<Pending>,
     visibility: Visibility,
     report: IbReport,
@@ -392,10 +395,9 @@ impl Run<'_> {
         self.store(Opcode::CopyData, p.dst, bytes)
     }
 
-    /// The GPU clock: strictly increasing, one tick per read.
+    /// The GPU clock at this packet's execution ([`GpuClock`]: host-monotonic ticks).
     fn tick(&mut self) -> u64 {
-        *self.clock = self.clock.saturating_add(1);
-        *self.clock
+        self.clock.read()
     }
 
     fn store(&mut self, opcode: Opcode, address: u64, bytes: &[u8]) -> Result<(), CpFaultKind> {

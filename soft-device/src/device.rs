@@ -26,6 +26,7 @@ use tape_core::AllocationId;
 
 use crate::SoftFault;
 use crate::aql::{Pm4Hook, ProcessReport, SimQueue};
+use crate::clock::GpuClock;
 use crate::cp::{CommandProcessor, IbReport};
 use crate::exec::{ExecutedDispatch, LDS_BYTES_MAX};
 use crate::loader::SoftKernels;
@@ -64,8 +65,9 @@ pub struct SimDevice {
     next_queue: NonZeroU32,
     signals: Signals,
     cp: CommandProcessor,
-    /// GPU clock for timestamps (COPY_DATA, RELEASE_MEM): a monotonic counter.
-    clock: u64,
+    /// GPU clock for timestamps (COPY_DATA, RELEASE_MEM): host-monotonic ticks since the
+    /// device was made ([`GpuClock`]).
+    clock: GpuClock,
     ib_reports: Vec<IbReport>,
     lifetime: Lifetime,
     /// Faults armed by [`FaultInjection::inject`], each fired once, oldest first.
@@ -124,7 +126,7 @@ impl SimDevice {
             next_queue: NonZeroU32::MIN,
             signals: Signals::new(),
             cp: CommandProcessor::new(target.family()),
-            clock: 0,
+            clock: GpuClock::new(),
             ib_reports: Vec::new(),
             lifetime: Lifetime::default(),
             injected: Vec::new(),
@@ -460,6 +462,10 @@ impl Device for SimDevice {
 
     fn lifetime(&self) -> Lifetime {
         self.lifetime
+    }
+
+    fn timestamp_frequency_hz(&self) -> u64 {
+        GpuClock::FREQUENCY_HZ
     }
 
     fn kernels(&self) -> &KernelTable {

@@ -7,6 +7,7 @@
 //! - [`loader`]: code objects placed at VAs, entered into the HAL's kernel table, and each
 //!   kernel's CPU reference from `kernel-refs`' registry kept next to it ([`loader::SoftKernels`]).
 //! - [`exec`]: one dispatch through a CPU reference, with its declared effects enforced.
+//! - [`clock`]: the GPU clock PM4 timestamps read (host-monotonic, 100 MHz ticks).
 //! - [`cp`]: the PM4 command processor that executes one indirect buffer per family.
 //! - [`hazard`]: ordering and visibility between the dispatches of one IB.
 //! - [`aql`]: AQL queues and their packet processor.
@@ -22,6 +23,7 @@
 
 pub mod aql;
 pub mod bundle;
+pub mod clock;
 pub mod cp;
 mod device;
 pub mod exec;

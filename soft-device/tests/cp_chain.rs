@@ -100,7 +100,7 @@ impl Chain {
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         memory.write(ib.va, &bytes).unwrap();
         let mut cp = CommandProcessor::new(self.device.target().family());
-        let mut clock = 0;
+        let mut clock = soft_device::clock::GpuClock::new();
         let result = cp.execute_ib(&mut memory, self.device.soft_kernels(), ib.va, size_dwords, &mut clock);
         (memory, result)
     }

@@ -9,6 +9,7 @@ use pm4_encoding::packet::wait_reg_mem::Function;
 use pm4_encoding::packet::{CopyData, EventType, ReleaseMem, WaitRegMem, WriteData};
 use pm4_encoding::{Emit, Target};
 use soft_device::SimDevice;
+use soft_device::clock::GpuClock;
 use soft_device::cp::{CommandProcessor, CpFaultKind};
 use soft_device::memory::SimMemory;
 
@@ -18,15 +19,17 @@ fn emit(out: &mut Vec<u32>, p: &impl Emit) {
     out.extend(w);
 }
 
-/// Runs `ib` on a copy of `device`'s memory; returns the memory, the result and the clock.
+/// Runs `ib` on a copy of `device`'s memory with a GPU clock made 10 ms before; returns the
+/// memory, the result and the clock's last read.
 fn run(device: &SimDevice, ib: &[u32]) -> (SimMemory, Result<(), CpFaultKind>, u64) {
     let mut memory = device.memory().clone();
     let at = memory.allocate(u64::try_from(4 * ib.len()).unwrap()).unwrap();
     memory.write(at.va, &ib.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<_>>()).unwrap();
     let mut cp = CommandProcessor::new(device.target().family());
-    let mut clock = 100;
+    let mut clock = GpuClock::new();
+    std::thread::sleep(std::time::Duration::from_millis(10));
     let r = cp.execute_ib(&mut memory, device.soft_kernels(), at.va, u32::try_from(ib.len()).unwrap(), &mut clock);
-    (memory, r.map(drop).map_err(|f| f.kind), clock)
+    (memory, r.map(drop).map_err(|f| f.kind), clock.last())
 }
 
 fn u64_at(memory: &SimMemory, va: u64) -> u64 {
@@ -59,7 +62,9 @@ fn data_writes_timestamps_and_waits_on_every_target() {
         assert!(result.is_ok(), "{target}: {result:?}");
         assert_eq!(u64_at(&memory, buf.va), 0x0123_4567_DEAD_BEEF, "{target}: WRITE_DATA");
         let (t0, t1, t2) = (u64_at(&memory, buf.va + 16), u64_at(&memory, buf.va + 24), u64_at(&memory, buf.va + 48));
-        assert!(t0 > 100 && t1 > t0 && t2 > t1, "{target}: timestamps {t0} {t1} {t2} must increase");
+        // The clock is the host's in 10 ns ticks (soft_device::clock): 10 ms after its origin.
+        assert!(t0 >= 1_000_000, "{target}: timestamp {t0} is not 10 ms of 100 MHz ticks after the origin");
+        assert!(t1 > t0 && t2 > t1, "{target}: timestamps {t0} {t1} {t2} must increase");
         assert_eq!(clock, t2, "{target}: the clock is the last timestamp");
         // DATA_SEL 1 writes the low 32 bits only.
         assert_eq!(u64_at(&memory, buf.va + 32), 0x1234_5678, "{target}: 32-bit RELEASE_MEM");

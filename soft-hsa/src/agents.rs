@@ -32,8 +32,9 @@ pub(crate) const GPU_AGENT: u64 = 0xa9e0_0100;
 /// Handle of the ISA of `Target::ALL[0]`; the ISA of `Target::ALL[i]` is `ISA_BASE + i`.
 const ISA_BASE: u64 = 0x15a0_0001;
 
-/// Rate of `HSA_SYSTEM_INFO_TIMESTAMP`, in Hz (10 ns ticks; the header allows 1-400 MHz).
-pub const TIMESTAMP_FREQUENCY_HZ: u64 = 100_000_000;
+/// Rate of `HSA_SYSTEM_INFO_TIMESTAMP`, in Hz (10 ns ticks; the header allows 1-400 MHz): the
+/// soft device's GPU clock's, which the command processors' timestamps read.
+pub const TIMESTAMP_FREQUENCY_HZ: u64 = soft_device::clock::GpuClock::FREQUENCY_HZ;
 /// Smallest AQL queue the GPU agent creates, in packets (as ROCr).
 pub const QUEUE_SLOTS_MIN: u32 = 64;
 /// Largest AQL queue the GPU agent creates, in packets (as ROCr).

@@ -22,6 +22,7 @@ use std::time::Instant;
 
 use hsa_sys::HsaStatus;
 use pm4_encoding::Target;
+use soft_device::clock::GpuClock;
 use soft_device::loader::SoftKernels;
 use soft_device::memory::SimMemory;
 
@@ -49,8 +50,9 @@ pub(crate) struct Core {
     pub(crate) memory: SimMemory,
     /// Every loaded kernel, with the CPU reference the soft device runs it through.
     pub(crate) kernels: SoftKernels,
-    /// GPU clock of the command processors' timestamps.
-    pub(crate) clock: u64,
+    /// GPU clock of the command processors' timestamps: from the runtime's start, so that it
+    /// counts the ticks `HSA_SYSTEM_INFO_TIMESTAMP` counts.
+    pub(crate) clock: GpuClock,
     /// Allocations by pool.
     pub(crate) pools: PoolState,
     /// Code object readers and executables.
@@ -78,17 +80,18 @@ pub(crate) struct Runtime {
 impl Runtime {
     fn start(targets: Vec<Target>) -> Result<Self, HsaStatus> {
         let reservation = VaReservation::new(VA_RESERVATION_BYTES).ok_or(HsaStatus::ERROR_OUT_OF_RESOURCES)?;
+        let started = Instant::now();
         let memory = SimMemory::with_va_range(reservation.base(), reservation.end());
         let core = Core {
             memory,
             kernels: SoftKernels::new(),
-            clock: 0,
+            clock: GpuClock::since(started),
             pools: PoolState::default(),
             code: CodeState::default(),
         };
         Ok(Self {
             agents: Agents::new(targets),
-            started: Instant::now(),
+            started,
             core: Mutex::new(core),
             signals: SignalRegistry::new(),
             queues: Mutex::new(BTreeMap::new()),

@@ -109,6 +109,9 @@ impl Device for AnyDevice {
     fn lifetime(&self) -> Lifetime {
         each!(self, d => d.lifetime())
     }
+    fn timestamp_frequency_hz(&self) -> u64 {
+        each!(self, d => d.timestamp_frequency_hz())
+    }
     fn kernels(&self) -> &KernelTable {
         each!(self, d => d.kernels())
     }
