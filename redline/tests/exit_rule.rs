@@ -57,6 +57,15 @@ fn commands() -> Vec<Case> {
         ("serve --model", Box::new(|p, _| v(&["serve", "--model", p, "--port", "0", "--device", "sim"]))),
         ("bench --model", Box::new(|p, out| v(&["bench", "--model", p, "--device", "sim", "--out", out]))),
         ("golden --registry", Box::new(|p, _| v(&["golden", "--registry", p, "--device", "sim"]))),
+        ("census --tape", Box::new(|p, _| v(&["census", "--tape", p, "--trace", p]))),
+        (
+            "census --trace",
+            Box::new(|p, _| {
+                let tape = concat!(env!("CARGO_MANIFEST_DIR"), "/../tape-core/tests/golden/three-launch.json");
+                v(&["census", "--tape", tape, "--trace", p])
+            }),
+        ),
+        ("profile --model", Box::new(|p, _| v(&["profile", "--model", p, "--device", "sim"]))),
     ]
 }
 

@@ -86,6 +86,19 @@ fn a_c_program_dispatching_two_kernels_leaves_exactly_their_two_rows() {
     assert!(name.ends_with("_kernel_trace.csv") && name[..name.len() - 17].parse::<u32>().is_ok(), "{name}");
     let text = std::fs::read_to_string(&files[0]).unwrap();
     assert_eq!(text.lines().next(), Some(ROCPROFV3_HEADER));
+    // A CSV reader that is not ours (Python's csv module) reads the same two rows under
+    // rocprofv3's column names.
+    let script = "import csv, json, sys\nr = csv.DictReader(open(sys.argv[1], newline=''))\n\
+                  rows = list(r)\nprint(json.dumps({'fields': r.fieldnames, 'rows': rows}))";
+    let out = Command::new("python3").arg("-c").arg(script).arg(&files[0]).output().expect("python3 runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let read: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let header: Vec<String> = ROCPROFV3_HEADER.split(',').map(|f| f.trim_matches('"').to_owned()).collect();
+    assert_eq!(read["fields"], serde_json::json!(header));
+    let names: Vec<&str> =
+        read["rows"].as_array().unwrap().iter().map(|r| r["Kernel_Name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["fill", "rmsnorm"]);
+    assert_eq!(read["rows"][1]["LDS_Block_Size"], "1024");
     let rows = parse(&text).unwrap();
     assert_eq!(rows.len(), 2, "{text}");
     let (a, b) = (&rows[0], &rows[1]);
