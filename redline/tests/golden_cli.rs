@@ -65,6 +65,10 @@ fn every_sealed_fixture_reproduces() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{id}: {stderr}");
         assert!(stderr.contains(&format!("golden: {id}: ok")), "{id}: {stderr}");
+        // Gate 2: the three recorded warm-ups reconciled, each with its counts.
+        let dispatches = &fixture["tape"]["dispatch_count"];
+        let reconciled = format!(" reconciled ({dispatches} = {dispatches} + 0)");
+        assert_eq!(stderr.matches(&reconciled).count(), 3, "{id}: {reconciled}: {stderr}");
     }
 }
 

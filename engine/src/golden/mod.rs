@@ -153,7 +153,35 @@ pub fn check<D: Devices>(
     if ratio < fixture.floors.min_ratio {
         problems.push(format!("floors.min_ratio: measured {ratio:.3} < floor {}", fixture.floors.min_ratio));
     }
-    Ok(if problems.is_empty() { Ok(format!("auto {tok_s:.2} tok/s, ratio {ratio:.3}")) } else { Err(problems) })
+    let census = census_summary(&r["census"]);
+    Ok(if problems.is_empty() {
+        Ok(format!("auto {tok_s:.2} tok/s, ratio {ratio:.3}, {census}"))
+    } else {
+        Err(problems)
+    })
+}
+
+/// The report's census (gate 2) in a line: each recorded position with its verdict and
+/// `compute launches = retained + external`.
+fn census_summary(census: &Value) -> String {
+    let Some(positions) = census["positions"].as_array() else { return "no census".to_owned() };
+    if positions.is_empty() {
+        return format!("census: {}", census["trace"].as_str().unwrap_or("none"));
+    }
+    let shown: Vec<String> = positions
+        .iter()
+        .map(|p| {
+            format!(
+                "position {} {} ({} = {} + {})",
+                p["position"],
+                p["verdict"].as_str().unwrap_or("?"),
+                p["compute_launches"],
+                p["retained_dispatches"],
+                p["external_launches"]
+            )
+        })
+        .collect();
+    format!("census: {}", shown.join(", "))
 }
 
 fn u(v: &Value, what: &str) -> Result<u64, GoldenError> {
