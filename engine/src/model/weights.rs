@@ -3,13 +3,15 @@
 //! module, and the kernel of each GGUF type for the four typed operations (the matvec, the
 //! batched product, the row gather and the batched row gather).
 
+use std::collections::BTreeMap;
+
 use gguf::{GgmlType, Gguf};
 use hal::Device;
 
 use super::llama::LoadError;
 use super::ops;
 use super::params::ParamsError;
-use crate::funnel::Kernel;
+use crate::funnel::{Funnel, Kernel};
 use crate::workload::WorkloadError;
 
 /// The module of the GGML quant kernels beyond Q4_1 and Q8_0's.
@@ -94,6 +96,44 @@ pub(super) fn typed_kernel(kind: Typed, ty: GgmlType) -> (&'static str, String) 
 pub(super) fn load_typed(device: &mut dyn Device, kind: Typed, ty: GgmlType) -> Result<Kernel, WorkloadError> {
     let (module, name) = typed_kernel(kind, ty);
     load_kernel(device, module, &name)
+}
+
+/// The kernels of one typed operation, by [`GgmlType::id`].
+pub(super) type ByType = BTreeMap<u32, Kernel>;
+
+/// `y = w · x` with the `matvec` kernel of `w`'s type.
+///
+/// # Errors
+/// [`WorkloadError::Init`] when no kernel of that type was loaded; the launch's errors.
+pub(super) fn matvec(
+    device: &mut dyn Device,
+    funnel: &mut Funnel,
+    kernels: &ByType,
+    (y, w, x): (u64, Weight, u64),
+    (rows, cols): (u32, u32),
+) -> Result<(), WorkloadError> {
+    let kernel = kernels
+        .get(&w.ty.id())
+        .ok_or_else(|| WorkloadError::Init(format!("no matvec loaded for a {} matrix", w.ty)))?;
+    ops::matvec(device, funnel, kernel, (y, w.tensor(), x), (rows, cols))
+}
+
+/// `y[t] = w · x[t]` for the `n` rows of a prefill pass with the `matmul` kernel of `w`'s type,
+/// each row the bits [`matvec`] gives.
+///
+/// # Errors
+/// [`WorkloadError::Init`] when no kernel of that type was loaded; the launch's errors.
+pub(super) fn matmul(
+    device: &mut dyn Device,
+    funnel: &mut Funnel,
+    kernels: &ByType,
+    (y, w, x): (u64, Weight, u64),
+    (rows, cols, n): (u32, u32, u32),
+) -> Result<(), WorkloadError> {
+    let kernel = kernels
+        .get(&w.ty.id())
+        .ok_or_else(|| WorkloadError::Init(format!("no batched product loaded for a {} matrix", w.ty)))?;
+    ops::matmul(device, funnel, kernel, (y, w.tensor(), x), (rows, cols, n))
 }
 
 #[cfg(test)]

@@ -83,7 +83,7 @@ pub(super) struct Layer {
 #[derive(Debug)]
 pub(super) struct Kernels {
     /// One matvec per matrix type the file uses, by GGML type id.
-    matvec: BTreeMap<u32, Kernel>,
+    matvec: weights::ByType,
     get_row: Kernel,
     rmsnorm: Kernel,
     add: Kernel,
@@ -94,7 +94,7 @@ pub(super) struct Kernels {
     silu_mul: Kernel,
     shortconv: Kernel,
     /// One batched product per matrix type the file uses, by GGML type id.
-    matmul: BTreeMap<u32, Kernel>,
+    matmul: weights::ByType,
     get_rows: Kernel,
     rope_rows: Kernel,
     attention_rows: Kernel,
@@ -239,15 +239,10 @@ impl Lfm2 {
         &self,
         device: &mut dyn Device,
         funnel: &mut Funnel,
-        (y, w, x): (u64, Weight, u64),
-        (rows, cols): (u32, u32),
+        operands: (u64, Weight, u64),
+        dims: (u32, u32),
     ) -> Result<(), WorkloadError> {
-        let kernel = self
-            .kernels
-            .matvec
-            .get(&w.ty.id())
-            .ok_or_else(|| WorkloadError::Init(format!("no matvec loaded for a {} matrix", w.ty)))?;
-        ops::matvec(device, funnel, kernel, (y, w.tensor(), x), (rows, cols))
+        weights::matvec(device, funnel, &self.kernels.matvec, operands, dims)
     }
 
     /// RMSNorm of `rows` rows of `cols` values (one work-group per row).

@@ -12,7 +12,7 @@ use kernarg_abi::layout::ArgValue;
 
 use super::{ATTENTION_BLOCK, LINEAR_BLOCK, Layer, Lfm2, Lfm2Params, Mixer, PREFILL_CHUNK, Weight, s};
 use crate::funnel::{Funnel, Launch, Use};
-use crate::model::ops;
+use crate::model::{ops, weights};
 use crate::workload::{GUARD_BYTES, Surface, Workload, WorkloadError};
 
 /// The prefill pass's surfaces: [`PREFILL_CHUNK`] rows of each decode activation, the token
@@ -47,15 +47,10 @@ impl Lfm2 {
         &self,
         device: &mut dyn Device,
         funnel: &mut Funnel,
-        (y, w, x): (u64, Weight, u64),
-        (rows, cols, n): (u32, u32, u32),
+        operands: (u64, Weight, u64),
+        dims: (u32, u32, u32),
     ) -> Result<(), WorkloadError> {
-        let kernel = self
-            .kernels
-            .matmul
-            .get(&w.ty.id())
-            .ok_or_else(|| WorkloadError::Init(format!("no batched product loaded for a {} matrix", w.ty)))?;
-        ops::matmul(device, funnel, kernel, (y, w.tensor(), x), (rows, cols, n))
+        weights::matmul(device, funnel, &self.kernels.matmul, operands, dims)
     }
 
     /// The convolution mixer over the `n` rows of `h`, into `tmp`.

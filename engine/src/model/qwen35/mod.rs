@@ -104,9 +104,9 @@ pub(super) struct Layer {
 #[derive(Debug)]
 pub(super) struct Kernels {
     /// One matvec per matrix type the file uses, by GGML type id.
-    matvec: BTreeMap<u32, Kernel>,
+    matvec: weights::ByType,
     /// One batched product per matrix type the file uses, by GGML type id.
-    matmul: BTreeMap<u32, Kernel>,
+    matmul: weights::ByType,
     get_row: Kernel,
     get_rows: Kernel,
     rmsnorm: Kernel,
@@ -274,14 +274,10 @@ impl Qwen35 {
         (y, w, x): (u64, Weight, u64),
         (rows, cols, n): (u32, u32, u32),
     ) -> Result<(), WorkloadError> {
-        let kernels = if n == 1 { &self.kernels.matvec } else { &self.kernels.matmul };
-        let kernel = kernels
-            .get(&w.ty.id())
-            .ok_or_else(|| WorkloadError::Init(format!("no matrix kernel loaded for a {} matrix", w.ty)))?;
         if n == 1 {
-            ops::matvec(device, funnel, kernel, (y, w.tensor(), x), (rows, cols))
+            weights::matvec(device, funnel, &self.kernels.matvec, (y, w, x), (rows, cols))
         } else {
-            ops::matmul(device, funnel, kernel, (y, w.tensor(), x), (rows, cols, n))
+            weights::matmul(device, funnel, &self.kernels.matmul, (y, w, x), (rows, cols, n))
         }
     }
 
