@@ -2,30 +2,35 @@
 //! `REDLINE_SMOLLM2_GGUF`; `redline pull smollm2-135m` fetches it), of Gemma 3 270M (Q4_K_M,
 //! `REDLINE_GEMMA3_GGUF`; `redline pull gemma-3-270m`) and of the LFM2-350M and Qwen3.5-0.8B
 //! shapes (`REDLINE_LFM2_GGUF`, `REDLINE_QWEN35_GGUF`, see [`MODELS`]) when their files are named,
-//! on the soft device, through the ordinary route and the retained route, next to this machine's
-//! memory-bandwidth floor, all in one run. Each model is a group of its own (`decode_smollm2`,
-//! `decode_gemma3`, `decode_lfm2`, `decode_qwen35`), which also prints the retained tape's
-//! identity (dispatches, unique kernels, external launches, sequence hash):
+//! on the soft device, through the ordinary route and the retained route, at context 16 and at
+//! context 512, each next to this machine's memory floor for the same token, all in one run.
+//! Each model is a group of its own (`decode_smollm2`, `decode_gemma3`, `decode_lfm2`,
+//! `decode_qwen35`), which also prints the retained tape's identity (dispatches, unique kernels,
+//! external launches, sequence hash):
 //!
-//! - `ordinary_token`: one decode forward with backend `hip` (483 launches through the funnel
-//!   for SmolLM2, 364 for Gemma 3 270M), then its logits read back (where the host waits for the
-//!   launches).
-//! - `retained_token`: one decode forward of a `Ready` controller (one PM4-IB submission), then
-//!   its logits read back.
+//! - `ordinary_ctx16`, `ordinary_ctx512`: one decode forward with backend `hip` (483 launches
+//!   through the funnel for SmolLM2, 364 for Gemma 3 270M), then its logits read back (where the
+//!   host waits for the launches), at positions `16..20` (`512..516`), in turn.
+//! - `retained_ctx16`, `retained_ctx512`: the same through a `Ready` controller (one PM4-IB
+//!   submission a token). Every timed token is a replay (checked).
 //! - `prefill_128`: a 128-token prompt as one batched prefill pass (ordinary launches of the
 //!   batched kernels), then the last token's logits read back.
-//! - `weights_copy_floor`: copying as many bytes as the model's weights (what every token must
-//!   read at least once) from one buffer to another: bytes per token / copy bandwidth, the time
-//!   a memory-bound decode cannot beat on this machine.
+//! - `read_floor_ctx16`, `read_floor_ctx512`: reading, once, as many bytes as one token at that
+//!   context must read (the weights, the KV rows in use, the sequence state, the activations:
+//!   [`floor`] defines them and prints them by kind) on every core, with the fastest streaming read
+//!   this machine does ([`floor::read`]). Its tok/s is the most a decode that is bound by memory
+//!   could do here.
 //!
-//! Tokens per second are `1 / time` (`128 / time` for the prefill); the ratios between the rows
-//! are the result (the machine is shared), printed at the end of each model's group from the
-//! same measurements: each decode route as a fraction of the floor's tok/s, the prefill as a
-//! multiple of the decode tok/s; with SmolLM2 measured, every other model's tok/s as a fraction of
-//! SmolLM2's. The
-//! soft device runs every kernel's CPU reference with its strict checks on, so both routes are
-//! compute-bound here; the retained route removes the host's per-launch work, not the kernels'
-//! work.
+//! A timed token continues the one before it; after the last position of a window the arm moves
+//! back to the window's first position with an ordinary prompt forward at the position before
+//! it, outside the timed region. Tokens per second are `1 / time` (`128 / time` for the
+//! prefill); the ratios printed at the end of each group, from the same measurements, are the
+//! result (the machine is shared): each decode route as a fraction of the floor's tok/s at its
+//! context, retained over ordinary, and the prefill's tok/s as a multiple of the floor's at
+//! context 16. The soft device runs every kernel's CPU reference with its strict checks on.
+
+#[path = "decode/floor.rs"]
+mod floor;
 
 use std::cell::Cell;
 use std::hint::black_box;
@@ -40,10 +45,15 @@ use gguf::Gguf;
 use pm4_encoding::Target;
 use soft_device::SimDevice;
 
-const CONTEXT: u32 = 512;
-/// Decode positions cycle through `FIRST..CONTEXT`: a step's cost depends on its position only
-/// through attention, and both routes see the same positions.
+/// KV positions of every arm.
+const CONTEXT: u32 = 1024;
+/// Warm-up positions `0..FIRST` of every arm (the retained arm records, calibrates and prepares
+/// its tape there).
 const FIRST: u32 = 8;
+/// The contexts decode is timed at: the first position of each window.
+const CONTEXTS: [u32; 2] = [16, 512];
+/// Positions a window holds: tokens are timed at `start..start + WINDOW`, in turn.
+const WINDOW: u32 = 4;
 /// Prompt tokens of the prefill row: one batched pass of either model.
 const PREFILL_TOKENS: u32 = 128;
 /// The token every decode step embeds (in both vocabularies).
@@ -65,7 +75,10 @@ struct Arm {
     model: Box<dyn LanguageModel>,
     funnel: Funnel,
     controller: ReplayController,
+    /// The position the next timed token decodes.
     position: u32,
+    /// Timed tokens.
+    timed: u64,
 }
 
 impl Arm {
@@ -74,25 +87,39 @@ impl Arm {
         let model = language::load(&mut device, file, CONTEXT).unwrap();
         let mut controller = ReplayController::new(ReplayConfig { backend, explicit: true, ..ReplayConfig::default() });
         controller.configure_model_default(true);
-        let mut arm = Self { device, model, funnel: Funnel::new(4096), controller, position: 0 };
+        let mut arm = Self { device, model, funnel: Funnel::new(4096), controller, position: FIRST, timed: 0 };
         // Prefill-like warm-up; the retained arm records, calibrates and prepares here.
-        for _ in 0..FIRST {
-            arm.token();
+        for position in 0..FIRST {
+            arm.forward(position, if position == 0 { Step::Prompt } else { Step::Continuation });
         }
         arm
     }
 
-    fn token(&mut self) {
+    /// One forward at `position`, and its logits read back (a token ends with its logits: a
+    /// forward returns once its launches are published).
+    fn forward(&mut self, position: u32, step: Step) {
         self.model.set_token(TOKEN).unwrap();
-        let position = self.position;
-        // The first forward is the prompt; every later one continues it. The forward after a
-        // wrap back to FIRST continues no earlier position, so it runs ordinarily (once every
-        // CONTEXT - FIRST tokens).
-        let step = if position == 0 { Step::Prompt } else { Step::Continuation };
         self.controller.forward(&mut self.device, &mut self.funnel, self.model.as_mut(), position, step).unwrap();
-        // A forward returns once its launches are published: a token ends with its logits.
-        std::hint::black_box(self.model.logits(&mut self.device).unwrap());
-        self.position = if position + 1 >= CONTEXT { FIRST } else { position + 1 };
+        black_box(self.model.logits(&mut self.device).unwrap());
+    }
+
+    /// Times `iters` tokens at the positions of the window starting at `start`, in turn, adding
+    /// them to `mean`; moving back to `start` is not timed.
+    fn time(&mut self, mean: &Mean, iters: u64, start: u32) -> Duration {
+        let mut elapsed = Duration::ZERO;
+        for _ in 0..iters {
+            if !(start..start + WINDOW).contains(&self.position) {
+                self.forward(start - 1, Step::Prompt);
+                self.position = start;
+            }
+            let begun = Instant::now();
+            self.forward(self.position, Step::Continuation);
+            elapsed += begun.elapsed();
+            self.position += 1;
+        }
+        self.timed += iters;
+        mean.add(elapsed, iters);
+        elapsed
     }
 }
 
@@ -104,6 +131,11 @@ struct Mean {
 }
 
 impl Mean {
+    fn add(&self, elapsed: Duration, iters: u64) {
+        self.total.set(self.total.get() + elapsed);
+        self.iterations.set(self.iterations.get() + iters);
+    }
+
     /// Times `iters` calls of `f`, adding them to the mean.
     fn time(&self, iters: u64, mut f: impl FnMut()) -> Duration {
         let start = Instant::now();
@@ -111,8 +143,7 @@ impl Mean {
             f();
         }
         let elapsed = start.elapsed();
-        self.total.set(self.total.get() + elapsed);
-        self.iterations.set(self.iterations.get() + iters);
+        self.add(elapsed, iters);
         elapsed
     }
 
@@ -121,54 +152,33 @@ impl Mean {
         let iterations = self.iterations.get() as f64;
         iterations / self.total.get().as_secs_f64().max(f64::MIN_POSITIVE)
     }
-}
 
-/// One model's tokens per second, as its group measured them.
-struct Rates {
-    ordinary: f64,
-    retained: f64,
-    prefill: f64,
+    fn timed(&self) -> bool {
+        self.iterations.get() > 0
+    }
 }
 
 fn decode(c: &mut Criterion) {
-    let mut measured = Vec::new();
     for (group, key) in MODELS {
         let Ok(path) = std::env::var(key) else {
             eprintln!("{key} is not set: {group} not run (`redline pull` fetches the model; point {key} at the GGUF)");
             continue;
         };
-        if let Some(rates) = bench_model(c, group, &Gguf::open(&path).unwrap()) {
-            measured.push((group, rates));
-        }
-    }
-    if let Some((_, smollm2)) = measured.iter().find(|(group, _)| *group == "decode_smollm2") {
-        for (group, rates) in measured.iter().filter(|(group, _)| *group != "decode_smollm2") {
-            eprintln!(
-                "{group} / decode_smollm2: decode ordinary {:.2} x, decode retained {:.2} x, prefill {:.2} x",
-                rates.ordinary / smollm2.ordinary,
-                rates.retained / smollm2.retained,
-                rates.prefill / smollm2.prefill
-            );
-        }
+        bench_model(c, group, &Gguf::open(&path).unwrap());
     }
 }
 
-/// The four rows of `group` for the model in `file`, and the tok/s they measured (`None` when a
-/// filter left a row untimed).
-fn bench_model(c: &mut Criterion, group_name: &str, file: &Gguf) -> Option<Rates> {
-    let weight_bytes: usize = file.tensors().iter().map(|t| usize::try_from(t.byte_len().unwrap_or(0)).unwrap()).sum();
+/// The rows of `group` for the model in `file`, and the ratios they measured.
+fn bench_model(c: &mut Criterion, group_name: &str, file: &Gguf) {
     let mut group = c.benchmark_group(group_name);
-    group.sample_size(10).warm_up_time(Duration::from_secs(2)).measurement_time(Duration::from_secs(15));
-    let (ordinary_mean, retained_mean, prefill_mean, floor_mean) =
-        (Mean::default(), Mean::default(), Mean::default(), Mean::default());
+    group.sample_size(10).warm_up_time(Duration::from_secs(2)).measurement_time(Duration::from_secs(10));
+    let means: [[Mean; 3]; 2] = Default::default();
+    let prefill_mean = Mean::default();
 
     let mut ordinary = Arm::new(file, Backend::Hip);
-    group.bench_function("ordinary_token", |b| b.iter_custom(|iters| ordinary_mean.time(iters, || ordinary.token())));
-    drop(ordinary);
-
     let mut retained = Arm::new(file, Backend::Auto);
     assert_eq!(retained.controller.state(), &State::Ready, "the retained arm is prepared");
-    let before = retained.controller.observations().retained;
+    let replays_before = retained.controller.observations().retained;
     if let Some(tape) = retained.controller.tape() {
         let id = tape.identity();
         let hash: String = id.sequence_hash.iter().map(|b| format!("{b:02x}")).collect();
@@ -177,12 +187,31 @@ fn bench_model(c: &mut Criterion, group_name: &str, file: &Gguf) -> Option<Rates
             id.dispatch_count, id.unique_kernels, id.external_launches
         );
     }
-    group.bench_function("retained_token", |b| b.iter_custom(|iters| retained_mean.time(iters, || retained.token())));
-    // (A filter that skips the row times nothing.)
-    let timed = retained_mean.iterations.get() > 0;
-    assert!(!timed || retained.controller.observations().retained > before, "the retained arm replayed");
+    let floor = floor::Floor::of(file, ordinary.model.as_ref());
+    floor.check_window(CONTEXTS[1] + WINDOW - 1);
+    for (context, [ordinary_mean, retained_mean, floor_mean]) in CONTEXTS.into_iter().zip(&means) {
+        group.bench_function(format!("ordinary_ctx{context}"), |b| {
+            b.iter_custom(|iters| ordinary.time(ordinary_mean, iters, context));
+        });
+        group.bench_function(format!("retained_ctx{context}"), |b| {
+            b.iter_custom(|iters| retained.time(retained_mean, iters, context));
+        });
+        let bytes = floor.mean(context..context + WINDOW);
+        let words = vec![1u64; usize::try_from(bytes.total().div_ceil(8)).unwrap()];
+        group.bench_function(format!("read_floor_ctx{context}"), |b| {
+            b.iter_custom(|iters| {
+                floor_mean.time(iters, || {
+                    black_box(floor::read(black_box(&words)));
+                })
+            });
+        });
+    }
+    // Every timed token of the retained arm replayed; the moves back to a window's start did not.
+    let replays = retained.controller.observations().retained - replays_before;
+    assert_eq!(replays, retained.timed, "every timed retained token is a replay");
     assert_eq!(retained.controller.state(), &State::Ready);
-    drop(retained);
+    assert_eq!(ordinary.controller.observations().retained, 0, "the ordinary arm replays nothing");
+    drop((ordinary, retained));
 
     let mut device = SimDevice::new(Target::Gfx1100);
     let mut model = language::load(&mut device, file, CONTEXT).unwrap();
@@ -198,35 +227,32 @@ fn bench_model(c: &mut Criterion, group_name: &str, file: &Gguf) -> Option<Rates
         });
     });
     drop(model);
-
-    let source = vec![1u8; weight_bytes];
-    let mut target = vec![0u8; weight_bytes];
-    group.bench_function("weights_copy_floor", |b| {
-        b.iter_custom(|iters| {
-            floor_mean.time(iters, || {
-                target.copy_from_slice(black_box(&source));
-                black_box(&mut target);
-            })
-        });
-    });
     group.finish();
-    if [&ordinary_mean, &retained_mean, &prefill_mean, &floor_mean].iter().any(|m| m.iterations.get() == 0) {
+
+    if means.iter().flatten().chain([&prefill_mean]).any(|m| !m.timed()) {
         eprintln!("{group_name}: some rows were not timed (a filter): no ratios");
-        return None;
+        return;
     }
-    let floor = floor_mean.per_second();
-    let (ordinary, retained) = (ordinary_mean.per_second(), retained_mean.per_second());
+    for (context, [ordinary, retained, read]) in CONTEXTS.into_iter().zip(&means) {
+        let (ordinary, retained, read) = (ordinary.per_second(), retained.per_second(), read.per_second());
+        let bytes = floor.mean(context..context + WINDOW);
+        eprintln!(
+            "{group_name}: context {context}: a token reads {bytes}; read floor {read:.1} tok/s ({:.1} GB/s)",
+            read * bytes.total() as f64 / 1e9
+        );
+        eprintln!(
+            "{group_name}: context {context}: decode ordinary {ordinary:.1} tok/s = {:.3} x floor, retained \
+             {retained:.1} tok/s = {:.3} x floor, retained / ordinary = {:.3}",
+            ordinary / read,
+            retained / read,
+            retained / ordinary
+        );
+    }
     let prefill = prefill_mean.per_second() * f64::from(PREFILL_TOKENS);
-    eprintln!("{group_name}: weights per token: {weight_bytes} bytes; weights-copy floor {floor:.1} tok/s");
-    eprintln!("{group_name}: decode ordinary {ordinary:.1} tok/s = {:.2} x floor", ordinary / floor);
-    eprintln!("{group_name}: decode retained {retained:.1} tok/s = {:.2} x floor", retained / floor);
     eprintln!(
-        "{group_name}: prefill of {PREFILL_TOKENS} tokens {prefill:.1} tok/s = {:.1} x ordinary decode, {:.1} x \
-         retained decode",
-        prefill / ordinary,
-        prefill / retained
+        "{group_name}: prefill of {PREFILL_TOKENS} tokens {prefill:.1} tok/s = {:.2} x the context-16 read floor",
+        prefill / means[0][2].per_second()
     );
-    Some(Rates { ordinary, retained, prefill })
 }
 
 criterion_group!(benches, decode);
