@@ -14,7 +14,7 @@ use super::elementwise::Map;
 use super::exp::expf;
 use super::llama::softmax;
 use super::prefill::single_query;
-use super::{Grid, KernelError, READ_CHUNK_ELEMENTS, load_f32_vec, store, store_pieces, widen, widen_usize};
+use super::{Grid, KernelError, READ_CHUNK_ELEMENTS, lend_f32s, load_f32_vec, store, store_pieces, widen, widen_usize};
 use crate::launch::{ArgRead, Launch};
 use crate::memory::DeviceMemory;
 use kernels::signature::{self, ArgDecl};
@@ -353,8 +353,8 @@ pub fn attention_window(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> R
     }
     let kv_width = u64::from(kv_heads) * u64::from(head_dim);
     let qs = load_f32_vec(memory, &Q, q, 0, u64::from(active_heads) * u64::from(head_dim))?;
-    let ks = load_f32_vec(memory, &K_CACHE, k_cache, u64::from(first) * kv_width, u64::from(count) * kv_width)?;
-    let vs = load_f32_vec(memory, &V_CACHE, v_cache, u64::from(first) * kv_width, u64::from(count) * kv_width)?;
+    let ks = lend_f32s(memory, &K_CACHE, k_cache, u64::from(first) * kv_width, u64::from(count) * kv_width)?;
+    let vs = lend_f32s(memory, &V_CACHE, v_cache, u64::from(first) * kv_width, u64::from(count) * kv_width)?;
     // The window's rows of the caches were read, so count * kv_width fits the host.
     let rows = window.attend(&qs, &ks, &vs, widen(active_heads), widen(count));
     for (h, p_bits) in (0u64..).zip(rows.0.chunks_exact(widen(count))) {

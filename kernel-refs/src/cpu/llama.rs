@@ -3,7 +3,7 @@
 
 use super::elementwise::Map;
 use super::exp::expf_select;
-use super::{Grid, KernelError, load, load_f32_vec, store, store_pieces, tree_reduce, widen};
+use super::{Grid, KernelError, lend_f32s, load, load_f32_vec, store, store_pieces, tree_reduce, widen};
 use crate::launch::{ArgRead, Launch};
 use crate::memory::DeviceMemory;
 use kernels::signature::{self, ArgDecl};
@@ -183,13 +183,14 @@ pub fn attention(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(
     }
     let cache_len = u64::from(n) * u64::from(kv_heads) * u64::from(head_dim);
     let qs = load_f32_vec(memory, &Q, q, 0, u64::from(active_heads) * u64::from(head_dim))?;
-    let ks = load_f32_vec(memory, &K_CACHE, k_cache, 0, cache_len)?;
-    let vs = load_f32_vec(memory, &V_CACHE, v_cache, 0, cache_len)?;
+    let ks = lend_f32s(memory, &K_CACHE, k_cache, 0, cache_len)?;
+    let vs = lend_f32s(memory, &V_CACHE, v_cache, 0, cache_len)?;
     // Every element of the caches was read, so n * kv_heads * head_dim fits the host. The
     // heads are computed as the batched kernel's last row (the same operations in the same
     // order: see `prefill::attention_rows`), 16 positions' dot products at a time.
     let shape = (widen(active_heads), widen(kv_heads), widen(head_dim), widen(heads / kv_heads));
     let rows = super::prefill::single_query(&qs, &ks, &vs, widen(n), shape, scale);
+    drop((ks, vs));
     for (h, p_bits) in (0u64..).zip(rows.scores.chunks_exact(widen(n))) {
         store(memory, &SCORES, scores, h * u64::from(scores_stride), p_bits)?;
     }

@@ -388,6 +388,29 @@ fn load_f32_vec(
     Ok(values)
 }
 
+/// `count` elements from element `first` of argument `arg` as the address space lends them
+/// ([`DeviceMemory::view`], one read access of the range), without a copy, when it lends them at
+/// an address aligned for `f32` on a little-endian host; else read ([`load_f32_vec`], which
+/// reports any fault). The same values either way.
+fn lend_f32s<'m>(
+    memory: &'m dyn DeviceMemory,
+    arg: &ArgDecl,
+    base: u64,
+    first: u64,
+    count: u64,
+) -> Result<std::borrow::Cow<'m, [f32]>, KernelError> {
+    use zerocopy::FromBytes;
+    let lent = || {
+        let len = usize::try_from(count.checked_mul(4)?).ok()?;
+        let bytes = memory.view(element_address(arg, base, first).ok()?, len)?;
+        <[f32]>::ref_from_bytes(bytes).ok().filter(|_| cfg!(target_endian = "little"))
+    };
+    match lent() {
+        Some(values) => Ok(std::borrow::Cow::Borrowed(values)),
+        None => load_f32_vec(memory, arg, base, first, count).map(std::borrow::Cow::Owned),
+    }
+}
+
 /// Reads `out.len()` bytes at byte `offset` of argument `arg` (one access).
 fn load_bytes(
     memory: &dyn DeviceMemory,
