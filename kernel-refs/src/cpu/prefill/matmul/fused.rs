@@ -12,10 +12,12 @@ const Q: usize = QK as usize;
 /// `qs[j] >> 4`) and its `[d, m]`.
 #[inline(always)]
 pub(super) fn quants_q4_1(block: &[u8], out: &mut [f32; 32]) -> [f32; 2] {
+    // Fixed-size arrays, so that each loop is one vector operation per step.
     let Some(qs) = block.get(4..20).and_then(|q| q.first_chunk::<16>()) else { return [0.0; 2] };
-    for (j, &q) in qs.iter().enumerate() {
-        out[j] = f32::from(q & 15);
-        out[16 + j] = f32::from(q >> 4);
+    let q: [i32; 32] = std::array::from_fn(|j| i32::from(if j < 16 { qs[j] & 15 } else { qs[j - 16] >> 4 }));
+    for (w, q) in out.iter_mut().zip(q) {
+        // q < 16: exact as f32.
+        *w = q as f32;
     }
     [f16_at(&block[0..2]), f16_at(&block[2..4])]
 }
@@ -24,8 +26,10 @@ pub(super) fn quants_q4_1(block: &[u8], out: &mut [f32; 32]) -> [f32; 2] {
 #[inline(always)]
 pub(super) fn quants_q8_0(block: &[u8], out: &mut [f32; 32]) -> [f32; 2] {
     let Some(qs) = block.get(2..34).and_then(|q| q.first_chunk::<32>()) else { return [0.0; 2] };
-    for (w, &q) in out.iter_mut().zip(qs) {
-        *w = f32::from(q.cast_signed());
+    let q: [i32; 32] = std::array::from_fn(|j| i32::from(qs[j].cast_signed()));
+    for (w, q) in out.iter_mut().zip(q) {
+        // |q| <= 128: exact as f32.
+        *w = q as f32;
     }
     [f16_at(&block[0..2]), 0.0]
 }
