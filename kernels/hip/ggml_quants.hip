@@ -9,8 +9,9 @@
 //   values (ggml_formats.h). matvec_<t>: one work-group of 32 per row; work-item t takes chunks
 //   t, t + 32, ... ascending, within a chunk values j = 0..31 ascending, acc += w * x[32 c + j]
 //   from acc = 0.0, w the value as ggml_formats.h computes it, every operation rounded; the 32
-//   partial sums are added by the LDS tree of quant.hip. This is the order of matvec_q4_1 and
-//   matvec_q8_0, whose chunk is their block.
+//   partial sums are added by the LDS tree of quant.hip. matvec_q4_1 and matvec_q8_0 take their
+//   blocks (their chunks) in this order too, but add each block by chains of fused multiply-adds
+//   on the quants, then the scales (quant.hip), not value by value.
 // - matmul_<t>: row t of the product is bit for bit matvec_<t> on x[t] (prefill.hip's contract):
 //   the same per-work-item sums and the same tree, tokens in tiles of MATMUL_TILE.
 // - get_row_<t>/get_rows_<t>: value c of a table row, as get_row_q8_0/get_rows_q8_0 read it.

@@ -4,7 +4,8 @@
 // chunk ("rows" t < n). Contract: row t of every kernel here is bit for bit what the single-token
 // kernel computes for token t. Each kernel performs, per token, exactly the single-token kernel's
 // f32 operations in its order (the same per-work-item partial sums and the same LDS tree); what
-// batching shares is the loads: a weight block is read and dequantised once for a tile of tokens.
+// batching shares is the loads: a weight block is read and its quants converted once for a tile
+// of tokens.
 
 // ggml block formats (ggml-common.h), as in quant.hip.
 #define QK 32
@@ -54,11 +55,12 @@ static __device__ inline void tile_store(float* y, float (*partial)[MATMUL_BLOCK
 // y[t * rows + r] = sum_c w[r][c] * x[t * cols + c] for t < n, r < rows, w in Q4_1 rows of
 // cols / 32 blocks (cols a multiple of 32), x and y row-major per token.
 // Row t is bit for bit matvec_q4_1 on x[t]: one work-group of 32 per weight row; work-item lane
-// takes blocks lane, lane + 32, ... ascending and keeps, per token, its own f32 sum from 0.0 of
-// ((q & 15) * d + m) * x (low nibbles, then high), each operation rounded; per token, the 32
-// sums are added by the LDS tree. Tokens go in tiles of MATMUL_TILE: each weight is dequantised
-// once per tile and multiplied into the tile's 8 sums. n at most 2^32 - MATMUL_TILE (the tile
-// loop's counter must not wrap).
+// takes blocks lane, lane + 32, ... ascending and keeps, per token, its own f32 sum acc from 0.0
+// to which each block adds exactly as in matvec_q4_1 (the chains lo and hi of fmas, sx, then
+// acc = fma(d, lo + hi, acc); acc = fma(m, sx, acc)); per token, the 32 sums are added by the
+// LDS tree. Tokens go in tiles of MATMUL_TILE: each quant is converted once per tile and
+// multiplied into the tile's 8 chains. n at most 2^32 - MATMUL_TILE (the tile loop's counter
+// must not wrap).
 KERNEL __attribute__((amdgpu_flat_work_group_size(MATMUL_BLOCK, MATMUL_BLOCK)))
 void matmul_q4_1(float* y, const unsigned char* w, const float* x, u32 rows, u32 cols, u32 n) {
   __shared__ float partial[MATMUL_TILE][MATMUL_BLOCK];
@@ -76,15 +78,29 @@ void matmul_q4_1(float* y, const unsigned char* w, const float* x, u32 rows, u32
       float d = half_at(blk);
       float m = half_at(blk + 2);
       unsigned long first = (unsigned long)b * QK;
-      for (u32 j = 0; j < QK / 2; ++j) {
-        float wj = (float)(blk[4 + j] & 15) * d + m;
+      float lo[MATMUL_TILE];
+      float hi[MATMUL_TILE];
+      float sx[MATMUL_TILE];
 #pragma unroll
-        for (u32 k = 0; k < MATMUL_TILE; ++k) acc[k] += wj * tile_row(x, t0, k, n, cols)[first + j];
+      for (u32 k = 0; k < MATMUL_TILE; ++k) lo[k] = hi[k] = sx[k] = 0.0f;
+      for (u32 j = 0; j < QK / 2; ++j) {
+        float ql = (float)(blk[4 + j] & 15);
+        float qh = (float)(blk[4 + j] >> 4);
+#pragma unroll
+        for (u32 k = 0; k < MATMUL_TILE; ++k) {
+          const float* xk = tile_row(x, t0, k, n, cols) + first;
+          lo[k] = __builtin_fmaf(ql, xk[j], lo[k]);
+          hi[k] = __builtin_fmaf(qh, xk[QK / 2 + j], hi[k]);
+        }
       }
-      for (u32 j = 0; j < QK / 2; ++j) {
-        float wj = (float)(blk[4 + j] >> 4) * d + m;
+      for (u32 j = 0; j < QK; ++j) {
 #pragma unroll
-        for (u32 k = 0; k < MATMUL_TILE; ++k) acc[k] += wj * tile_row(x, t0, k, n, cols)[first + QK / 2 + j];
+        for (u32 k = 0; k < MATMUL_TILE; ++k) sx[k] += tile_row(x, t0, k, n, cols)[first + j];
+      }
+#pragma unroll
+      for (u32 k = 0; k < MATMUL_TILE; ++k) {
+        acc[k] = __builtin_fmaf(d, lo[k] + hi[k], acc[k]);
+        acc[k] = __builtin_fmaf(m, sx[k], acc[k]);
       }
     }
 #pragma unroll
@@ -95,8 +111,8 @@ void matmul_q4_1(float* y, const unsigned char* w, const float* x, u32 rows, u32
   }
 }
 
-// As matmul_q4_1 with Q8_0 rows: row t is bit for bit matvec_q8_0 on x[t], each product
-// (q * d) * x, elements 0..31 in order.
+// As matmul_q4_1 with Q8_0 rows: row t is bit for bit matvec_q8_0 on x[t] (per token, the chains
+// lo and hi of fmas, then acc = fma(d, lo + hi, acc)).
 KERNEL __attribute__((amdgpu_flat_work_group_size(MATMUL_BLOCK, MATMUL_BLOCK)))
 void matmul_q8_0(float* y, const unsigned char* w, const float* x, u32 rows, u32 cols, u32 n) {
   __shared__ float partial[MATMUL_TILE][MATMUL_BLOCK];
@@ -113,11 +129,22 @@ void matmul_q8_0(float* y, const unsigned char* w, const float* x, u32 rows, u32
       const unsigned char* blk = wr + (unsigned long)b * Q8_0_BYTES;
       float d = half_at(blk);
       unsigned long first = (unsigned long)b * QK;
-      for (u32 j = 0; j < QK; ++j) {
-        float wj = (float)(signed char)blk[2 + j] * d;
+      float lo[MATMUL_TILE];
+      float hi[MATMUL_TILE];
 #pragma unroll
-        for (u32 k = 0; k < MATMUL_TILE; ++k) acc[k] += wj * tile_row(x, t0, k, n, cols)[first + j];
+      for (u32 k = 0; k < MATMUL_TILE; ++k) lo[k] = hi[k] = 0.0f;
+      for (u32 j = 0; j < QK / 2; ++j) {
+        float ql = (float)(signed char)blk[2 + j];
+        float qh = (float)(signed char)blk[2 + QK / 2 + j];
+#pragma unroll
+        for (u32 k = 0; k < MATMUL_TILE; ++k) {
+          const float* xk = tile_row(x, t0, k, n, cols) + first;
+          lo[k] = __builtin_fmaf(ql, xk[j], lo[k]);
+          hi[k] = __builtin_fmaf(qh, xk[QK / 2 + j], hi[k]);
+        }
       }
+#pragma unroll
+      for (u32 k = 0; k < MATMUL_TILE; ++k) acc[k] = __builtin_fmaf(d, lo[k] + hi[k], acc[k]);
     }
 #pragma unroll
     for (u32 k = 0; k < MATMUL_TILE; ++k) partial[k][lane] = acc[k];

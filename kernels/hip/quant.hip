@@ -23,9 +23,14 @@ static __device__ inline void tree_sum(float* partial, u32 t) {
 }
 
 // y[r] = sum_c w[r][c] * x[c] for r < rows, w in Q4_1 rows of cols / 32 blocks (cols a multiple
-// of 32). One work-group per row; work-item t takes blocks t, t + 32, ... ascending, each block's
-// elements in order 0..31 (low nibbles, then high), accumulating (q * d + m) * x in f32; the 32
-// partial sums are added by the LDS tree.
+// of 32). One work-group per row; work-item t keeps acc from 0.0f and takes blocks b = t, t + 32,
+// ... ascending; the 32 partial sums are added by the LDS tree. Block b (x_j = x[32 b + j]), in
+// f32, every fma one IEEE fused multiply-add (one rounding), every other operation rounded:
+//   lo = 0, hi = 0; for j = 0..15: lo = fma(qs[j] & 15, x_j, lo), hi = fma(qs[j] >> 4, x_16+j, hi)
+//   sx = 0; for j = 0..31: sx = sx + x_j
+//   acc = fma(d, lo + hi, acc); acc = fma(m, sx, acc)
+// so that sum_j ((q_j * d + m) * x_j) is d * sum_j q_j x_j + m * sum_j x_j, with sx a function of
+// x alone. The kernels are built with -ffp-contract=off (src/plan.rs): the fmas are explicit.
 KERNEL __attribute__((amdgpu_flat_work_group_size(QMATVEC_BLOCK, QMATVEC_BLOCK)))
 void matvec_q4_1(float* y, const unsigned char* w, const float* x, u32 rows, u32 cols) {
   __shared__ float partial[QMATVEC_BLOCK];
@@ -40,8 +45,16 @@ void matvec_q4_1(float* y, const unsigned char* w, const float* x, u32 rows, u32
     float d = half_at(blk);
     float m = half_at(blk + 2);
     const float* xb = x + (unsigned long)b * QK;
-    for (u32 j = 0; j < QK / 2; ++j) acc += ((float)(blk[4 + j] & 15) * d + m) * xb[j];
-    for (u32 j = 0; j < QK / 2; ++j) acc += ((float)(blk[4 + j] >> 4) * d + m) * xb[QK / 2 + j];
+    float lo = 0.0f;
+    float hi = 0.0f;
+    for (u32 j = 0; j < QK / 2; ++j) {
+      lo = __builtin_fmaf((float)(blk[4 + j] & 15), xb[j], lo);
+      hi = __builtin_fmaf((float)(blk[4 + j] >> 4), xb[QK / 2 + j], hi);
+    }
+    float sx = 0.0f;
+    for (u32 j = 0; j < QK; ++j) sx += xb[j];
+    acc = __builtin_fmaf(d, lo + hi, acc);
+    acc = __builtin_fmaf(m, sx, acc);
   }
   partial[t] = acc;
   barrier();
@@ -49,7 +62,9 @@ void matvec_q4_1(float* y, const unsigned char* w, const float* x, u32 rows, u32
   if (t == 0) y[row] = partial[0];
 }
 
-// As matvec_q4_1 with Q8_0 rows: accumulates (q * d) * x, elements 0..31 in order.
+// As matvec_q4_1 with Q8_0 rows; block b:
+//   lo = 0, hi = 0; for j = 0..15: lo = fma(qs[j], x_j, lo), hi = fma(qs[16 + j], x_16+j, hi)
+//   acc = fma(d, lo + hi, acc)
 KERNEL __attribute__((amdgpu_flat_work_group_size(QMATVEC_BLOCK, QMATVEC_BLOCK)))
 void matvec_q8_0(float* y, const unsigned char* w, const float* x, u32 rows, u32 cols) {
   __shared__ float partial[QMATVEC_BLOCK];
@@ -63,7 +78,13 @@ void matvec_q8_0(float* y, const unsigned char* w, const float* x, u32 rows, u32
     const unsigned char* blk = wr + (unsigned long)b * Q8_0_BYTES;
     float d = half_at(blk);
     const float* xb = x + (unsigned long)b * QK;
-    for (u32 j = 0; j < QK; ++j) acc += ((float)(signed char)blk[2 + j] * d) * xb[j];
+    float lo = 0.0f;
+    float hi = 0.0f;
+    for (u32 j = 0; j < QK / 2; ++j) {
+      lo = __builtin_fmaf((float)(signed char)blk[2 + j], xb[j], lo);
+      hi = __builtin_fmaf((float)(signed char)blk[2 + QK / 2 + j], xb[QK / 2 + j], hi);
+    }
+    acc = __builtin_fmaf(d, lo + hi, acc);
   }
   partial[t] = acc;
   barrier();

@@ -15,8 +15,9 @@
 //! 32 work-items) handles row `r`; work-item `t` accumulates from `0.0` over chunks `c = t, t +
 //! 32, ...` ascending, within a chunk values `j = 0..32` ascending, `acc += w * x[32 c + j]`, `w`
 //! the value as [`dequantize_chunk`] gives it, each operation rounded; the 32 partial sums are
-//! added by the LDS tree (`stride = 16, ..., 1`). This is the order of `matvec_q4_1` and
-//! `matvec_q8_0`, whose chunk is their block. `matmul_<t>` row `t` is bit for bit `matvec_<t>` on
+//! added by the LDS tree (`stride = 16, ..., 1`). `matvec_q4_1` and `matvec_q8_0` take their
+//! blocks (their chunks) in this order too, but add each block by chains of fused multiply-adds
+//! on the quants, then the scales ([`super::matvec_q4_1`]), not value by value. `matmul_<t>` row `t` is bit for bit `matvec_<t>` on
 //! `x[t]` ([`super::prefill`]'s contract, by the same computation).
 //!
 //! Launch preconditions (a [`KernelError`] otherwise): for the products, work-group size 32, no

@@ -15,8 +15,10 @@
 //! kernels get this by construction: per token they perform the single-token kernel's `f32`
 //! operations in its order (the same per-work-item partial sums, the same LDS trees); batching
 //! only shares loads. The references here do the same operations in the same order per token,
-//! and share the work that is exact to share: a weight's dequantised value `(q & 15) * d + m` is
-//! the same `f32` for every token, so it is computed once per dispatch and row.
+//! and share the work that is exact to share: a block's quants as `f32` and its scales (or, for
+//! the formats of `ggml_quants`, a weight's dequantised value) are the same for every token, so
+//! they are computed once per dispatch and row; a Q4_1 block's `sx` depends on the token alone,
+//! so it is computed once per dispatch and token.
 //!
 //! Against exact arithmetic, every row carries the single-token kernel's error: a sum of `k`
 //! rounded `f32` terms is within about `k * 2^-24` of the exact sum, relative to the sum of the
@@ -25,11 +27,12 @@
 //! # Speed
 //! The soft device runs prefill through these references, so they are written to be fast without
 //! changing a bit. The matrix products keep one `[f32; 32]` of partial sums per work-item and
-//! multiply a dequantised weight into 32 tokens at once: the tokens' activations are transposed
-//! once per dispatch into tiles (the tokens after the last whole tile go in tiles of 8), so the
-//! update is a loop of independent vector sums. On AVX-512 a group of eight weight rows goes
-//! through [`matmul::x86::tile_sums_group`] (intrinsics: sixteen sums in registers, each broadcast weight
-//! the memory operand of its multiply); elsewhere, and for the tail tiles, the same operations
+//! multiply a quant (or dequantised weight) into 32 tokens at once: the tokens' activations are
+//! transposed once per dispatch into tiles (the tokens after the last whole tile go in tiles of
+//! 8), so the update is a loop of independent vector chains. On AVX-512 a group of eight weight
+//! rows goes through [`matmul::x86::tile_sums_group`] or, for Q4_1 and Q8_0,
+//! `tile_sums_group_fused` (intrinsics: sixteen chains in registers, each broadcast weight the
+//! memory operand of its multiply or fused multiply-add); elsewhere, and for the tail tiles, the same operations
 //! are plain Rust compiled for the machine's widest instruction set. Attention computes four
 //! blocks of 16 positions' dot products together from a transposed key cache (independent sums,
 //! so the loop is not bound by one chain's latency) and keeps 64 dimensions' value sums in

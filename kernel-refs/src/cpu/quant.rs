@@ -43,30 +43,44 @@ struct Format {
     kind: rows::Kind,
     sig: &'static Signature,
     block_bytes: usize,
-    /// `acc` plus the block's 32 products with `x`, added one by one in the kernel's order.
+    /// `acc` plus the block's product with `x`, in the kernel's operations and order.
     dot: fn(f32, &[u8], &[f32]) -> f32,
 }
 
-/// `acc += ((q & 15) * d + m) * x[j]` for `j < 16`, then the high nibbles for `j + 16`.
-fn dot_q4_1(mut acc: f32, block: &[u8], xs: &[f32]) -> f32 {
-    let (d, m) = (f16_at(&block[0..2]), f16_at(&block[2..4]));
-    let (qs, (lo, hi)) = (&block[4..20], xs.split_at(16));
-    for (&q, &x) in qs.iter().zip(lo) {
-        acc += (f32::from(q & 15) * d + m) * x;
-    }
-    for (&q, &x) in qs.iter().zip(hi) {
-        acc += (f32::from(q >> 4) * d + m) * x;
-    }
-    acc
+/// The sum of a block's 32 `x` values, `j` ascending from `0.0`, each add rounded: Q4_1's `sx`.
+pub(crate) fn block_x_sum(xs: &[f32]) -> f32 {
+    xs[..32].iter().fold(0.0f32, |sx, &x| sx + x)
 }
 
-/// `acc += (q * d) * x[j]` for `j < 32`.
-fn dot_q8_0(mut acc: f32, block: &[u8], xs: &[f32]) -> f32 {
-    let d = f16_at(&block[0..2]);
-    for (&q, &x) in block[2..34].iter().zip(xs) {
-        acc += (f32::from(q.cast_signed()) * d) * x;
+/// A Q4_1 block added into `acc` (the kernel's operations; `mul_add` is one fused multiply-add,
+/// rounded once):
+/// `lo = fma(qs[j] & 15, x[j], lo)`, `hi = fma(qs[j] >> 4, x[16 + j], hi)` for `j < 16` from
+/// `0.0`; `sx` = [`block_x_sum`]; then `acc = fma(d, lo + hi, acc)`, `acc = fma(m, sx, acc)`.
+fn dot_q4_1(acc: f32, block: &[u8], xs: &[f32]) -> f32 {
+    dot_q4_1_with_sum(acc, block, xs, block_x_sum(xs))
+}
+
+/// [`dot_q4_1`] with the block's `sx` given (it depends on `x` alone).
+pub(crate) fn dot_q4_1_with_sum(acc: f32, block: &[u8], xs: &[f32], sx: f32) -> f32 {
+    let (d, m) = (f16_at(&block[0..2]), f16_at(&block[2..4]));
+    let (mut lo, mut hi) = (0.0f32, 0.0f32);
+    for (j, &q) in block[4..20].iter().enumerate() {
+        lo = f32::from(q & 15).mul_add(xs[j], lo);
+        hi = f32::from(q >> 4).mul_add(xs[16 + j], hi);
     }
-    acc
+    m.mul_add(sx, d.mul_add(lo + hi, acc))
+}
+
+/// A Q8_0 block added into `acc`: `lo = fma(qs[j], x[j], lo)`, `hi = fma(qs[16 + j], x[16 + j],
+/// hi)` for `j < 16` from `0.0`, then `acc = fma(d, lo + hi, acc)`.
+fn dot_q8_0(acc: f32, block: &[u8], xs: &[f32]) -> f32 {
+    let d = f16_at(&block[0..2]);
+    let (mut lo, mut hi) = (0.0f32, 0.0f32);
+    for j in 0..16 {
+        lo = f32::from(block[2 + j].cast_signed()).mul_add(xs[j], lo);
+        hi = f32::from(block[18 + j].cast_signed()).mul_add(xs[16 + j], hi);
+    }
+    d.mul_add(lo + hi, acc)
 }
 
 const Q4_1: Format =
@@ -78,9 +92,17 @@ const Q8_0: Format =
 /// `y[r] = sum_c w[r][c] * x[c]` for `r < rows`, `w` in Q4_1.
 ///
 /// In `f32`, as the kernel does: work-group `r` (of exactly 32 work-items) handles row `r`;
-/// work-item `t` accumulates from `0.0` over blocks `b = t, t + 32, ...` ascending, within a block
-/// `((q & 15) * d + m) * x[32 b + j]` for `j < 16`, then `((q >> 4) * d + m) * x[32 b + 16 + j]`,
-/// each operation rounded; the 32 partial sums are added by the LDS tree (`stride = 16, ..., 1`).
+/// work-item `t` keeps `acc` from `0.0` over blocks `b = t, t + 32, ...` ascending; the 32
+/// partial sums are added by the LDS tree (`stride = 16, ..., 1`). Block `b` (`x_j = x[32 b +
+/// j]`), each `fma` an IEEE fused multiply-add (`fmaf` in the kernel, [`f32::mul_add`] here:
+/// one rounding), every other operation rounded on its own:
+/// - `lo = fma(qs[j] & 15, x_j, lo)` and `hi = fma(qs[j] >> 4, x_(16+j), hi)` for `j = 0..16`
+///   ascending, both from `0.0`;
+/// - `sx = x_0 + x_1 + ... + x_31`, added left to right from `0.0`;
+/// - `acc = fma(d, lo + hi, acc)`, then `acc = fma(m, sx, acc)`.
+///
+/// That is `sum_j ((q_j * d + m) * x_j)` regrouped as `d * sum_j q_j x_j + m * sum_j x_j`; `sx`
+/// depends on `x` alone, so a path computing many rows computes it once per block.
 ///
 /// Launch preconditions: work-group size 32, no partial work-group with a row, and `cols` a
 /// multiple of 32 when any row is handled.
@@ -93,7 +115,9 @@ pub fn matvec_q4_1(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result
 }
 
 /// `matvec_q8_0(float* y, const unsigned char* w, const float* x, u32 rows, u32 cols)`: as
-/// [`matvec_q4_1`] with Q8_0 blocks, each product `(q * d) * x[32 b + j]`, `j` ascending.
+/// [`matvec_q4_1`] with Q8_0 blocks, block `b` added as `lo = fma(qs[j], x_j, lo)` and
+/// `hi = fma(qs[16 + j], x_(16+j), hi)` for `j = 0..16` ascending from `0.0`, then
+/// `acc = fma(d, lo + hi, acc)`.
 ///
 /// # Errors
 /// As [`matvec_q4_1`].

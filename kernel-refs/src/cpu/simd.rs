@@ -1,8 +1,8 @@
 //! The vector instruction sets the CPU references use where this machine has them, detected at
 //! run time. A vector path performs exactly the scalar path's `f32` operations in the same order
-//! (each multiply and add rounded on its own; a multiply-add is fused only where the product is
-//! exact, which gives the same bits, and the path says why), only several independent ones at
-//! once, so it gives the same bits; each is tested against its scalar path.
+//! (each multiply and add rounded on its own, and a fused multiply-add exactly where the scalar
+//! path's [`f32::mul_add`] is one, as in the quantised products), only several independent ones
+//! at once, so it gives the same bits; each is tested against its scalar path.
 
 /// A vector instruction set.
 #[cfg(target_arch = "x86_64")]
@@ -40,7 +40,7 @@ impl Isa {
 /// body's loops vectorise to that instruction set's registers; compiled for the baseline the
 /// crate is built for otherwise (`None`, or an instruction set this machine lacks). The body's
 /// `f32` operations round the same whichever it is compiled for: Rust never contracts a multiply
-/// and an add into a fused multiply-add, and the vector forms of `+`, `-`, `*`, `/`, comparisons
+/// and an add into a fused multiply-add ([`f32::mul_add`] is one, rounded once, on every path), and the vector forms of `+`, `-`, `*`, `/`, comparisons
 /// and selects are the scalar ones lane by lane. One thing is not fixed by the source, on any
 /// path: when both operands of a commutative `+` or `*` are NaN, which payload the result carries
 /// depends on the operand order the compiler picks; the result is a NaN either way. Give the

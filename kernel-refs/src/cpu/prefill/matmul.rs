@@ -5,6 +5,7 @@ use super::*;
 use crate::cpu::ggml::{self, BlockFormat};
 use crate::cpu::simd::compiled_for;
 
+mod fused;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -51,43 +52,25 @@ enum Kind {
 }
 
 impl Kind {
-    /// Writes the weights of the whole rows `rows` into `out` (as many values), each as the
-    /// kernel rounds it before the product, block by block. Inlined, so that it is compiled for
-    /// the instruction set of its caller.
+    /// Whether the kernel adds a block by chains of fused multiply-adds on its quants, then its
+    /// scales (Q4_1, Q8_0: [`crate::cpu::matvec_q4_1`]), rather than weight by weight.
+    const fn fused(self) -> bool {
+        matches!(self, Kind::Q4_1 | Kind::Q8_0)
+    }
+
+    /// Writes what the products read of the whole rows `rows` into `out` (as many values), block
+    /// by block: for a [fused](Kind::fused) format each block's 32 quants as `f32` (exact), in
+    /// the element order, and its `[d, m]` (`m = 0.0` for Q8_0) into `scales` (a block each);
+    /// else each weight as the kernel rounds it before the product. Inlined, so that it is
+    /// compiled for the instruction set of its caller.
     #[inline(always)]
-    fn dequantise_rows(self, block_bytes: usize, rows: &[u8], out: &mut [f32]) {
-        let blocks = rows.chunks_exact(block_bytes).zip(out.as_chunks_mut::<32>().0);
+    fn dequantise_rows(self, block_bytes: usize, rows: &[u8], out: &mut [f32], scales: &mut [[f32; 2]]) {
+        let blocks = rows.chunks_exact(block_bytes).zip(out.as_chunks_mut::<32>().0).zip(scales);
         match self {
-            Kind::Q4_1 => blocks.for_each(|(block, values)| dequantise_q4_1(block, values)),
-            Kind::Q8_0 => blocks.for_each(|(block, values)| dequantise_q8_0(block, values)),
+            Kind::Q4_1 => blocks.for_each(|((block, values), scales)| *scales = fused::quants_q4_1(block, values)),
+            Kind::Q8_0 => blocks.for_each(|((block, values), scales)| *scales = fused::quants_q8_0(block, values)),
             Kind::Ggml(format) => ggml::dequantize_rows_unchecked(format, rows, out),
         }
-    }
-}
-
-/// A Q4_1 block's 32 weights: `(q & 15) * d + m` for the low nibbles (elements `0..16`), then
-/// the high (`16..32`).
-#[inline(always)]
-fn dequantise_q4_1(block: &[u8], out: &mut [f32; 32]) {
-    // Fixed-size arrays, so that each loop is one vector operation per step.
-    let (d, m) = (f16_at(&block[0..2]), f16_at(&block[2..4]));
-    let Some(qs) = block.get(4..20).and_then(|q| q.first_chunk::<16>()) else { return };
-    let q: [i32; 32] = std::array::from_fn(|j| i32::from(if j < 16 { qs[j] & 15 } else { qs[j - 16] >> 4 }));
-    for (w, q) in out.iter_mut().zip(q) {
-        // q < 16: exact as f32.
-        *w = q as f32 * d + m;
-    }
-}
-
-/// A Q8_0 block's 32 weights: `q * d` for elements `0..32`.
-#[inline(always)]
-fn dequantise_q8_0(block: &[u8], out: &mut [f32; 32]) {
-    let d = f16_at(&block[0..2]);
-    let Some(qs) = block.get(2..34).and_then(|q| q.first_chunk::<32>()) else { return };
-    let q: [i32; 32] = std::array::from_fn(|j| i32::from(qs[j].cast_signed()));
-    for (w, q) in out.iter_mut().zip(q) {
-        // |q| <= 128: exact as f32.
-        *w = q as f32 * d;
     }
 }
 
@@ -126,9 +109,10 @@ pub(crate) fn matmul_ggml(
 ///
 /// Row `t` is bit for bit [`crate::cpu::matvec_q4_1`] on `x[t]`: work-group `r` (of exactly 32
 /// work-items) handles weight row `r`; for every token, work-item `l` accumulates from `0.0` over
-/// blocks `b = l, l + 32, ...` ascending, within a block `((q & 15) * d + m) * x[t][32 b + j]`
-/// for `j < 16`, then the high nibbles, each operation rounded; the token's 32 partial sums are
-/// added by the LDS tree (`stride = 16, ..., 1`).
+/// blocks `b = l, l + 32, ...` ascending, each block added as the matvec adds it (the chains `lo`
+/// and `hi` of fused multiply-adds on the quants and `x[t]`, the block's `sx` of `x[t]`, then
+/// `acc = fma(d, lo + hi, acc)`, `acc = fma(m, sx, acc)`); the token's 32 partial sums are added
+/// by the LDS tree (`stride = 16, ..., 1`).
 ///
 /// Launch preconditions: work-group size 32, no partial work-group with a row, and, when any row
 /// and token is handled, `cols` a multiple of 32 and `n <= 2^32 - 8`.
@@ -141,8 +125,8 @@ pub fn matmul_q4_1(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result
 }
 
 /// `matmul_q8_0(float* y, const unsigned char* w, const float* x, u32 rows, u32 cols, u32 n)`: as
-/// [`matmul_q4_1`] with Q8_0 blocks; row `t` is bit for bit [`crate::cpu::matvec_q8_0`] on `x[t]`,
-/// each product `(q * d) * x[t][32 b + j]`, `j` ascending.
+/// [`matmul_q4_1`] with Q8_0 blocks; row `t` is bit for bit [`crate::cpu::matvec_q8_0`] on `x[t]`
+/// (per block the chains `lo` and `hi`, then `acc = fma(d, lo + hi, acc)`).
 ///
 /// # Errors
 /// As [`matmul_q4_1`].
@@ -162,10 +146,13 @@ struct Matmul {
 }
 
 /// The tokens' activations transposed into tiles: whole [`TOKENS`] tiles, then the remaining
-/// tokens in [`TAIL_TOKENS`] tiles.
+/// tokens in [`TAIL_TOKENS`] tiles; for Q4_1 also each tile's block sums `sx`
+/// ([`fused::block_sums`]: `cols / 32` slots a tile), empty otherwise.
 struct Tiles {
     main: Vec<Slot<TOKENS>>,
     tail: Vec<Slot<TAIL_TOKENS>>,
+    main_sums: Vec<Slot<TOKENS>>,
+    tail_sums: Vec<Slot<TAIL_TOKENS>>,
 }
 
 fn matmul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Format) -> Result<(), KernelError> {
@@ -203,8 +190,8 @@ fn matmul(launch: &Launch<'_>, memory: &mut dyn DeviceMemory, format: Format) ->
     let x_len = u64::from(n) * u64::from(cols);
     let lent_x = usize::try_from(4 * x_len).ok().and_then(|len| memory.view(x, len));
     let x_tiles = match lent_x {
-        Some(bytes) => Tiles::new(bytes.as_chunks::<4>().0, whole, shape.cols, |v| f32::from_le_bytes(*v)),
-        None => Tiles::new(&load_f32_vec(memory, &X, x, 0, x_len)?, whole, shape.cols, |&v| v),
+        Some(bytes) => Tiles::new(bytes.as_chunks::<4>().0, whole, shape.cols, |v| f32::from_le_bytes(*v), format),
+        None => Tiles::new(&load_f32_vec(memory, &X, x, 0, x_len)?, whole, shape.cols, |&v| v, format),
     };
     // x (4 * cols bytes per token) was read, so a weight row (cols / 32 * 34 bytes at most) and
     // the transposed activations (padded to at most 8 tokens) are bounded by mapped memory.
@@ -237,10 +224,15 @@ struct Slot<const T: usize>([f32; T]);
 
 impl Tiles {
     /// The token rows `xs` (`value` of each element) as tiles: the first `whole` tokens in
-    /// [`TOKENS`] tiles, the rest in [`TAIL_TOKENS`] tiles.
-    fn new<V: Sync>(xs: &[V], whole: usize, cols: usize, value: impl Fn(&V) -> f32 + Sync) -> Self {
+    /// [`TOKENS`] tiles, the rest in [`TAIL_TOKENS`] tiles; with their block sums for Q4_1.
+    fn new<V: Sync>(xs: &[V], whole: usize, cols: usize, value: impl Fn(&V) -> f32 + Sync, format: Format) -> Self {
         let (main, tail) = xs.split_at(whole * cols);
-        Self { main: tile_tokens(main, cols, &value), tail: tile_tokens(tail, cols, &value) }
+        let (main, tail) = (tile_tokens(main, cols, &value), tile_tokens(tail, cols, &value));
+        let (main_sums, tail_sums) = match format.kind {
+            Kind::Q4_1 => (fused::block_sums(&main), fused::block_sums(&tail)),
+            _ => (Vec::new(), Vec::new()),
+        };
+        Self { main, tail, main_sums, tail_sums }
     }
 }
 
@@ -345,11 +337,12 @@ impl Matmul {
 /// 32 work-items of a work-group.
 type Lanes<const T: usize, const R: usize> = [[[f32; T]; R]; LANES];
 
-/// A worker's scratch for [`matmul_rows`]: a group's weight rows, dequantised, and the
-/// work-items' partial sums for each tile shape. [`tile_sums`] writes every slot it reads, so
-/// none is cleared between uses.
+/// A worker's scratch for [`matmul_rows`]: a group's weight rows, dequantised (for a fused
+/// format its quants, and its blocks' scales), and the work-items' partial sums for each tile
+/// shape. [`tile_sums`] writes every slot it reads, so none is cleared between uses.
 struct Scratch {
     weights: Vec<f32>,
+    scales: Vec<[f32; 2]>,
     wide: Box<Lanes<TOKENS, ROW_GROUP>>,
     group: Box<Lanes<TOKENS, HALF_GROUP>>,
     row: Box<Lanes<TOKENS, 1>>,
@@ -361,6 +354,7 @@ impl Scratch {
     fn new() -> Self {
         Self {
             weights: Vec::new(),
+            scales: Vec::new(),
             wide: Box::new([[[0.0; TOKENS]; ROW_GROUP]; LANES]),
             group: Box::new([[[0.0; TOKENS]; HALF_GROUP]; LANES]),
             row: Box::new([[[0.0; TOKENS]; 1]; LANES]),
@@ -421,8 +415,34 @@ fn matmul_rows_inline<const WIDE: bool>(
     let count = rows.len() / row_bytes;
     let weights = &mut scratch.weights;
     weights.resize(count * cols, 0.0);
-    format.kind.dequantise_rows(format.block_bytes, rows, weights);
+    let blocks = cols / widen(QK);
+    let scales = &mut scratch.scales;
+    scales.resize(if format.kind.fused() { count * blocks } else { 0 }, [0.0; 2]);
+    format.kind.dequantise_rows(format.block_bytes, rows, weights, scales);
     let main_tokens = x_tiles.main.len() / cols * TOKENS;
+    if format.kind.fused() {
+        let rows = fused::Rows { quants: weights, scales, count, cols };
+        for (i, tile) in x_tiles.main.chunks_exact(cols).enumerate() {
+            let sums = x_tiles.main_sums.get(i * blocks..(i + 1) * blocks).unwrap_or(&[]);
+            let token = i * TOKENS;
+            #[cfg(target_arch = "x86_64")]
+            if WIDE && count == ROW_GROUP {
+                #[allow(unsafe_code)]
+                // SAFETY: `tile_sums_group_fused` requires only AVX-512F, AVX2, FMA and F16C, and
+                // `WIDE` is set only by `matmul_rows`, after detecting them on this machine.
+                let sums = unsafe { x86::tile_sums_group_fused(&rows, tile, sums, &mut scratch.wide) };
+                place(out, count, 0, token, &sums);
+                continue;
+            }
+            rows.tile(tile, sums, token, &mut scratch.group, &mut scratch.row, out);
+        }
+        for (i, tile) in x_tiles.tail.chunks_exact(cols).enumerate() {
+            let sums = x_tiles.tail_sums.get(i * blocks..(i + 1) * blocks).unwrap_or(&[]);
+            let token = main_tokens + i * TAIL_TOKENS;
+            rows.tile(tile, sums, token, &mut scratch.tail_group, &mut scratch.tail, out);
+        }
+        return;
+    }
     let row = |r: usize, rows: usize| &weights[r * cols..(r + rows) * cols];
     // A group's rows are enough independent chains for one work-item at a time on AVX-512; in
     // halves, and a single row's tokens, take two work-items at once.
@@ -490,11 +510,7 @@ fn place<const T: usize>(out: &mut [f32], rows: usize, first_row: usize, token: 
 /// work-items go in pairs `(l, l + 1)`: their sums are independent, so the inner loop updates two
 /// chains at once (for `R = 1`, which alone would wait on one chain's latency); each work-item
 /// still takes its blocks `l, l + 32, ...` in ascending order. A work-item with no block
-/// (`l >= cols / 32`) keeps the `+0.0` it starts from, and the tree's additions of it are left
-/// out: every partial sum is `+0.0` or the result of an addition, so it is never `-0.0` (round
-/// to nearest even gives `-0.0` only for `-0.0 + -0.0`) and never a signalling NaN, and adding
-/// `+0.0` to such a value gives its own bits. So `lanes` is only ever read where this call
-/// wrote it.
+/// (`l >= cols / 32`) keeps the `+0.0` it starts from, and the tree adds it as the kernel's does.
 #[inline(always)]
 fn tile_sums<const T: usize, const R: usize, const PAIR: bool>(
     weights: &[f32],
@@ -562,29 +578,29 @@ fn tile_sums<const T: usize, const R: usize, const PAIR: bool>(
         }
         lane += if pair { 2 } else { 1 };
     }
-    tree_reduce_tokens(lanes, active);
+    for slot in &mut lanes[active..] {
+        *slot = [[0.0; T]; R];
+    }
+    tree_reduce_tokens(lanes);
     lanes[0]
 }
 
 /// The LDS tree of [`tree_reduce`] over 32 work-items, for every token of a tile at once: slot
-/// `l < stride` adds slot `l + stride`, token by token; the sums end in slot 0. Slots from
-/// `active` on hold the `+0.0` of work-items without a block, and their additions are left out
-/// (an identity for the values [`tile_sums`] adds); only slots below `active` are read.
+/// `l < stride` adds slot `l + stride`, token by token; the sums end in slot 0. Every slot is
+/// added, the `+0.0` of a work-item without a block included (a fused multiply-add's partial
+/// sum may be `-0.0`, which that addition turns to `+0.0` as on the GPU).
 #[inline(always)]
-fn tree_reduce_tokens<const T: usize, const R: usize>(lanes: &mut Lanes<T, R>, active: usize) {
+fn tree_reduce_tokens<const T: usize, const R: usize>(lanes: &mut Lanes<T, R>) {
     const { assert!(LANES == 32) };
-    let mut active = active.min(LANES);
     for stride in [16, 8, 4, 2, 1] {
-        // active <= 2 * stride here, so every slot written is below stride.
         let (low, high) = lanes.split_at_mut(stride);
-        for (a, b) in low.iter_mut().zip(high.iter()).take(active.saturating_sub(stride)) {
+        for (a, b) in low.iter_mut().zip(high.iter()) {
             for r in 0..R {
                 for t in 0..T {
                     a[r][t] += b[r][t];
                 }
             }
         }
-        active = active.min(stride);
     }
 }
 
@@ -626,7 +642,7 @@ mod tests {
             .collect();
         let whole = n / TOKENS * TOKENS;
         let padded = whole + (n - whole).next_multiple_of(TAIL_TOKENS);
-        let tiles = Tiles::new(&xs, whole, cols, |&v| v);
+        let tiles = Tiles::new(&xs, whole, cols, |&v| v, format);
         let sums = |isa: Option<Isa>, bytes: &[u8]| {
             let mut out = vec![0.0f32; bytes.len() / row_bytes * padded];
             matmul_rows(isa, bytes, row_bytes, format, &tiles, cols, &mut Scratch::new(), &mut out);
@@ -672,7 +688,7 @@ mod tests {
             lane[1][3] = v;
             flat[l] = v;
         }
-        tree_reduce_tokens(&mut lanes, LANES);
+        tree_reduce_tokens(&mut lanes);
         assert_eq!(lanes[0][1][3].to_bits(), crate::cpu::tree_reduce(&mut flat).to_bits());
         assert_eq!(lanes[0][0][3].to_bits(), 0);
     }

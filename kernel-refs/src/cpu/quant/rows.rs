@@ -4,9 +4,11 @@
 //! ([`crate::memory::DeviceMemory::derived`]).
 //!
 //! Every row is computed exactly as its work-group computes it (see [`super::matvec_q4_1`]): 32
-//! partial sums, lane `t` accumulating blocks `t, t + 32, ...` element by element in the
-//! kernel's order, each multiply and add rounded on its own, then the LDS tree. Rows are
-//! independent, so what changes here is only how many run at once:
+//! partial sums, lane `t` adding blocks `t, t + 32, ...` in the kernel's operations and order
+//! (per block two chains of fused multiply-adds on the quants, then the scales), then the LDS
+//! tree. A Q4_1 block's `sx` depends on `x` alone: it is computed once per block and product
+//! ([`super::block_x_sum`]) and shared by every row. Rows are independent, so what changes here
+//! is only how many run at once:
 //! - the vector paths (x86-64 with AVX2, FMA and F16C, or AVX-512, detected at run time) keep
 //!   eight or sixteen rows in the `f32` lanes of a register, one register per work-item partial
 //!   sum, over the matrix [packed](Layout::pack) so that one load gives one element of every row
@@ -53,11 +55,20 @@ impl Kind {
         }
     }
 
-    /// `acc` plus the block's 32 products with `xs`, in the kernel's order.
-    fn dot(self, acc: f32, block: &[u8], xs: &[f32]) -> f32 {
+    /// `acc` plus the block's product with `xs`, in the kernel's order; `sx` is the block's
+    /// [`super::block_x_sum`] (read for Q4_1 only).
+    fn dot(self, acc: f32, block: &[u8], xs: &[f32], sx: f32) -> f32 {
         match self {
-            Kind::Q4_1 => super::dot_q4_1(acc, block, xs),
+            Kind::Q4_1 => super::dot_q4_1_with_sum(acc, block, xs, sx),
             Kind::Q8_0 => super::dot_q8_0(acc, block, xs),
+        }
+    }
+
+    /// Each block's `sx` of `xs` for Q4_1 ([`super::block_x_sum`]); none for Q8_0.
+    fn block_sums(self, xs: &[f32]) -> Vec<f32> {
+        match self {
+            Kind::Q4_1 => xs.chunks_exact(super::widen(QK)).map(super::block_x_sum).collect(),
+            Kind::Q8_0 => Vec::new(),
         }
     }
 }
@@ -146,9 +157,10 @@ impl Layout {
         let row_bytes = self.row_bytes();
         debug_assert_eq!(packed.len(), out.len() * row_bytes);
         debug_assert_eq!(xs.len(), self.blocks_per_row * super::widen(QK));
+        let sums = self.kind.block_sums(xs);
         let task = |(index, rows): (usize, &mut [f32])| {
             let first = index * TASK_ROWS;
-            self.rows_of(&packed[first * row_bytes..(first + rows.len()) * row_bytes], xs, rows);
+            self.rows_of(&packed[first * row_bytes..(first + rows.len()) * row_bytes], xs, &sums, rows);
         };
         if out.len() * self.blocks_per_row >= PARALLEL_BLOCKS_MIN {
             out.par_chunks_mut(TASK_ROWS).enumerate().for_each(task);
@@ -158,23 +170,23 @@ impl Layout {
     }
 
     /// The rows of `packed` (`out.len()` of them, starting with a whole group) on the calling
-    /// thread.
-    fn rows_of(self, packed: &[u8], xs: &[f32], out: &mut [f32]) {
+    /// thread; `sums` is [`Kind::block_sums`] of `xs`.
+    fn rows_of(self, packed: &[u8], xs: &[f32], sums: &[f32], out: &mut [f32]) {
         let row_bytes = self.row_bytes();
-        let done = self.vector().map_or(0, |isa| x86::rows(isa, self.kind, packed, xs, self.blocks_per_row, out));
+        let done = self.vector().map_or(0, |isa| x86::rows(isa, self.kind, packed, xs, sums, self.blocks_per_row, out));
         for (r, y) in out.iter_mut().enumerate().skip(done) {
-            *y = scalar_row(self.kind, &packed[r * row_bytes..(r + 1) * row_bytes], xs);
+            *y = scalar_row(self.kind, &packed[r * row_bytes..(r + 1) * row_bytes], xs, sums);
         }
     }
 }
 
 /// One row as its work-group computes it: lane `b % 32` adds block `b`, then the LDS tree.
-fn scalar_row(kind: Kind, row: &[u8], xs: &[f32]) -> f32 {
+fn scalar_row(kind: Kind, row: &[u8], xs: &[f32], sums: &[f32]) -> f32 {
     let mut partial = [0.0f32; LANES];
     let qk = super::widen(QK);
     for (b, (block, x)) in row.chunks_exact(kind.block_bytes()).zip(xs.chunks_exact(qk)).enumerate() {
         let lane = b % LANES;
-        partial[lane] = kind.dot(partial[lane], block, x);
+        partial[lane] = kind.dot(partial[lane], block, x, sums.get(b).copied().unwrap_or(0.0));
     }
     super::super::tree_reduce(&mut partial)
 }
@@ -186,7 +198,15 @@ use crate::cpu::simd::Isa;
 
 #[cfg(not(target_arch = "x86_64"))]
 mod x86 {
-    pub(super) fn rows(isa: super::Isa, _: super::Kind, _: &[u8], _: &[f32], _: usize, _: &mut [f32]) -> usize {
+    pub(super) fn rows(
+        isa: super::Isa,
+        _: super::Kind,
+        _: &[u8],
+        _: &[f32],
+        _: &[f32],
+        _: usize,
+        _: &mut [f32],
+    ) -> usize {
         match isa {}
     }
 

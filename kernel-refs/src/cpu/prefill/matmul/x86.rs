@@ -10,10 +10,15 @@
 //! a register of a tile column is shared by eight products, and each weight, broadcast from
 //! memory as the multiply's own operand, feeds one multiply (a separate broadcast instruction
 //! would take a vector pipe from the multiplies and adds).
+//!
+//! [`tile_sums_group_fused`] does the same for the fused formats: [`super::fused`]'s operations
+//! in its order (`vfmadd`, one rounding, as its [`f32::mul_add`]), one half of the tile's tokens
+//! at a time over all the work-item's blocks, the eight rows' chains `lo` and `hi` (sixteen) in
+//! registers, each broadcast quant the memory operand of its fused multiply-add.
 
-use std::arch::x86_64::{__m512, _mm512_add_ps, _mm512_mul_ps, _mm512_set1_ps, _mm512_setzero_ps};
+use std::arch::x86_64::{__m512, _mm512_add_ps, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_set1_ps, _mm512_setzero_ps};
 
-use super::{LANES, Lanes, QK, Slot, TOKENS, tree_reduce_tokens};
+use super::{LANES, Lanes, QK, Slot, TOKENS, fused, tree_reduce_tokens};
 
 /// Weight rows of a group.
 pub(super) const GROUP_ROWS: usize = 8;
@@ -34,6 +39,9 @@ pub(super) fn tile_sums_group(
     let active = blocks.min(LANES);
     if active == 0 {
         return [[0.0; TOKENS]; GROUP_ROWS];
+    }
+    for slot in &mut lanes[active..] {
+        *slot = [[0.0; TOKENS]; GROUP_ROWS];
     }
     for (lane, slot) in lanes.iter_mut().enumerate().take(active) {
         // acc[half][r]: tokens 16 * half.. of row r.
@@ -58,6 +66,51 @@ pub(super) fn tile_sums_group(
             *row = zerocopy::transmute!([acc[0][r], acc[1][r]]);
         }
     }
-    tree_reduce_tokens(lanes, active);
+    tree_reduce_tokens(lanes);
+    lanes[0]
+}
+
+/// [`super::fused`]'s tile sums for a whole group of `GROUP_ROWS` rows and `TOKENS` tokens;
+/// `sums` is the tile's block sums (Q4_1) or empty (Q8_0).
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+pub(super) fn tile_sums_group_fused(
+    rows: &fused::Rows<'_>,
+    tile: &[Slot<TOKENS>],
+    sums: &[Slot<TOKENS>],
+    lanes: &mut Lanes<TOKENS, GROUP_ROWS>,
+) -> [[f32; TOKENS]; GROUP_ROWS] {
+    const Q: usize = QK as usize;
+    let blocks = rows.cols / Q;
+    for (lane, slot) in lanes.iter_mut().enumerate() {
+        // acc[half][r]: tokens 16 * half.. of row r.
+        let mut acc = [[_mm512_setzero_ps(); GROUP_ROWS]; 2];
+        for (half, acc) in acc.iter_mut().enumerate() {
+            for b in (lane..blocks).step_by(LANES) {
+                let x = &tile[b * Q..][..Q];
+                let (q, scales) = rows.block::<GROUP_ROWS>(0, b);
+                let (mut lo, mut hi) = ([_mm512_setzero_ps(); GROUP_ROWS], [_mm512_setzero_ps(); GROUP_ROWS]);
+                for j in 0..Q / 2 {
+                    let xl: [__m512; 2] = zerocopy::transmute!(x[j].0);
+                    let xh: [__m512; 2] = zerocopy::transmute!(x[Q / 2 + j].0);
+                    for r in 0..GROUP_ROWS {
+                        lo[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][j]), xl[half], lo[r]);
+                        hi[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][Q / 2 + j]), xh[half], hi[r]);
+                    }
+                }
+                let sx: Option<[__m512; 2]> = sums.get(b).map(|Slot(sx)| zerocopy::transmute!(*sx));
+                for r in 0..GROUP_ROWS {
+                    let [d, m] = scales[r];
+                    acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_add_ps(lo[r], hi[r]), acc[r]);
+                    if let Some(sx) = sx {
+                        acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(m), sx[half], acc[r]);
+                    }
+                }
+            }
+        }
+        for (r, row) in slot.iter_mut().enumerate() {
+            *row = zerocopy::transmute!([acc[0][r], acc[1][r]]);
+        }
+    }
+    tree_reduce_tokens(lanes);
     lanes[0]
 }

@@ -2,24 +2,26 @@
 //! (eight rows) or AVX-512 (sixteen rows) registers, one register per work-item partial sum,
 //! over the matrix in [`super::Layout::pack`]'s layout.
 //!
-//! A group of rows is read block by block: the block's scales of every row are converted by
-//! `vcvtph2ps` (exact for every binary16 value, as [`super::super::f16_to_f32`] is), and each
-//! column (byte `j` of every row) is widened, dequantised, multiplied and added exactly as the
-//! kernel's work-item does it, one rounded operation at a time, with one exception that gives
-//! the same bits: Q4_1's `q * d + m` is one fused multiply-add, because `q * d` is exact in
-//! `f32` (`q < 16` has 4 significant bits and a binary16 `d` 11, and their product lies far
-//! inside `f32`'s range), so rounding `q * d + m` once is rounding the kernel's `m` added to
-//! its exact product, infinities, NaNs and signed zeros included. Two consecutive blocks (two
-//! different work-items' partial sums) are interleaved so that their chains of adds overlap.
+//! A group of rows is read block by block, each block exactly as the kernel's work-item adds it
+//! ([`super::super::matvec_q4_1`]): each column (byte `j` of every row) is widened, its quants
+//! converted to `f32` (exact: `|q| <= 128`) and fused into the block's chains `lo` and `hi` with
+//! the broadcast `x` (`vfmadd`, one rounding, as the scalar path's [`f32::mul_add`]); then the
+//! block's scales of every row, converted by `vcvtph2ps` (exact for every binary16 value, as
+//! [`super::super::f16_to_f32`] is), fuse `lo + hi` (and for Q4_1 the block's broadcast `sx`,
+//! computed once per product) into the work-item's partial sum. On AVX-512 a nibble is converted
+//! by one `vpermps` from the table of the floats `0..16` (its index is the low four bits of each
+//! lane); on AVX2 by a mask or shift and `vcvtdq2ps`. [`BLOCKS`] consecutive blocks (as many
+//! different work-items' partial sums) are interleaved so that their chains overlap.
 
-// A column `j` indexes the packed bytes and the `x` of two blocks at once: a range loop says so.
+// A column `j` indexes the packed bytes and the `x` of several blocks at once: a range loop says
+// so.
 #![allow(clippy::needless_range_loop)]
 
 use std::arch::x86_64::{
-    __m128i, __m256, __m256i, __m512, _mm256_add_ps, _mm256_and_si256, _mm256_cvtepi8_epi32, _mm256_cvtepi32_ps,
-    _mm256_cvtepu8_epi32, _mm256_cvtph_ps, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_set1_epi32, _mm256_set1_ps,
-    _mm256_setzero_ps, _mm256_srli_epi32, _mm512_add_ps, _mm512_and_si512, _mm512_cvtepi8_epi32, _mm512_cvtepi32_ps,
-    _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps,
+    __m128i, __m256, __m256i, __m512, __m512i, _mm256_add_ps, _mm256_and_si256, _mm256_cvtepi8_epi32,
+    _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm256_cvtph_ps, _mm256_fmadd_ps, _mm256_set1_epi32, _mm256_set1_ps,
+    _mm256_setzero_ps, _mm256_srli_epi32, _mm512_add_ps, _mm512_cvtepi8_epi32, _mm512_cvtepi32_ps,
+    _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_permutexvar_ps, _mm512_set1_ps, _mm512_setr_ps,
     _mm512_setzero_ps, _mm512_srli_epi32,
 };
 
@@ -37,7 +39,17 @@ pub(super) const fn rows_per_register(isa: Isa) -> usize {
 /// Computes the leading whole groups of rows of `out` from `packed` (those rows in
 /// [`super::Layout::pack`]'s layout for `isa`, which this machine must have; without it nothing is
 /// computed) and returns how many rows it computed.
-pub(super) fn rows(isa: Isa, kind: Kind, packed: &[u8], xs: &[f32], blocks_per_row: usize, out: &mut [f32]) -> usize {
+///
+/// `sums` holds each block's `sx` ([`super::super::block_x_sum`] of its `x`) for Q4_1.
+pub(super) fn rows(
+    isa: Isa,
+    kind: Kind,
+    packed: &[u8],
+    xs: &[f32],
+    sums: &[f32],
+    blocks_per_row: usize,
+    out: &mut [f32],
+) -> usize {
     if !isa.available() {
         return 0;
     }
@@ -49,7 +61,7 @@ pub(super) fn rows(isa: Isa, kind: Kind, packed: &[u8], xs: &[f32], blocks_per_r
                 #[allow(unsafe_code)]
                 // SAFETY: `rows8_q4_1` requires only the CPU features it is compiled for (AVX2, FMA
                 // and F16C), and `isa.available()` detected them on this machine above.
-                let sums = unsafe { rows8_q4_1(group, xs) };
+                let sums = unsafe { rows8_q4_1(group, xs, sums) };
                 y.copy_from_slice(&sums);
             }
             (Isa::Avx2, Kind::Q8_0) => {
@@ -62,7 +74,7 @@ pub(super) fn rows(isa: Isa, kind: Kind, packed: &[u8], xs: &[f32], blocks_per_r
                 #[allow(unsafe_code)]
                 // SAFETY: `rows16_q4_1` requires only the CPU features it is compiled for
                 // (AVX-512F, AVX2, FMA and F16C), and `isa.available()` detected them above.
-                let sums = unsafe { rows16_q4_1(group, xs) };
+                let sums = unsafe { rows16_q4_1(group, xs, sums) };
                 y.copy_from_slice(&sums);
             }
             (Isa::Avx512, Kind::Q8_0) => {
@@ -76,11 +88,9 @@ pub(super) fn rows(isa: Isa, kind: Kind, packed: &[u8], xs: &[f32], blocks_per_r
     out.len() / n * n
 }
 
-/// The work-item order over the blocks of a row: blocks in pairs `(b, b + 1)` (two lanes)
-/// while two remain, then the last one alone.
-fn pairs(blocks: usize) -> impl Iterator<Item = (usize, bool)> {
-    (0..blocks).step_by(2).map(move |b| (b, b + 1 < blocks))
-}
+/// Blocks (work-items) interleaved by the vector paths: their eight chains of fused
+/// multiply-adds cover the latency of one.
+const BLOCKS: usize = 4;
 
 /// The 32 `x` values of block `b`.
 #[inline(always)]
@@ -114,85 +124,100 @@ fn bytes32(bytes: &[u8], at: usize) -> __m256i {
 
 /// The vector path over registers of `$rows` `f32` lanes: `$q4_1` and `$q8_0` compute one
 /// group of `$rows` rows in [`super::Layout::pack`]'s layout (a block: the `f16` scales of every
-/// row, then its quant bytes column by column, `$rows` bytes a column); `$tree` is the LDS tree
-/// over the 32 partial sums. The intrinsics are those of the register width.
+/// row, then its quant bytes column by column, `$rows` bytes a column), `N` blocks at a time by
+/// `$q4_1_blocks` and `$q8_0_blocks`; `$tree` is the LDS tree over the 32 partial sums; `$nibbles`
+/// converts a column of widened bytes to its low and high nibbles as `f32`. The intrinsics are
+/// those of the register width.
 macro_rules! vector_path {
     (
         rows: $rows:literal, features: $features:literal, register: $f32s:ty,
-        functions: ($q4_1:ident, $q8_0:ident, $tree:ident),
+        functions: ($q4_1:ident, $q8_0:ident, $q4_1_blocks:ident, $q8_0_blocks:ident, $tree:ident),
         scales: $scales:ident, column: $column:ident, convert_f16: $cvtph:ident,
-        zero: $zero:ident, add: $add:ident, mul: $mul:ident, fmadd: $fmadd:ident, splat: $splat:ident,
-        widen_u8: $widen_u8:ident, widen_i8: $widen_i8:ident, to_f32: $to_f32:ident,
-        splat_i32: $splat_i32:ident, and: $and:ident, shift_right: $srli:ident $(,)?
+        zero: $zero:ident, add: $add:ident, fmadd: $fmadd:ident, splat: $splat:ident,
+        widen_u8: $widen_u8:ident, widen_i8: $widen_i8:ident, to_f32: $to_f32:ident, nibbles: $nibbles:ident $(,)?
     ) => {
         #[doc = concat!("The ", stringify!($rows), " rows of one group, Q4_1 (", stringify!($rows), " x 20 bytes a block).")]
         #[target_feature(enable = $features)]
-        fn $q4_1(group: &[u8], xs: &[f32]) -> [f32; $rows] {
-            const BLOCK: usize = $rows * 20;
+        fn $q4_1(group: &[u8], xs: &[f32], sums: &[f32]) -> [f32; $rows] {
             let mut partial = [$zero(); LANES];
-            let low = $splat_i32(15);
-            for (b, pair) in pairs(group.len() / BLOCK) {
-                let n = if pair { 2 } else { 1 };
-                let mut acc = [partial[b % LANES], partial[(b + 1) % LANES]];
-                let mut blocks = [&[0u8; BLOCK]; 2];
-                let mut d = [$zero(); 2];
-                let mut m = [$zero(); 2];
-                let mut x = [&[0.0f32; 32]; 2];
-                for i in 0..n {
-                    blocks[i] = group[(b + i) * BLOCK..(b + i + 1) * BLOCK].try_into().unwrap_or(&[0; BLOCK]);
-                    d[i] = $cvtph($scales(blocks[i], 0));
-                    m[i] = $cvtph($scales(blocks[i], 2 * $rows));
-                    x[i] = x_of(xs, b + i);
-                }
-                for j in 0..16 {
-                    for i in 0..n {
-                        let q = $and($widen_u8($column(blocks[i], 4 * $rows + $rows * j)), low);
-                        let w = $fmadd($to_f32(q), d[i], m[i]);
-                        acc[i] = $add(acc[i], $mul(w, $splat(x[i][j])));
-                    }
-                }
-                for j in 0..16 {
-                    for i in 0..n {
-                        let q = $srli::<4>($widen_u8($column(blocks[i], 4 * $rows + $rows * j)));
-                        let w = $fmadd($to_f32(q), d[i], m[i]);
-                        acc[i] = $add(acc[i], $mul(w, $splat(x[i][16 + j])));
-                    }
-                }
-                for i in 0..n {
-                    partial[(b + i) % LANES] = acc[i];
-                }
+            let blocks = group.len() / ($rows * 20);
+            let whole = blocks / BLOCKS * BLOCKS;
+            for b in (0..whole).step_by(BLOCKS) {
+                $q4_1_blocks::<BLOCKS>(group, xs, sums, b, &mut partial);
+            }
+            for b in whole..blocks {
+                $q4_1_blocks::<1>(group, xs, sums, b, &mut partial);
             }
             zerocopy::transmute!($tree(partial))
+        }
+
+        /// Blocks `b..b + N` of a Q4_1 group added into their work-items' partial sums.
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn $q4_1_blocks<const N: usize>(
+            group: &[u8],
+            xs: &[f32],
+            sums: &[f32],
+            b: usize,
+            partial: &mut [$f32s; LANES],
+        ) {
+            const BLOCK: usize = $rows * 20;
+            let blocks: [&[u8; BLOCK]; N] =
+                std::array::from_fn(|i| group[(b + i) * BLOCK..][..BLOCK].try_into().unwrap_or(&[0; BLOCK]));
+            let x: [&[f32; 32]; N] = std::array::from_fn(|i| x_of(xs, b + i));
+            let (mut lo, mut hi) = ([$zero(); N], [$zero(); N]);
+            for j in 0..16 {
+                for i in 0..N {
+                    let (l, h) = $nibbles($widen_u8($column(blocks[i], 4 * $rows + $rows * j)));
+                    lo[i] = $fmadd(l, $splat(x[i][j]), lo[i]);
+                    hi[i] = $fmadd(h, $splat(x[i][16 + j]), hi[i]);
+                }
+            }
+            for i in 0..N {
+                let d = $cvtph($scales(blocks[i], 0));
+                let m = $cvtph($scales(blocks[i], 2 * $rows));
+                let acc = &mut partial[(b + i) % LANES];
+                *acc = $fmadd(m, $splat(sums[b + i]), $fmadd(d, $add(lo[i], hi[i]), *acc));
+            }
         }
 
         #[doc = concat!("The ", stringify!($rows), " rows of one group, Q8_0 (", stringify!($rows), " x 34 bytes a block).")]
         #[target_feature(enable = $features)]
         fn $q8_0(group: &[u8], xs: &[f32]) -> [f32; $rows] {
-            const BLOCK: usize = $rows * 34;
             let mut partial = [$zero(); LANES];
-            for (b, pair) in pairs(group.len() / BLOCK) {
-                let n = if pair { 2 } else { 1 };
-                let mut acc = [partial[b % LANES], partial[(b + 1) % LANES]];
-                let mut blocks = [&[0u8; BLOCK]; 2];
-                let mut d = [$zero(); 2];
-                let mut x = [&[0.0f32; 32]; 2];
-                for i in 0..n {
-                    blocks[i] = group[(b + i) * BLOCK..(b + i + 1) * BLOCK].try_into().unwrap_or(&[0; BLOCK]);
-                    d[i] = $cvtph($scales(blocks[i], 0));
-                    x[i] = x_of(xs, b + i);
-                }
-                for j in 0..32 {
-                    for i in 0..n {
-                        let q = $to_f32($widen_i8($column(blocks[i], 2 * $rows + $rows * j)));
-                        let w = $mul(q, d[i]);
-                        acc[i] = $add(acc[i], $mul(w, $splat(x[i][j])));
-                    }
-                }
-                for i in 0..n {
-                    partial[(b + i) % LANES] = acc[i];
-                }
+            let blocks = group.len() / ($rows * 34);
+            let whole = blocks / BLOCKS * BLOCKS;
+            for b in (0..whole).step_by(BLOCKS) {
+                $q8_0_blocks::<BLOCKS>(group, xs, b, &mut partial);
+            }
+            for b in whole..blocks {
+                $q8_0_blocks::<1>(group, xs, b, &mut partial);
             }
             zerocopy::transmute!($tree(partial))
+        }
+
+        /// Blocks `b..b + N` of a Q8_0 group added into their work-items' partial sums.
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn $q8_0_blocks<const N: usize>(group: &[u8], xs: &[f32], b: usize, partial: &mut [$f32s; LANES]) {
+            const BLOCK: usize = $rows * 34;
+            let blocks: [&[u8; BLOCK]; N] =
+                std::array::from_fn(|i| group[(b + i) * BLOCK..][..BLOCK].try_into().unwrap_or(&[0; BLOCK]));
+            let x: [&[f32; 32]; N] = std::array::from_fn(|i| x_of(xs, b + i));
+            let (mut lo, mut hi) = ([$zero(); N], [$zero(); N]);
+            for j in 0..16 {
+                for i in 0..N {
+                    let l = $to_f32($widen_i8($column(blocks[i], 2 * $rows + $rows * j)));
+                    let h = $to_f32($widen_i8($column(blocks[i], 2 * $rows + $rows * (16 + j))));
+                    lo[i] = $fmadd(l, $splat(x[i][j]), lo[i]);
+                    hi[i] = $fmadd(h, $splat(x[i][16 + j]), hi[i]);
+                }
+            }
+            for i in 0..N {
+                let d = $cvtph($scales(blocks[i], 0));
+                let acc = &mut partial[(b + i) % LANES];
+                *acc = $fmadd(d, $add(lo[i], hi[i]), *acc);
+            }
         }
 
         /// The LDS tree, a register of rows at once: for stride 16, ..., 1, slot t adds slot
@@ -212,20 +237,36 @@ macro_rules! vector_path {
     };
 }
 
+/// The low and high nibbles of 16 bytes widened to `i32` lanes, as `f32`: each by one `vpermps`
+/// from the table of `0.0..=15.0`, whose index is the low four bits of the lane.
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+fn nibbles16(bytes: __m512i) -> (__m512, __m512) {
+    let table = _mm512_setr_ps(0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0);
+    (_mm512_permutexvar_ps(bytes, table), _mm512_permutexvar_ps(_mm512_srli_epi32::<4>(bytes), table))
+}
+
+/// The low and high nibbles of 8 bytes widened to `i32` lanes, as `f32` (mask or shift, then
+/// convert).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn nibbles8(bytes: __m256i) -> (__m256, __m256) {
+    let low = _mm256_and_si256(bytes, _mm256_set1_epi32(15));
+    (_mm256_cvtepi32_ps(low), _mm256_cvtepi32_ps(_mm256_srli_epi32::<4>(bytes)))
+}
+
 vector_path! {
     rows: 16, features: "avx512f,avx2,fma,f16c", register: __m512,
-    functions: (rows16_q4_1, rows16_q8_0, tree16),
+    functions: (rows16_q4_1, rows16_q8_0, blocks16_q4_1, blocks16_q8_0, tree16),
     scales: bytes32, column: bytes16, convert_f16: _mm512_cvtph_ps,
-    zero: _mm512_setzero_ps, add: _mm512_add_ps, mul: _mm512_mul_ps, fmadd: _mm512_fmadd_ps, splat: _mm512_set1_ps,
-    widen_u8: _mm512_cvtepu8_epi32, widen_i8: _mm512_cvtepi8_epi32, to_f32: _mm512_cvtepi32_ps,
-    splat_i32: _mm512_set1_epi32, and: _mm512_and_si512, shift_right: _mm512_srli_epi32,
+    zero: _mm512_setzero_ps, add: _mm512_add_ps, fmadd: _mm512_fmadd_ps, splat: _mm512_set1_ps,
+    widen_u8: _mm512_cvtepu8_epi32, widen_i8: _mm512_cvtepi8_epi32, to_f32: _mm512_cvtepi32_ps, nibbles: nibbles16,
 }
 
 vector_path! {
     rows: 8, features: "avx2,fma,f16c", register: __m256,
-    functions: (rows8_q4_1, rows8_q8_0, tree8),
+    functions: (rows8_q4_1, rows8_q8_0, blocks8_q4_1, blocks8_q8_0, tree8),
     scales: bytes16, column: bytes8, convert_f16: _mm256_cvtph_ps,
-    zero: _mm256_setzero_ps, add: _mm256_add_ps, mul: _mm256_mul_ps, fmadd: _mm256_fmadd_ps, splat: _mm256_set1_ps,
-    widen_u8: _mm256_cvtepu8_epi32, widen_i8: _mm256_cvtepi8_epi32, to_f32: _mm256_cvtepi32_ps,
-    splat_i32: _mm256_set1_epi32, and: _mm256_and_si256, shift_right: _mm256_srli_epi32,
+    zero: _mm256_setzero_ps, add: _mm256_add_ps, fmadd: _mm256_fmadd_ps, splat: _mm256_set1_ps,
+    widen_u8: _mm256_cvtepu8_epi32, widen_i8: _mm256_cvtepi8_epi32, to_f32: _mm256_cvtepi32_ps, nibbles: nibbles8,
 }
