@@ -9,8 +9,10 @@
 //! field or an unknown fixture id is a parse error, and a combination without its own row is not
 //! admitted. The runtime default predicate ([`AdmissionRegistry::decide`]) admits exactly one
 //! device (as the device's topology reports it) whose architecture, kind and model match a row,
-//! with a context no longer than the row's, the row's KV layout and its transport; anything else
-//! fails closed to the ordinary path with the reason recorded in the [`AdmissionDecision`].
+//! with a context no longer than the row's, the row's KV layout and its transport, and whose
+//! fixture's sealing bench promoted the retained route under its declared rule
+//! ([`AdmissionRegistry::with_promotions`]); anything else fails closed to the ordinary path with
+//! the reason recorded in the [`AdmissionDecision`].
 //!
 //! # File format
 //! ```json
@@ -21,7 +23,7 @@
 //!   "fixture": "smollm2-135m-gfx1100-sim"}]}
 //! ```
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
 
 use lowering::plan::Transport;
@@ -180,6 +182,10 @@ impl AdmissionDecision {
 pub struct AdmissionRegistry {
     /// The rows, in file order.
     pub rows: Vec<AdmissionRow>,
+    /// The evidence fixtures that do not earn the retained route its default, with why
+    /// ([`AdmissionRegistry::with_promotions`]): a row naming one admits nothing. Empty until
+    /// the fixture registry is consulted.
+    pub held: BTreeMap<String, String>,
 }
 
 impl AdmissionRegistry {
@@ -209,7 +215,27 @@ impl AdmissionRegistry {
             }
             rows.push(row);
         }
-        Ok(Self { rows })
+        Ok(Self { rows, held: BTreeMap::new() })
+    }
+
+    /// The registry with every row's evidence judged by the sealed fixtures of `fixtures`: a
+    /// row whose fixture's sealing run did not promote the retained route under its declared
+    /// rule (or declared none, or is not in `fixtures`) is held, and [`Self::decide`] refuses it
+    /// with that reason (`registry/README.md`, "Admission needs a promotion").
+    #[must_use]
+    pub fn with_promotions(mut self, fixtures: &crate::golden::registry::Registry) -> Self {
+        self.held = self
+            .rows
+            .iter()
+            .filter_map(|row| {
+                let why = match fixtures.get(&row.fixture) {
+                    Some(fixture) => fixture.held()?,
+                    None => "it is not a sealed fixture".to_owned(),
+                };
+                Some((row.fixture.clone(), why))
+            })
+            .collect();
+        self
     }
 
     /// The architectures some row admits.
@@ -261,6 +287,10 @@ impl AdmissionRegistry {
                 row.transport.name(),
                 row.index,
                 row.fixture
+            )),
+            Some(row) if self.held.contains_key(&row.fixture) => AdmissionDecision::refused(format!(
+                "row {} (fixture {}) does not arm the retained route by default: {}",
+                row.index, row.fixture, self.held[&row.fixture]
             )),
             Some(row) => AdmissionDecision {
                 admitted: true,

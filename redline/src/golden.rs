@@ -36,6 +36,11 @@ pub struct Args {
     /// When sealing: the ratio floor as a fraction of the measured ratio.
     #[arg(long, default_value_t = 0.75)]
     pub floor_ratio_fraction: f64,
+    /// When sealing: also write the sealing run's whole bench report (the schema of
+    /// `docs/bench-report.schema.json`) to this file, the evidence the row and its promotion
+    /// verdict come from (the registry keeps them under `registry/reports/`).
+    #[arg(long, requires = "seal")]
+    pub report: Option<PathBuf>,
     /// Bench parameters: `--model` (default: each fixture's own alias) and `--device` apply to
     /// checks too; the rest only to --seal.
     #[command(flatten)]
@@ -50,24 +55,29 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let params = args.params.to_params();
     if let Some(id) = &args.seal {
         let floors = FloorFractions { tok_s: args.floor_tok_s_fraction, ratio: args.floor_ratio_fraction };
-        return Ok(match golden::seal(&params, id, args.registry.as_deref(), floors, &Backends)? {
-            Sealing::Sealed { path, retained_tok_s, ratio } => {
-                eprintln!(
-                    "golden: sealed {} into {} ({retained_tok_s:.2} tok/s, ratio {ratio:.3})",
-                    escape(id),
-                    infile::EscapedPath(&path)
-                );
-                ExitCode::SUCCESS
-            }
-            Sealing::Invalid(reasons) => {
-                eprintln!(
-                    "redline: sealing {}: the bench is invalid: {}",
-                    escape(id),
-                    escape_lines(&reasons.to_string())
-                );
-                ExitCode::from(1)
-            }
-        });
+        return Ok(
+            match golden::seal(&params, id, args.registry.as_deref(), args.report.as_deref(), floors, &Backends)? {
+                Sealing::Sealed { path, retained_tok_s, ratio, promotion } => {
+                    eprintln!(
+                        "golden: sealed {} into {} ({retained_tok_s:.2} tok/s, ratio {ratio:.3}; promotion rule {}: {}, {})",
+                        escape(id),
+                        infile::EscapedPath(&path),
+                        escape(&promotion.rule),
+                        promotion.disposition,
+                        escape(&promotion.reason)
+                    );
+                    ExitCode::SUCCESS
+                }
+                Sealing::Invalid(reasons) => {
+                    eprintln!(
+                        "redline: sealing {}: the bench is invalid: {}",
+                        escape(id),
+                        escape_lines(&reasons.to_string())
+                    );
+                    ExitCode::from(1)
+                }
+            },
+        );
     }
     let registry = golden::read_registry(args.registry.as_deref())?;
     let mut failed = 0;

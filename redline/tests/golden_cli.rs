@@ -194,6 +194,30 @@ fn check_fixture_and_admission(
     assert_eq!(row["max_context"], fixture["bench"]["context"], "{id}");
     assert_eq!(row["transport"], fixture["bench"]["transport"], "{id}");
     assert_eq!(row["kv_layout"].as_str(), Some(kv_layout), "{id}");
+    // Sealed by the campaign registry/README.md documents: its rule demands a retained route at
+    // least as fast as the ordinary one, and the sealing run's bench report, kept beside the
+    // registry, holds the declaration, the measured ratio and the disposition the row records.
+    let promotion = &fixture["sealed"]["promotion"];
+    assert_eq!(promotion["rule"], "ratio>=1,gates=pass,health=pass", "{id}");
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_file(&format!("registry/reports/{id}.json")))
+            .unwrap_or_else(|e| panic!("{id}: its sealing report: {e}")),
+    )
+    .unwrap();
+    assert_eq!(report["promotion"]["rule"], promotion["rule"], "{id}");
+    assert_eq!(report["promotion"]["disposition"], promotion["disposition"], "{id}");
+    assert_eq!(report["promotion"]["reason"], promotion["reason"], "{id}");
+    assert_eq!(report["tape"]["sequence_hash"], fixture["tape"]["sequence_hash"], "{id}");
+    let ratio = report["ratio_retained_over_ordinary_tok_s"].as_f64().unwrap();
+    assert_eq!((ratio * 1000.0).round() / 1000.0, fixture["sealed"]["ratio"].as_f64().unwrap(), "{id}");
+    if promotion["disposition"] == "promote" {
+        assert!(ratio >= 1.0 && report["valid"] == true, "{id}: promoted at ratio {ratio}");
+    } else {
+        assert_eq!(promotion["disposition"], "hold", "{id}");
+    }
+    if ratio < 1.0 {
+        assert_eq!(promotion["disposition"], "hold", "{id}: ratio {ratio}");
+    }
 }
 
 #[test]

@@ -192,7 +192,9 @@ fn the_page_chats_with_the_reference_model_and_shows_the_route() {
     let Some(model) = common::reference_model() else { return };
     let Some((chromium, driver)) = webdriver::tools() else { return };
     let start = Instant::now();
-    let server = Server::start(&["--model", &model, "--device", "sim"]);
+    // The default route when the fixture's sealing run promoted it; asked for otherwise.
+    let route = common::arming(&["smollm2-135m-gfx1100-sim"]);
+    let server = Server::start(&[&["--model", &model, "--device", "sim"], route].concat());
     let browser = Browser::start(&chromium, &driver);
     browser.navigate(&format!("http://{}/", server.addr));
     assert_eq!(browser.title(), "Redline");

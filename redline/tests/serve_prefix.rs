@@ -3,7 +3,8 @@
 //! the metrics count them) and answers, with its log-probabilities, exactly what a server with
 //! `--no-prefix-reuse` answers; a streamed answer reports the same usage. Nothing is kept across
 //! a model switch. SmolLM2-135M (`REDLINE_SMOLLM2_GGUF`; under `CI=true` its absence is a
-//! failure) runs the chat on its admitted default route; the tiny models run the switch.
+//! failure) runs the chat on its default route (retained where its fixture's sealing run
+//! promoted it); the tiny models run the switch.
 
 mod common;
 mod serve_common;

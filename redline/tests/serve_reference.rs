@@ -3,17 +3,20 @@
 //! through the model's own chat template, on the retained route.
 
 mod common;
-
 mod serve_common;
 
 use common::reference_model;
 use serde_json::json;
 use serve_common::{Server, stream_text};
 
+/// The sealed fixture whose admission row certifies the reference model on gfx1100.
+const FIXTURE: &str = "smollm2-135m-gfx1100-sim";
+
 #[test]
 fn the_reference_model_answers_paris_over_chat_completions() {
     let Some(path) = reference_model() else { return };
-    let server = Server::start(&["--model", &path, "--device", "sim"]);
+    // The default route when the fixture's sealing run promoted it; armed explicitly otherwise.
+    let server = Server::start(&[&["--model", &path, "--device", "sim"], common::arming(&[FIXTURE])].concat());
     let request = json!({
         "model": "SmolLM2-135M-Instruct.Q4_1",
         "messages": [{"role": "user", "content": "What is the capital of France?"}],
@@ -37,9 +40,8 @@ fn the_reference_model_answers_paris_over_chat_completions() {
 
     let status = server.get("/redline/status").json();
     assert_eq!(status["controller"]["state"], "ready", "{status}");
-    // Admitted by the registry's row for this model on gfx1100 (no explicit backend was asked for).
-    assert_eq!(status["admission"]["admitted"], true, "{status}");
-    assert_eq!(status["admission"]["row"]["fixture"], "smollm2-135m-gfx1100-sim", "{status}");
+    // Decided by the registry's row for this model on gfx1100 and its fixture's promotion.
+    common::assert_admission_follows(&status["admission"], FIXTURE);
     assert!(status["observations"]["retained"].as_u64().unwrap() >= 8, "{status}");
     assert_eq!(status["observations"]["ordinary_launches_in_retained_forwards"], 0);
 }

@@ -59,19 +59,22 @@ pub fn fixture_ids(text: &str) -> Result<BTreeSet<String>, RegistryError> {
 }
 
 /// The admissions registry: `path` when given (its fixture ids checked against the embedded
-/// fixture registry), else the embedded one.
+/// fixture registry), else the embedded one, with every row's evidence judged by the embedded
+/// fixtures' sealing promotions ([`AdmissionRegistry::with_promotions`]).
 ///
 /// # Errors
 /// Reading (an I/O error, or a file over [`REGISTRY_LIMIT`]) or parsing (invalid input), naming
 /// the file, row and field.
 pub fn load(path: Option<&Path>) -> Result<AdmissionRegistry, LoadError> {
-    let fixtures = fixture_ids(EMBEDDED_FIXTURES).map_err(LoadError::EmbeddedFixtures)?;
-    match path {
+    let registry = Registry::parse(EMBEDDED_FIXTURES).map_err(LoadError::EmbeddedFixtures)?;
+    let fixtures: BTreeSet<String> = registry.fixtures.iter().map(|f| f.id.clone()).collect();
+    let admissions = match path {
         Some(path) => {
             let text = infile::read_to_string(path, REGISTRY_LIMIT).map_err(LoadError::Read)?;
             AdmissionRegistry::parse(&text, Some(&fixtures))
-                .map_err(|source| LoadError::Parse { path: path.to_owned(), source })
+                .map_err(|source| LoadError::Parse { path: path.to_owned(), source })?
         }
-        None => AdmissionRegistry::parse(EMBEDDED_ADMISSIONS, Some(&fixtures)).map_err(LoadError::Embedded),
-    }
+        None => AdmissionRegistry::parse(EMBEDDED_ADMISSIONS, Some(&fixtures)).map_err(LoadError::Embedded)?,
+    };
+    Ok(admissions.with_promotions(&registry))
 }

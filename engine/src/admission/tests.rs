@@ -192,3 +192,59 @@ fn the_format_of_the_tiny_model_is_read_from_its_tensors() {
     assert_eq!(f.tensor_types, expected);
     assert!(!f.tensor_types.is_empty());
 }
+
+/// The embedded fixture registry with the gfx1100 SmolLM2 fixture's sealing promotion replaced
+/// by `promotion` (a JSON value, or `None` to remove it).
+fn fixtures_promoting(promotion: Option<serde_json::Value>) -> crate::golden::registry::Registry {
+    let mut root: serde_json::Value = serde_json::from_str(load::EMBEDDED_FIXTURES).unwrap();
+    let rows = root["fixtures"].as_array_mut().unwrap();
+    let row = rows.iter_mut().find(|f| f["id"] == "smollm2-135m-gfx1100-sim").unwrap();
+    let sealed = row["sealed"].as_object_mut().unwrap();
+    match promotion {
+        Some(p) => sealed.insert("promotion".to_owned(), p),
+        None => sealed.remove("promotion"),
+    };
+    crate::golden::registry::Registry::parse(&root.to_string()).unwrap()
+}
+
+#[test]
+fn only_a_fixture_whose_sealing_run_promoted_the_route_lets_its_row_admit() {
+    let f = format(&["F32", "Q4_1", "Q8_0"]);
+    let q = query(Target::Gfx1100, "sim", 1, &f, SHA);
+    let promote = serde_json::json!({"rule": "ratio>=1,gates=pass,health=pass", "disposition": "promote",
+        "reason": "every clause holds"});
+    let d = one_row().with_promotions(&fixtures_promoting(Some(promote))).decide(&q);
+    assert!(d.admitted, "{}", d.reason);
+
+    let hold = serde_json::json!({"rule": "ratio>=1,gates=pass,health=pass", "disposition": "hold",
+        "reason": "ratio>=1: ratio 0.9870 is not >=1"});
+    let d = one_row().with_promotions(&fixtures_promoting(Some(hold))).decide(&q);
+    assert!(!d.admitted && d.row.is_none());
+    assert_eq!(
+        d.reason,
+        "row 0 (fixture smollm2-135m-gfx1100-sim) does not arm the retained route by default: its sealing bench \
+         held the route under the rule ratio>=1,gates=pass,health=pass: ratio>=1: ratio 0.9870 is not >=1"
+    );
+
+    let d = one_row().with_promotions(&fixtures_promoting(None)).decide(&q);
+    assert!(!d.admitted);
+    assert!(d.reason.ends_with("it was sealed without a promotion rule"), "{}", d.reason);
+
+    // A fixture the registry lacks holds its row too.
+    let empty = crate::golden::registry::Registry::parse(r#"{"fixtures": []}"#).unwrap();
+    let d = one_row().with_promotions(&empty).decide(&q);
+    assert!(!d.admitted && d.reason.ends_with("it is not a sealed fixture"), "{}", d.reason);
+}
+
+#[test]
+fn a_disposition_other_than_promote_or_hold_is_refused_naming_the_fixture() {
+    let mut root: serde_json::Value = serde_json::from_str(load::EMBEDDED_FIXTURES).unwrap();
+    root["fixtures"][0]["sealed"]["promotion"] =
+        serde_json::json!({"rule": "ratio>=1", "disposition": "maybe", "reason": "?"});
+    let err = crate::golden::registry::Registry::parse(&root.to_string()).unwrap_err();
+    let id = root["fixtures"][0]["id"].as_str().unwrap();
+    assert_eq!(
+        err.to_string(),
+        format!("fixture {id}: field sealed.promotion.disposition: \"maybe\" is not promote or hold")
+    );
+}

@@ -11,6 +11,7 @@ use crate::admission::load::{EMBEDDED_FIXTURES, REGISTRY_LIMIT};
 use crate::bench::{self, BenchError, Devices, Params};
 use registry::{
     Fixture, FixtureBench, FixtureModel, FixtureSubmission, FixtureTape, Floors, Registry, RegistryError, Sealed,
+    SealedPromotion,
 };
 
 /// Why fixtures could not be checked or sealed.
@@ -204,6 +205,8 @@ pub enum Sealing {
         retained_tok_s: f64,
         /// The measured ratio.
         ratio: f64,
+        /// The declared promotion rule and its disposition.
+        promotion: SealedPromotion,
     },
     /// The bench was invalid: the report's `invalid_reasons`.
     Invalid(Value),
@@ -231,7 +234,8 @@ fn model_alias(sha256: &str) -> Option<&'static str> {
 }
 
 /// Runs the bench with `params` on `devices` and writes the fixture `id` into the registry file
-/// (`registry`, default `registry/fixtures.json`), replacing a fixture of that id.
+/// (`registry`, default `registry/fixtures.json`), replacing a fixture of that id; with
+/// `report`, the run's bench report (valid or not) to that file as well.
 ///
 /// # Errors
 /// [`GoldenError`]: the registry file, a bench that could not run, a run without a value a row
@@ -240,6 +244,7 @@ pub fn seal<D: Devices>(
     params: &Params,
     id: &str,
     registry: Option<&Path>,
+    report: Option<&Path>,
     floors: FloorFractions,
     devices: &D,
 ) -> Result<Sealing, GoldenError> {
@@ -250,6 +255,10 @@ pub fn seal<D: Devices>(
         Err(message) => return Err(GoldenError::Usage(format!("sealing {id}: {message}"))),
     };
     let r = &outcome.report;
+    if let Some(file) = report {
+        std::fs::write(file, serde_json::to_string_pretty(r)? + "\n")
+            .map_err(|source| GoldenError::Write { path: file.to_path_buf(), source })?;
+    }
     if !outcome.valid() {
         return Ok(Sealing::Invalid(r["invalid_reasons"].clone()));
     }
@@ -262,6 +271,12 @@ pub fn seal<D: Devices>(
     let retained = needed(r["arms"]["auto"]["tok_s"]["median"].as_f64(), "no retained median")?;
     let ordinary = needed(r["arms"]["hip"]["tok_s"]["median"].as_f64(), "no ordinary median")?;
     let ratio = needed(r["ratio_retained_over_ordinary_tok_s"].as_f64(), "no ratio")?;
+    let promotion = &r["promotion"];
+    let promotion = SealedPromotion {
+        rule: needed(promotion["rule"].as_str(), "no promotion rule")?.to_owned(),
+        disposition: needed(promotion["disposition"].as_str(), "no promotion disposition")?.to_owned(),
+        reason: needed(promotion["reason"].as_str(), "no promotion reason")?.to_owned(),
+    };
     let (ft, fr) = (floors.tok_s, floors.ratio);
     let fixture = Fixture {
         id: id.to_owned(),
@@ -298,6 +313,7 @@ pub fn seal<D: Devices>(
             retained_tok_s: round3(retained),
             ordinary_tok_s: round3(ordinary),
             ratio: round3(ratio),
+            promotion: Some(promotion.clone()),
         },
     };
     match registry.fixtures.iter_mut().find(|f| f.id == id) {
@@ -306,7 +322,7 @@ pub fn seal<D: Devices>(
     }
     std::fs::write(&path, serde_json::to_string_pretty(&registry)? + "\n")
         .map_err(|source| GoldenError::Write { path: path.clone(), source })?;
-    Ok(Sealing::Sealed { path, retained_tok_s: retained, ratio })
+    Ok(Sealing::Sealed { path, retained_tok_s: retained, ratio, promotion })
 }
 
 fn round3(x: f64) -> f64 {

@@ -33,6 +33,14 @@ pub enum RegistryError {
         /// Why.
         error: pm4_encoding::UnknownTarget,
     },
+    /// A promotion disposition other than `promote` or `hold`.
+    #[error("fixture {id}: field sealed.promotion.disposition: {found:?} is not promote or hold")]
+    Disposition {
+        /// The fixture.
+        id: String,
+        /// The value.
+        found: String,
+    },
     /// Gate settings the gate refuses.
     #[error("fixture {id}: field bench.gate")]
     Gate {
@@ -153,6 +161,36 @@ pub struct Sealed {
     pub ordinary_tok_s: f64,
     /// Their ratio.
     pub ratio: f64,
+    /// The promotion rule the sealing run declared before its timed rows, and its disposition;
+    /// absent in a row sealed without one. Only a `promote` disposition lets an admission row
+    /// naming this fixture arm the retained route by default (`registry/README.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<SealedPromotion>,
+}
+
+/// A sealing run's promotion rule and what it decided.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SealedPromotion {
+    /// The rule as declared (`ratio>=1.0,gates=pass,health=pass`).
+    pub rule: String,
+    /// `promote` or `hold`.
+    pub disposition: String,
+    /// Why: every clause held, or the clauses that failed with what was measured.
+    pub reason: String,
+}
+
+impl Fixture {
+    /// Why this fixture does not earn the retained route its default, or `None` when its
+    /// sealing run promoted it.
+    #[must_use]
+    pub fn held(&self) -> Option<String> {
+        match &self.sealed.promotion {
+            None => Some("it was sealed without a promotion rule".to_owned()),
+            Some(p) if p.disposition == "promote" => None,
+            Some(p) => Some(format!("its sealing bench held the route under the rule {}: {}", p.rule, p.reason)),
+        }
+    }
 }
 
 /// One sealed fixture.
@@ -196,6 +234,11 @@ impl Registry {
             }
             f.arch.parse::<pm4_encoding::Target>().map_err(|error| RegistryError::Arch { id: f.id.clone(), error })?;
             f.bench.gate.validate().map_err(|source| RegistryError::Gate { id: f.id.clone(), source })?;
+            if let Some(p) = &f.sealed.promotion
+                && !["promote", "hold"].contains(&p.disposition.as_str())
+            {
+                return Err(RegistryError::Disposition { id: f.id.clone(), found: p.disposition.clone() });
+            }
         }
         Ok(registry)
     }
