@@ -465,24 +465,32 @@ fn the_chunk_order_decides_hand_derived_sums() {
         let block = ones_block(format);
         let w1 = ones_block(format).repeat(512 / format.block_values());
         assert!(ggml_values(format, &w1).iter().all(|&v| v == 1.0), "{}: the block encodes ones", format.name());
+        // Q4_1 and Q8_0 add a block by two chains of fused multiply-adds, elements 0..15 and
+        // 16..31, then the chains' sum times d (m = 0 here): chunk 0 of work-item 0 is
+        // (2^24 + 15 ones, each lost) + 16 = 2^24 + 16, where the other formats' one chain
+        // loses all 31 ones after 2^24.
+        let fused = matches!(format, BlockFormat::Q4_1 | BlockFormat::Q8_0);
         // 16 chunks, one per work-item 0..15: work-item 0 adds 2^24 then 31 ones, each lost to
         // rounding (ties to even); the others add 32 ones. The tree pairs 0+8, 0+4, 0+2, 0+1:
-        // 2^24 + 32 + 64 + 128 + 256 = 2^24 + 480. In column order every 1 after 2^24 is lost
-        // (2^24); exactly, 2^24 + 511.
+        // 2^24 + 32 + 64 + 128 + 256 = 2^24 + 480 (fused: 2^24 + 16 + 480 = 2^24 + 496). In
+        // column order every 1 after 2^24 is lost (2^24); exactly, 2^24 + 511.
         let mut xs = vec![1.0f32; 512];
         xs[0] = 16_777_216.0;
         let y = matvec(format, &w1, &xs, 1, 1).unwrap()[0];
-        assert_eq!(f32::from_bits(y), 16_777_696.0, "{}", format.name());
+        let expected = if fused { 16_777_712.0 } else { 16_777_696.0 };
+        assert_eq!(f32::from_bits(y), expected, "{}", format.name());
         // 64 chunks: work-item t takes chunks t and t + 32. Chunk 32 holds twos, which work-item
         // 0 adds exactly after its 2^24 (+64); every other work-item sums 64. Tree: 2^24 + 64 +
         // 64, + 128, + 256, + 512, + 1024 = 2^24 + 2048. A work-item taking chunks 2t, 2t + 1
-        // would lose chunk 1's ones and give work-item 16 the twos: 2^24 + 2016.
+        // would lose chunk 1's ones and give work-item 16 the twos: 2^24 + 2016. Fused, work-item
+        // 0 keeps its chunk 0's 16 as well: 2^24 + 2064.
         let w2 = block.repeat(2048 / format.block_values());
         let mut xs = vec![1.0f32; 2048];
         xs[0] = 16_777_216.0;
         xs[32 * 32..33 * 32].fill(2.0);
         let y = matvec(format, &w2, &xs, 1, 1).unwrap()[0];
-        assert_eq!(f32::from_bits(y), 16_779_264.0, "{}", format.name());
+        let expected = if fused { 16_779_280.0 } else { 16_779_264.0 };
+        assert_eq!(f32::from_bits(y), expected, "{}", format.name());
         // The same in every row of a taller matrix (the references take rows in groups).
         let ys = matvec(format, &w2.repeat(11), &xs, 11, 11).unwrap();
         assert!(ys[..11].iter().all(|&b| b == y), "{}", format.name());
