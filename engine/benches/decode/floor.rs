@@ -6,9 +6,9 @@
 //!   the token embedding when the model has its own `output.weight` (the step then reads one
 //!   embedding row; a model without `output.weight` reads the whole embedding as its LM head);
 //! - **KV rows in use**: at position `p`, rows `0..=p` of K and of V of every attention layer
-//!   ([`engine::model::KvCacheLayout`]: `2 × layers × (p + 1) × position_stride_bytes`), every
-//!   layer reading every row (the benched contexts are inside Gemma 3's sliding window of 512,
-//!   see [`Floor::check_window`]);
+//!   ([`engine::model::KvCacheLayout`]: `2 × (p + 1) × position_stride_bytes` a layer), except
+//!   that a Gemma 3 sliding layer reads only the last `window` rows
+//!   ([`engine::model::Gemma3Params::is_sliding`]);
 //! - **sequence state**: every surface holding convolution or recurrent state, read whole;
 //! - **activations**: the `f32` input vector of every two-dimensional weight (its row length ×
 //!   4 bytes) and the logits read back (`vocab × 4`).
@@ -66,10 +66,10 @@ pub(crate) struct Floor {
     weights: u64,
     activations: u64,
     state: u64,
-    /// `2 × layers × position_stride_bytes`: the KV bytes of one position.
-    kv_per_position: u64,
-    /// The sliding window of a model whose layers attend to a window, if it has one.
-    window: Option<u32>,
+    /// `2 × position_stride_bytes`: the KV bytes of one position in one layer.
+    kv_row: u64,
+    /// Per attention layer, the rows it reads at most (a sliding layer's window), or `None`.
+    layers: Vec<Option<u32>>,
 }
 
 impl Floor {
@@ -93,22 +93,24 @@ impl Floor {
         }
         let state = model.surfaces().iter().filter(|s| s.state.is_some()).map(|s| s.bytes).sum();
         let layout = params.kv_cache_layout(model.context());
-        let arch = params.architecture();
-        let window = file.u32(&format!("{arch}.attention.sliding_window")).ok();
-        Self {
-            weights,
-            activations,
-            state,
-            kv_per_position: 2 * u64::from(layout.layers) * layout.position_stride_bytes,
-            window,
-        }
+        let layers = (0..layout.layers)
+            .map(|layer| match &params {
+                ModelParams::Gemma3(p) if p.is_sliding(layer) => Some(p.window),
+                _ => None,
+            })
+            .collect();
+        Self { weights, activations, state, kv_row: 2 * layout.position_stride_bytes, layers }
     }
 
     /// The bytes of a token at `position` (KV rows `0..=position`).
     pub(crate) fn at(&self, position: u32) -> Bytes {
         Bytes {
             weights: self.weights,
-            kv: self.kv_per_position * (u64::from(position) + 1),
+            kv: self
+                .layers
+                .iter()
+                .map(|window| self.kv_row * u64::from(window.map_or(position + 1, |w| w.min(position + 1))))
+                .sum(),
             state: self.state,
             activations: self.activations,
         }
@@ -119,14 +121,6 @@ impl Floor {
         let n = u64::from(positions.end.saturating_sub(positions.start)).max(1);
         let kv = positions.clone().map(|p| self.at(p).kv).sum::<u64>() / n;
         Bytes { kv, ..self.at(positions.start) }
-    }
-
-    /// Panics when a benched position is past the model's sliding window (the floor would count
-    /// KV rows its sliding layers do not read).
-    pub(crate) fn check_window(&self, last_position: u32) {
-        if let Some(window) = self.window {
-            assert!(last_position < window, "position {last_position} is past the sliding window {window}");
-        }
     }
 }
 
