@@ -122,6 +122,17 @@ fn bytes32(bytes: &[u8], at: usize) -> __m256i {
     zerocopy::transmute!(array::<32>(bytes, at))
 }
 
+/// Blocks `b..b + N` of a group of `BLOCK`-byte blocks, and the `x` values of each.
+#[inline(always)]
+fn blocks_at<'a, const BLOCK: usize, const N: usize>(
+    group: &'a [u8],
+    xs: &'a [f32],
+    b: usize,
+) -> ([&'a [u8; BLOCK]; N], [&'a [f32; 32]; N]) {
+    let blocks = group.as_chunks::<BLOCK>().0;
+    (std::array::from_fn(|i| &blocks[b + i]), std::array::from_fn(|i| x_of(xs, b + i)))
+}
+
 /// The vector path over registers of `$rows` `f32` lanes: `$q4_1` and `$q8_0` compute one
 /// group of `$rows` rows in [`super::Layout::pack`]'s layout (a block: the `f16` scales of every
 /// row, then its quant bytes column by column, `$rows` bytes a column), `N` blocks at a time by
@@ -161,10 +172,7 @@ macro_rules! vector_path {
             b: usize,
             partial: &mut [$f32s; LANES],
         ) {
-            const BLOCK: usize = $rows * 20;
-            let blocks: [&[u8; BLOCK]; N] =
-                std::array::from_fn(|i| group[(b + i) * BLOCK..][..BLOCK].try_into().unwrap_or(&[0; BLOCK]));
-            let x: [&[f32; 32]; N] = std::array::from_fn(|i| x_of(xs, b + i));
+            let (blocks, x) = blocks_at::<{ $rows * 20 }, N>(group, xs, b);
             let (mut lo, mut hi) = ([$zero(); N], [$zero(); N]);
             for j in 0..16 {
                 for i in 0..N {
@@ -200,10 +208,7 @@ macro_rules! vector_path {
         #[inline]
         #[target_feature(enable = $features)]
         fn $q8_0_blocks<const N: usize>(group: &[u8], xs: &[f32], b: usize, partial: &mut [$f32s; LANES]) {
-            const BLOCK: usize = $rows * 34;
-            let blocks: [&[u8; BLOCK]; N] =
-                std::array::from_fn(|i| group[(b + i) * BLOCK..][..BLOCK].try_into().unwrap_or(&[0; BLOCK]));
-            let x: [&[f32; 32]; N] = std::array::from_fn(|i| x_of(xs, b + i));
+            let (blocks, x) = blocks_at::<{ $rows * 34 }, N>(group, xs, b);
             let (mut lo, mut hi) = ([$zero(); N], [$zero(); N]);
             for j in 0..16 {
                 for i in 0..N {
