@@ -40,6 +40,8 @@ use kernels::signature::{self, Signature};
 
 mod formats;
 use formats::Format;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 /// A ggml block format.
 #[allow(non_camel_case_types)]
@@ -332,6 +334,12 @@ fn row_sum<F: Format>(row: &[u8], xs: &[f32]) -> f32 {
     tree_reduce(&mut partial)
 }
 
+/// [`row_sum`] of `format`.
+#[cfg(test)]
+fn row_sum_of(format: BlockFormat, row: &[u8], xs: &[f32]) -> f32 {
+    with_format!(format, F => row_sum::<F>(row, xs))
+}
+
 /// Rows [`group_sums`] computes together: one `f32` lane of a vector register each.
 const GROUP_ROWS: usize = 8;
 const _: () = assert!(TASK_ROWS.is_multiple_of(GROUP_ROWS));
@@ -369,12 +377,18 @@ fn group_sums<F: Format>(rows: &[u8], row_bytes: usize, xs: &[f32], out: &mut [f
 }
 
 /// `out[r]` = row `r` of `w` (whole rows of `xs.len()` values) times `xs`, on the machine's cores
-/// when the matrix is large.
-fn matvec_rows(format: BlockFormat, w: &[u8], xs: &[f32], out: &mut [f32]) {
+/// when the matrix is large. `packed` is `w` in the layout of the 16-row vector path
+/// ([`vector_form`]), where there is one: its whole groups are computed from it.
+fn matvec_rows(format: BlockFormat, w: &[u8], packed: Option<&[u8]>, xs: &[f32], out: &mut [f32]) {
     let row_bytes = format.row_bytes(xs.len());
     let isa = Isa::widest();
     let task = |(index, ys): (usize, &mut [f32])| {
         let rows = &w[index * TASK_ROWS * row_bytes..][..ys.len() * row_bytes];
+        #[cfg(target_arch = "x86_64")]
+        if let (Some(packed), Ok(ys)) = (packed, <&mut [f32; x86::ROWS]>::try_from(&mut *ys)) {
+            x86::group(format, &packed[index * TASK_ROWS * row_bytes..][..x86::ROWS * row_bytes], xs, ys);
+            return;
+        }
         compiled_for(
             isa,
             #[inline(always)]
@@ -398,6 +412,30 @@ fn matvec_rows(format: BlockFormat, w: &[u8], xs: &[f32], out: &mut [f32]) {
     } else {
         out.chunks_mut(TASK_ROWS).enumerate().for_each(task);
     }
+}
+
+/// The `rows` x `row_bytes` matrix of `format` at `w` in the layout of the 16-row vector path,
+/// kept with the weights where the address space keeps derived forms
+/// ([`DeviceMemory::derived`]), else laid out for this dispatch from `lent` (the matrix's
+/// bytes); `None` where this machine or the format has no such path, or the matrix no whole
+/// group.
+fn vector_form(
+    memory: &dyn DeviceMemory,
+    format: BlockFormat,
+    (w, lent): (u64, &[u8]),
+    rows: usize,
+    row_bytes: usize,
+) -> Option<std::sync::Arc<[u8]>> {
+    #[cfg(target_arch = "x86_64")]
+    if x86::covers(format) && x86::available() && rows >= x86::ROWS {
+        let block_bytes = format.block_bytes();
+        let derive = |weights: &[u8]| x86::pack(weights, row_bytes, block_bytes);
+        return memory
+            .derived(w, lent.len(), x86::key(format, row_bytes), &derive)
+            .or_else(|| Some(derive(lent).into()));
+    }
+    let _ = (memory, format, w, lent, rows, row_bytes);
+    None
 }
 
 /// `matvec_<t>(float* y, const unsigned char* w, const float* x, u32 rows, u32 cols)` for
@@ -446,7 +484,8 @@ fn matvec(
     let lent = widen(active_rows).checked_mul(row_bytes).and_then(|len| memory.view(w, len));
     if let Some(all) = lent {
         let mut ys = vec![0.0f32; widen(active_rows)];
-        matvec_rows(format, all, &xs, &mut ys);
+        let packed = vector_form(&*memory, format, (w, all), widen(active_rows), row_bytes);
+        matvec_rows(format, all, packed.as_deref(), &xs, &mut ys);
         let bits: Vec<u32> = ys.iter().map(|v| v.to_bits()).collect();
         // Work-group r stores y[r]: on a fault, the rows before it are stored.
         return store_pieces(memory, &Y, (y, 0), &bits, (0..bits.len()).map(|r| r..r + 1));
@@ -464,7 +503,7 @@ fn matvec(
         let bytes = bytes_at(&*memory, &W, w, offset, widen(count) * row_bytes, &mut buffer)?;
         ys.clear();
         ys.resize(widen(count), 0.0f32);
-        matvec_rows(format, bytes, &xs, &mut ys);
+        matvec_rows(format, bytes, None, &xs, &mut ys);
         let bits: Vec<u32> = ys.iter().map(|v| v.to_bits()).collect();
         store(memory, &Y, y, first.into(), &bits)?;
         first += count;
