@@ -20,6 +20,11 @@
 //! on the quants, then the scales ([`super::matvec_q4_1`]), not value by value. `matmul_<t>` row `t` is bit for bit `matvec_<t>` on
 //! `x[t]` ([`super::prefill`]'s contract, by the same computation).
 //!
+//! The products run rows in the lanes of vector registers: eight rows whose chunks are unpacked
+//! value by value, or, on x86-64 with AVX-512, for Q4_0, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K, sixteen
+//! rows unpacked lane by lane from a layout of the matrix kept with the weights (`x86`); each
+//! row's bits are those of its work-group either way, as the tests hold them.
+//!
 //! Launch preconditions (a [`KernelError`] otherwise): for the products, work-group size 32, no
 //! partial work-group with a row, `cols` a multiple of the format's block values when any row is
 //! handled (and for `matmul_<t>` `n <= 2^32 - 8`); for the gathers, `cols` a multiple of the
