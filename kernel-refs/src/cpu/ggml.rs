@@ -391,7 +391,8 @@ fn matvec_rows(format: BlockFormat, w: &[u8], packed: Option<&[u8]>, xs: &[f32],
         let rows = &w[index * TASK_ROWS * row_bytes..][..ys.len() * row_bytes];
         #[cfg(target_arch = "x86_64")]
         if let (Some(packed), Ok(ys)) = (packed, <&mut [f32; x86::ROWS]>::try_from(&mut *ys)) {
-            x86::group(format, &packed[index * TASK_ROWS * row_bytes..][..x86::ROWS * row_bytes], xs, ys);
+            // The group and every byte after it: the path reads the group's and prefetches ahead.
+            x86::group(format, &packed[index * TASK_ROWS * row_bytes..], xs, ys);
             return;
         }
         compiled_for(

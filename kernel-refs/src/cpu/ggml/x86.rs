@@ -13,10 +13,10 @@
 #![allow(clippy::needless_range_loop)]
 
 use std::arch::x86_64::{
-    __m512, __m512i, _mm512_add_epi32, _mm512_add_ps, _mm512_and_si512, _mm512_cvtepi8_epi32, _mm512_cvtepi32_epi16,
-    _mm512_cvtepi32_ps, _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_mul_ps, _mm512_or_si512, _mm512_set1_epi32,
-    _mm512_set1_ps, _mm512_setzero_ps, _mm512_slli_epi32, _mm512_sllv_epi32, _mm512_srli_epi32, _mm512_srlv_epi32,
-    _mm512_sub_ps,
+    __m512, __m512i, _MM_HINT_T0, _mm_prefetch, _mm512_add_epi32, _mm512_add_ps, _mm512_and_si512,
+    _mm512_cvtepi8_epi32, _mm512_cvtepi32_epi16, _mm512_cvtepi32_ps, _mm512_cvtepu8_epi32, _mm512_cvtph_ps,
+    _mm512_mul_ps, _mm512_or_si512, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps, _mm512_slli_epi32,
+    _mm512_sllv_epi32, _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_sub_ps,
 };
 
 use super::BlockFormat;
@@ -77,7 +77,8 @@ pub(super) fn pack(w: &[u8], row_bytes: usize, block_bytes: usize) -> Vec<u8> {
     packed
 }
 
-/// The sums of the 16 rows of one packed group (`group`, `ROWS * row_bytes` bytes) times `xs`,
+/// The sums of the 16 rows of one packed group (the first `ROWS * row_bytes` bytes of `group`;
+/// the bytes after it are only prefetched) times `xs`,
 /// each as its work-group computes it, into `out` (16 values). `format` is one [`covers`] names
 /// and this machine has the path ([`available`]); nothing is computed otherwise.
 pub(super) fn group(format: BlockFormat, group: &[u8], xs: &[f32], out: &mut [f32; ROWS]) {
@@ -300,6 +301,20 @@ impl Lanes for Q6K {
     }
 }
 
+/// Bytes ahead of the block being added that are prefetched.
+const AHEAD: usize = 4096;
+
+/// Asks the caches for the lines of `bytes[at..at + len]` (those inside `bytes`), ahead of their
+/// reads: a hint that changes no value.
+#[inline]
+#[target_feature(enable = "sse")]
+fn prefetch(bytes: &[u8], at: usize, len: usize) {
+    let end = bytes.len().min(at.saturating_add(len));
+    for offset in (at..end).step_by(64) {
+        _mm_prefetch::<_MM_HINT_T0>(bytes[offset..].as_ptr().cast());
+    }
+}
+
 /// The 16 rows of one packed group of format `F` times `xs`: work-item `c % 32` adds chunk `c`
 /// (value by value, `acc = acc + w * x`), then the LDS tree.
 #[target_feature(enable = "avx512f,avx2,fma,f16c")]
@@ -308,6 +323,9 @@ fn sums<F: Lanes>(group: &[u8], xs: &[f32]) -> __m512 {
     let block_bytes = ROWS * F::BYTES;
     for (c, x) in xs.as_chunks::<32>().0.iter().enumerate() {
         let Some(block) = group.get(c / F::CHUNKS * block_bytes..(c / F::CHUNKS + 1) * block_bytes) else { break };
+        if c % F::CHUNKS == 0 {
+            prefetch(group, c / F::CHUNKS * block_bytes + AHEAD, block_bytes);
+        }
         let mut acc = partial[c % LANES];
         <F as Lanes>::chunk(block, c % F::CHUNKS, &mut |j, w| {
             acc = _mm512_add_ps(acc, _mm512_mul_ps(w, _mm512_set1_ps(x[j])));

@@ -12,17 +12,20 @@
 //! by one `vpermps` from the table of the floats `0..16` (its index is the low four bits of each
 //! lane); on AVX2 by a mask or shift and `vcvtdq2ps`. [`BLOCKS`] consecutive blocks (as many
 //! different work-items' partial sums) are interleaved so that their chains overlap.
+//!
+//! The packed bytes arrive from memory, not from arithmetic: each group's kernel prefetches the
+//! blocks [`AHEAD`] of the ones it adds, reading on past its group into the next one of its task.
 
 // A column `j` indexes the packed bytes and the `x` of several blocks at once: a range loop says
 // so.
 #![allow(clippy::needless_range_loop)]
 
 use std::arch::x86_64::{
-    __m128i, __m256, __m256i, __m512, __m512i, _mm256_add_ps, _mm256_and_si256, _mm256_cvtepi8_epi32,
-    _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm256_cvtph_ps, _mm256_fmadd_ps, _mm256_set1_epi32, _mm256_set1_ps,
-    _mm256_setzero_ps, _mm256_srli_epi32, _mm512_add_ps, _mm512_cvtepi8_epi32, _mm512_cvtepi32_ps,
-    _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_permutexvar_ps, _mm512_set1_ps, _mm512_setr_ps,
-    _mm512_setzero_ps, _mm512_srli_epi32,
+    __m128i, __m256, __m256i, __m512, __m512i, _MM_HINT_T0, _mm_prefetch, _mm256_add_ps, _mm256_and_si256,
+    _mm256_cvtepi8_epi32, _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm256_cvtph_ps, _mm256_fmadd_ps,
+    _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_ps, _mm256_srli_epi32, _mm512_add_ps, _mm512_cvtepi8_epi32,
+    _mm512_cvtepi32_ps, _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_permutexvar_ps, _mm512_set1_ps,
+    _mm512_setr_ps, _mm512_setzero_ps, _mm512_srli_epi32,
 };
 
 use super::{Kind, LANES};
@@ -55,32 +58,34 @@ pub(super) fn rows(
     }
     let n = rows_per_register(isa);
     let group_bytes = n * blocks_per_row * kind.block_bytes();
-    for (y, group) in out.chunks_exact_mut(n).zip(packed.chunks_exact(group_bytes)) {
+    for (g, y) in out.chunks_exact_mut(n).enumerate() {
+        // The group and every byte after it: the kernels read the group's and prefetch ahead.
+        let Some(group) = packed.get(g * group_bytes..).filter(|rest| rest.len() >= group_bytes) else { break };
         match (isa, kind) {
             (Isa::Avx2, Kind::Q4_1) => {
                 #[allow(unsafe_code)]
                 // SAFETY: `rows8_q4_1` requires only the CPU features it is compiled for (AVX2, FMA
                 // and F16C), and `isa.available()` detected them on this machine above.
-                let sums = unsafe { rows8_q4_1(group, xs, sums) };
+                let sums = unsafe { rows8_q4_1(group, blocks_per_row, xs, sums) };
                 y.copy_from_slice(&sums);
             }
             (Isa::Avx2, Kind::Q8_0) => {
                 #[allow(unsafe_code)]
                 // SAFETY: as for `rows8_q4_1` above.
-                let sums = unsafe { rows8_q8_0(group, xs) };
+                let sums = unsafe { rows8_q8_0(group, blocks_per_row, xs) };
                 y.copy_from_slice(&sums);
             }
             (Isa::Avx512, Kind::Q4_1) => {
                 #[allow(unsafe_code)]
                 // SAFETY: `rows16_q4_1` requires only the CPU features it is compiled for
                 // (AVX-512F, AVX2, FMA and F16C), and `isa.available()` detected them above.
-                let sums = unsafe { rows16_q4_1(group, xs, sums) };
+                let sums = unsafe { rows16_q4_1(group, blocks_per_row, xs, sums) };
                 y.copy_from_slice(&sums);
             }
             (Isa::Avx512, Kind::Q8_0) => {
                 #[allow(unsafe_code)]
                 // SAFETY: as for `rows16_q4_1` above.
-                let sums = unsafe { rows16_q8_0(group, xs) };
+                let sums = unsafe { rows16_q8_0(group, blocks_per_row, xs) };
                 y.copy_from_slice(&sums);
             }
         }
@@ -91,6 +96,20 @@ pub(super) fn rows(
 /// Blocks (work-items) interleaved by the vector paths: their eight chains of fused
 /// multiply-adds cover the latency of one.
 const BLOCKS: usize = 4;
+
+/// Blocks ahead of the ones being added whose bytes the vector paths prefetch.
+const AHEAD: usize = 8;
+
+/// Asks the caches for the lines of `bytes[at..at + len]` (those inside `bytes`), ahead of their
+/// reads: a hint that changes no value.
+#[inline]
+#[target_feature(enable = "sse")]
+fn prefetch(bytes: &[u8], at: usize, len: usize) {
+    let end = bytes.len().min(at.saturating_add(len));
+    for offset in (at..end).step_by(64) {
+        _mm_prefetch::<_MM_HINT_T0>(bytes[offset..].as_ptr().cast());
+    }
+}
 
 /// The 32 `x` values of block `b`.
 #[inline(always)]
@@ -149,11 +168,11 @@ macro_rules! vector_path {
     ) => {
         #[doc = concat!("The ", stringify!($rows), " rows of one group, Q4_1 (", stringify!($rows), " x 20 bytes a block).")]
         #[target_feature(enable = $features)]
-        fn $q4_1(group: &[u8], xs: &[f32], sums: &[f32]) -> [f32; $rows] {
+        fn $q4_1(group: &[u8], blocks: usize, xs: &[f32], sums: &[f32]) -> [f32; $rows] {
             let mut partial = [$zero(); LANES];
-            let blocks = group.len() / ($rows * 20);
             let whole = blocks / BLOCKS * BLOCKS;
             for b in (0..whole).step_by(BLOCKS) {
+                prefetch(group, (b + AHEAD) * $rows * 20, BLOCKS * $rows * 20);
                 $q4_1_blocks::<BLOCKS>(group, xs, sums, b, &mut partial);
             }
             for b in whole..blocks {
@@ -191,11 +210,11 @@ macro_rules! vector_path {
 
         #[doc = concat!("The ", stringify!($rows), " rows of one group, Q8_0 (", stringify!($rows), " x 34 bytes a block).")]
         #[target_feature(enable = $features)]
-        fn $q8_0(group: &[u8], xs: &[f32]) -> [f32; $rows] {
+        fn $q8_0(group: &[u8], blocks: usize, xs: &[f32]) -> [f32; $rows] {
             let mut partial = [$zero(); LANES];
-            let blocks = group.len() / ($rows * 34);
             let whole = blocks / BLOCKS * BLOCKS;
             for b in (0..whole).step_by(BLOCKS) {
+                prefetch(group, (b + AHEAD) * $rows * 34, BLOCKS * $rows * 34);
                 $q8_0_blocks::<BLOCKS>(group, xs, b, &mut partial);
             }
             for b in whole..blocks {
