@@ -186,12 +186,16 @@ pub trait DeviceMemory {
 /// The derived forms ([`DeviceMemory::derived`]) one allocation keeps, for the address spaces
 /// that keep them: this crate's [`HostMemory`] and the soft device's.
 ///
-/// The forms of an allocation take at most as many bytes as the allocation (a form that would
-/// pass that forgets the others first). A clone keeps no forms.
+/// The forms of an allocation take at most as many bytes as the allocation and [`FORM_SLACK`]
+/// more for each (a form may pad its range, as the vector layouts do; one that would pass that
+/// forgets the others first). A clone keeps no forms.
 #[derive(Default)]
 pub struct DerivedForms {
     forms: Mutex<Vec<Form>>,
 }
+
+/// Bytes a form may take beyond its range and still count as its range's size.
+pub const FORM_SLACK: usize = 64;
 
 /// One kept form.
 struct Form {
@@ -224,11 +228,14 @@ impl DerivedForms {
             return Some(Arc::clone(&form.bytes));
         }
         let form: Arc<[u8]> = derive(bytes).into();
-        let kept: usize = forms.iter().map(|f| f.bytes.len()).sum();
-        if kept.saturating_add(form.len()) > allocation.len() {
+        // Each form counts as its range, up to FORM_SLACK bytes of padding.
+        let size = |f: &[u8], len: usize| f.len().saturating_sub(FORM_SLACK).max(len);
+        let kept: usize = forms.iter().map(|f| size(&f.bytes, f.len)).sum();
+        let this = size(&form, len);
+        if kept.saturating_add(this) > allocation.len() {
             forms.clear();
         }
-        if form.len() <= allocation.len() {
+        if this <= allocation.len() {
             forms.push(Form { offset, len, key, bytes: Arc::clone(&form) });
         }
         Some(form)

@@ -82,6 +82,10 @@ pub(super) struct Layout {
     pub(super) isa: Option<Isa>,
 }
 
+/// Bytes after a packed matrix: the 16-row Q4_1 path's loads of a block's last columns read up
+/// to 3 bytes past the block.
+const PADDING: usize = crate::memory::FORM_SLACK;
+
 /// Rows handled by one parallel task: a whole number of groups of every vector path.
 const TASK_ROWS: usize = 64;
 /// Matrices with fewer blocks run on the calling thread (a task split costs more than it saves).
@@ -120,19 +124,24 @@ impl Layout {
         (blocks << 16) | (width << 4) | kind
     }
 
-    /// The matrix `w` (whole rows) laid out for this path, in as many bytes. Rows are taken in
-    /// groups of [`Layout::group_rows`]; each group keeps its place and its bytes, ordered block
-    /// by block: the block's `d` of every row of the group (`f16`, row order), for Q4_1 its `m`
-    /// of every row, then its quant bytes as columns: byte `j` of every row of the group, for
-    /// each `j`. Rows after the last whole group are left as they are (the scalar path reads
-    /// them). The scalar path's layout is the matrix itself.
+    /// The matrix `w` (whole rows) laid out for this path, in as many bytes and [`PADDING`]
+    /// more. Rows are taken in groups of [`Layout::group_rows`]; each group keeps its place and
+    /// its bytes, ordered block by block: the block's `d` of every row of the group (`f16`, row
+    /// order), for Q4_1 its `m` of every row, then its quant bytes as columns: byte `j` of every
+    /// row of the group, for each `j`; in the 16-row Q4_1 layout, four columns at a time, four
+    /// bytes of a row together (bytes `4c..4c + 4` of every row, row order, for each `c`), so that
+    /// one unaligned load puts any column in the low bytes of the rows' lanes. Rows after the
+    /// last whole group are left as they are (the scalar path reads them). The scalar path's
+    /// layout is the matrix itself.
     pub(super) fn pack(self, w: &[u8]) -> Vec<u8> {
         let mut packed = w.to_vec();
+        packed.resize(w.len() + PADDING, 0);
         let (n, row_bytes, block_bytes) = (self.group_rows(), self.row_bytes(), self.kind.block_bytes());
         if n == 1 || row_bytes == 0 {
             return packed;
         }
         let scales = self.kind.scale_bytes();
+        let quads = n == 16 && self.kind == Kind::Q4_1;
         let groups = w.par_chunks_exact(n * row_bytes).zip(packed.par_chunks_exact_mut(n * row_bytes));
         groups.for_each(|(from, to)| {
             for (b, to) in to.chunks_exact_mut(n * block_bytes).enumerate() {
@@ -142,7 +151,8 @@ impl Layout {
                         to[half * 2 * n + 2 * r..][..2].copy_from_slice(&block[2 * half..2 * half + 2]);
                     }
                     for (j, &q) in block[scales..].iter().enumerate() {
-                        to[scales * n + j * n + r] = q;
+                        let at = if quads { j / 4 * 4 * n + 4 * r + j % 4 } else { j * n + r };
+                        to[scales * n + at] = q;
                     }
                 }
             }
@@ -155,12 +165,13 @@ impl Layout {
     /// in this layout ([`Layout::pack`]).
     pub(super) fn matvec(self, packed: &[u8], xs: &[f32], out: &mut [f32]) {
         let row_bytes = self.row_bytes();
-        debug_assert_eq!(packed.len(), out.len() * row_bytes);
+        debug_assert!(packed.len() >= out.len() * row_bytes);
         debug_assert_eq!(xs.len(), self.blocks_per_row * super::widen(QK));
         let sums = self.kind.block_sums(xs);
         let task = |(index, rows): (usize, &mut [f32])| {
             let first = index * TASK_ROWS;
-            self.rows_of(&packed[first * row_bytes..(first + rows.len()) * row_bytes], xs, &sums, rows);
+            // The task's rows and every byte after them: the vector paths prefetch ahead.
+            self.rows_of(&packed[first * row_bytes..], xs, &sums, rows);
         };
         if out.len() * self.blocks_per_row >= PARALLEL_BLOCKS_MIN {
             out.par_chunks_mut(TASK_ROWS).enumerate().for_each(task);
@@ -169,8 +180,8 @@ impl Layout {
         }
     }
 
-    /// The rows of `packed` (`out.len()` of them, starting with a whole group) on the calling
-    /// thread; `sums` is [`Kind::block_sums`] of `xs`.
+    /// The rows of `packed` (`out.len()` of them, starting with a whole group, and any bytes
+    /// after them) on the calling thread; `sums` is [`Kind::block_sums`] of `xs`.
     fn rows_of(self, packed: &[u8], xs: &[f32], sums: &[f32], out: &mut [f32]) {
         let row_bytes = self.row_bytes();
         let done = self.vector().map_or(0, |isa| x86::rows(isa, self.kind, packed, xs, sums, self.blocks_per_row, out));

@@ -162,7 +162,7 @@ macro_rules! vector_path {
     (
         rows: $rows:literal, features: $features:literal, register: $f32s:ty,
         functions: ($q4_1:ident, $q8_0:ident, $q4_1_blocks:ident, $q8_0_blocks:ident, $tree:ident),
-        scales: $scales:ident, column: $column:ident, convert_f16: $cvtph:ident,
+        scales: $scales:ident, column: $column:ident, q4_1_quants: $q4_1_quants:ident, convert_f16: $cvtph:ident,
         zero: $zero:ident, add: $add:ident, fmadd: $fmadd:ident, splat: $splat:ident,
         widen_u8: $widen_u8:ident, widen_i8: $widen_i8:ident, to_f32: $to_f32:ident, nibbles: $nibbles:ident $(,)?
     ) => {
@@ -195,7 +195,7 @@ macro_rules! vector_path {
             let (mut lo, mut hi) = ([$zero(); N], [$zero(); N]);
             for j in 0..16 {
                 for i in 0..N {
-                    let (l, h) = $nibbles($widen_u8($column(blocks[i], 4 * $rows + $rows * j)));
+                    let (l, h) = $nibbles($q4_1_quants(group, (b + i) * $rows * 20, j));
                     lo[i] = $fmadd(l, $splat(x[i][j]), lo[i]);
                     hi[i] = $fmadd(h, $splat(x[i][16 + j]), hi[i]);
                 }
@@ -261,6 +261,26 @@ macro_rules! vector_path {
     };
 }
 
+/// Quant byte `j` of each of the 16 rows of the Q4_1 block at byte `at` of `group`, in the low
+/// byte of its row's lane: one unaligned load from the block's quants in
+/// [`super::Layout::pack`]'s 16-row layout (four bytes of a row a lane, four columns at a time),
+/// at an offset of `j % 4` bytes, so that no shuffle widens it. The lane's other bytes are
+/// later columns (or, past a block's last column, the bytes after it, which the layout pads):
+/// [`nibbles16`] reads only the low byte.
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+fn quads16(group: &[u8], at: usize, j: usize) -> __m512i {
+    zerocopy::transmute!(array::<64>(group, at + 64 + 64 * (j / 4) + j % 4))
+}
+
+/// Quant byte `j` of each of the 8 rows of the Q4_1 block at byte `at` of `group`, widened to
+/// `u32` lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn column8(group: &[u8], at: usize, j: usize) -> __m256i {
+    _mm256_cvtepu8_epi32(bytes8(group, at + 32 + 8 * j))
+}
+
 /// The low and high nibbles of 16 bytes widened to `i32` lanes, as `f32`: each by one `vpermps`
 /// from the table of `0.0..=15.0`, whose index is the low four bits of the lane.
 #[inline]
@@ -282,7 +302,7 @@ fn nibbles8(bytes: __m256i) -> (__m256, __m256) {
 vector_path! {
     rows: 16, features: "avx512f,avx2,fma,f16c", register: __m512,
     functions: (rows16_q4_1, rows16_q8_0, blocks16_q4_1, blocks16_q8_0, tree16),
-    scales: bytes32, column: bytes16, convert_f16: _mm512_cvtph_ps,
+    scales: bytes32, column: bytes16, q4_1_quants: quads16, convert_f16: _mm512_cvtph_ps,
     zero: _mm512_setzero_ps, add: _mm512_add_ps, fmadd: _mm512_fmadd_ps, splat: _mm512_set1_ps,
     widen_u8: _mm512_cvtepu8_epi32, widen_i8: _mm512_cvtepi8_epi32, to_f32: _mm512_cvtepi32_ps, nibbles: nibbles16,
 }
@@ -290,7 +310,7 @@ vector_path! {
 vector_path! {
     rows: 8, features: "avx2,fma,f16c", register: __m256,
     functions: (rows8_q4_1, rows8_q8_0, blocks8_q4_1, blocks8_q8_0, tree8),
-    scales: bytes16, column: bytes8, convert_f16: _mm256_cvtph_ps,
+    scales: bytes16, column: bytes8, q4_1_quants: column8, convert_f16: _mm256_cvtph_ps,
     zero: _mm256_setzero_ps, add: _mm256_add_ps, fmadd: _mm256_fmadd_ps, splat: _mm256_set1_ps,
     widen_u8: _mm256_cvtepu8_epi32, widen_i8: _mm256_cvtepi8_epi32, to_f32: _mm256_cvtepi32_ps, nibbles: nibbles8,
 }
