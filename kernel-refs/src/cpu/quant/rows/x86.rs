@@ -24,8 +24,8 @@ use std::arch::x86_64::{
     __m128i, __m256, __m256i, __m512, __m512i, _MM_HINT_T0, _mm_prefetch, _mm256_add_ps, _mm256_and_si256,
     _mm256_cvtepi8_epi32, _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm256_cvtph_ps, _mm256_fmadd_ps,
     _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_ps, _mm256_srli_epi32, _mm512_add_ps, _mm512_cvtepi8_epi32,
-    _mm512_cvtepi32_ps, _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_permutexvar_ps, _mm512_set1_ps,
-    _mm512_setr_ps, _mm512_setzero_ps, _mm512_srli_epi32,
+    _mm512_cvtepi32_ps, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_permutexvar_ps, _mm512_set1_ps, _mm512_setr_ps,
+    _mm512_setzero_ps, _mm512_srli_epi32,
 };
 
 use super::{Kind, LANES};
@@ -155,16 +155,16 @@ fn blocks_at<'a, const BLOCK: usize, const N: usize>(
 /// The vector path over registers of `$rows` `f32` lanes: `$q4_1` and `$q8_0` compute one
 /// group of `$rows` rows in [`super::Layout::pack`]'s layout (a block: the `f16` scales of every
 /// row, then its quant bytes column by column, `$rows` bytes a column), `N` blocks at a time by
-/// `$q4_1_blocks` and `$q8_0_blocks`; `$tree` is the LDS tree over the 32 partial sums; `$nibbles`
-/// converts a column of widened bytes to its low and high nibbles as `f32`. The intrinsics are
-/// those of the register width.
+/// `$q4_1_blocks` and `$q8_0_blocks`; `$tree` is the LDS tree over the 32 partial sums;
+/// `$q4_1_quants` gives a Q4_1 column in the rows' lanes (its byte in each lane's low byte) and
+/// `$nibbles` its low and high nibbles as `f32`. The intrinsics are those of the register width.
 macro_rules! vector_path {
     (
         rows: $rows:literal, features: $features:literal, register: $f32s:ty,
         functions: ($q4_1:ident, $q8_0:ident, $q4_1_blocks:ident, $q8_0_blocks:ident, $tree:ident),
         scales: $scales:ident, column: $column:ident, q4_1_quants: $q4_1_quants:ident, convert_f16: $cvtph:ident,
         zero: $zero:ident, add: $add:ident, fmadd: $fmadd:ident, splat: $splat:ident,
-        widen_u8: $widen_u8:ident, widen_i8: $widen_i8:ident, to_f32: $to_f32:ident, nibbles: $nibbles:ident $(,)?
+        widen_i8: $widen_i8:ident, to_f32: $to_f32:ident, nibbles: $nibbles:ident $(,)?
     ) => {
         #[doc = concat!("The ", stringify!($rows), " rows of one group, Q4_1 (", stringify!($rows), " x 20 bytes a block).")]
         #[target_feature(enable = $features)]
@@ -304,7 +304,7 @@ vector_path! {
     functions: (rows16_q4_1, rows16_q8_0, blocks16_q4_1, blocks16_q8_0, tree16),
     scales: bytes32, column: bytes16, q4_1_quants: quads16, convert_f16: _mm512_cvtph_ps,
     zero: _mm512_setzero_ps, add: _mm512_add_ps, fmadd: _mm512_fmadd_ps, splat: _mm512_set1_ps,
-    widen_u8: _mm512_cvtepu8_epi32, widen_i8: _mm512_cvtepi8_epi32, to_f32: _mm512_cvtepi32_ps, nibbles: nibbles16,
+    widen_i8: _mm512_cvtepi8_epi32, to_f32: _mm512_cvtepi32_ps, nibbles: nibbles16,
 }
 
 vector_path! {
@@ -312,5 +312,5 @@ vector_path! {
     functions: (rows8_q4_1, rows8_q8_0, blocks8_q4_1, blocks8_q8_0, tree8),
     scales: bytes16, column: bytes8, q4_1_quants: column8, convert_f16: _mm256_cvtph_ps,
     zero: _mm256_setzero_ps, add: _mm256_add_ps, fmadd: _mm256_fmadd_ps, splat: _mm256_set1_ps,
-    widen_u8: _mm256_cvtepu8_epi32, widen_i8: _mm256_cvtepi8_epi32, to_f32: _mm256_cvtepi32_ps, nibbles: nibbles8,
+    widen_i8: _mm256_cvtepi8_epi32, to_f32: _mm256_cvtepi32_ps, nibbles: nibbles8,
 }
