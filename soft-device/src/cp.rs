@@ -2,7 +2,12 @@
 //! (IB) of one GPU family on the CPU, strictly enough that a wrong lowering fails here rather
 //! than on hardware.
 //!
-//! The IB is read from sim memory and decoded with `pm4-encoding`'s [`Decoder`]. Modelled:
+//! The IB is read from sim memory and decoded with `pm4-encoding`'s [`Decoder`]. An IB executed
+//! again at the same address with as many dwords (a retained body replayed) reuses the packets
+//! decoded last time whose dwords are unchanged and decodes only the others (its patched
+//! dispatch dimensions); its dwords are still read and compared on every execution, so what runs
+//! is always what decoding them gives, and an IB that faulted is decoded whole the next time.
+//! Modelled:
 //! - `SET_SH_REG` into a register file: the dispatch registers (`COMPUTE_PGM_*`,
 //!   `COMPUTE_NUM_THREAD_*`, `COMPUTE_USER_DATA_*`). A register absent on the family, a
 //!   queue-owned register (`COMPUTE_TMPRING_SIZE`, `COMPUTE_STATIC_THREAD_MGMT_SE*`,
@@ -28,7 +33,7 @@ mod dispatch;
 mod fault;
 
 use kernel_refs::cpu::KernelError;
-use pm4_encoding::header::Header;
+use pm4_encoding::header::{Header, Type3Header};
 use pm4_encoding::packet::copy_data::{DstSel as CopyDst, SrcSel};
 use pm4_encoding::packet::event_write::EventType;
 use pm4_encoding::packet::release_mem::{DataSel, DstSel as ReleaseDst, IntSel};
@@ -89,6 +94,71 @@ struct Pending {
 pub struct CommandProcessor {
     family: Family,
     regs: ShRegisters,
+    /// The last IB executed, decoded: a replayed body is decoded once.
+    decoded: Option<DecodedIb>,
+}
+
+/// An IB as last executed: its address, its dwords, and each packet decoded. A later IB at the
+/// same address with as many dwords reuses every packet whose dwords are unchanged and decodes
+/// only the others (a replay's patched dispatch dimensions); one whose changed packets no longer
+/// decode to a packet of the same length is decoded whole again.
+#[derive(Clone, Debug)]
+struct DecodedIb {
+    va: u64,
+    words: Vec<u32>,
+    packets: Vec<DecodedPacket>,
+}
+
+/// One packet of a [`DecodedIb`]: where it sits and what it is.
+#[derive(Clone, Debug)]
+struct DecodedPacket {
+    offset: usize,
+    len: usize,
+    header: Type3Header,
+    /// The typed packet where it borrows nothing from the IB; else parsed again from `body` when
+    /// it executes (`SET_SH_REG`, `WRITE_DATA`, `NOP`: a bounds check and a copy of the fields).
+    typed: Option<Packet<'static>>,
+    body: Box<[u32]>,
+}
+
+impl DecodedPacket {
+    /// `decoded` (a type-3 packet at `offset` of its IB), kept.
+    fn keep(decoded: &Decoded<'_>) -> Option<Self> {
+        let Ok(Header::Type3(header)) = Header::decode(*decoded.words.first()?) else { return None };
+        let typed = match decoded.packet {
+            Packet::DispatchDirect(p) => Some(Packet::DispatchDirect(p)),
+            Packet::AcquireMem(p) => Some(Packet::AcquireMem(p)),
+            Packet::ReleaseMem(p) => Some(Packet::ReleaseMem(p)),
+            Packet::EventWrite(p) => Some(Packet::EventWrite(p)),
+            Packet::WaitRegMem(p) => Some(Packet::WaitRegMem(p)),
+            Packet::CopyData(p) => Some(Packet::CopyData(p)),
+            Packet::SetShReg(_) | Packet::WriteData(_) | Packet::Nop(_) => None,
+            // The command processor faults on every other packet: such an IB is not kept.
+            _ => return None,
+        };
+        Some(Self {
+            offset: decoded.offset,
+            len: decoded.words.len(),
+            header,
+            typed,
+            body: decoded.words.get(1..)?.into(),
+        })
+    }
+
+    /// The packet, as the decoder gave it.
+    fn packet(&self) -> Result<Packet<'_>, CpFault> {
+        match self.typed {
+            Some(p) => Ok(p),
+            None => pm4_encoding::packet::parse(self.header, &self.body).map_err(|source| {
+                let e = pm4_encoding::decoder::DecodeError::Packet {
+                    offset: self.offset,
+                    opcode: self.header.opcode,
+                    source,
+                };
+                CpFaultKind::Decode(e).at(self.offset)
+            }),
+        }
+    }
 }
 
 impl CommandProcessor {
@@ -100,7 +170,7 @@ impl CommandProcessor {
     /// A command processor of `family` with an empty register file.
     #[must_use]
     pub fn new(family: Family) -> Self {
-        Self { family, regs: ShRegisters::new(family) }
+        Self { family, regs: ShRegisters::new(family), decoded: None }
     }
 
     /// The family.
@@ -123,6 +193,8 @@ impl CommandProcessor {
         clock: &mut GpuClock,
     ) -> Result<IbReport, CpFault> {
         let words = read_ib(memory, ib_va, size_dwords).map_err(|kind| kind.at(0))?;
+        // Taken: an IB that faults is not kept.
+        let kept = self.decoded.take().and_then(|ib| ib.refreshed(ib_va, &words));
         let mut run = Run {
             family: self.family,
             regs: &mut self.regs,
@@ -133,14 +205,62 @@ impl CommandProcessor {
             visibility: Visibility::new(self.family),
             report: IbReport::default(),
         };
-        for item in Decoder::new(&words) {
-            let decoded = item.map_err(|e| CpFaultKind::Decode(e).at(e.offset()))?;
-            run.packet(&decoded)?;
-            run.report.packets += 1;
-        }
+        let decoded = match kept {
+            Some(ib) => {
+                for p in &ib.packets {
+                    let words = &ib.words[p.offset..p.offset + p.len];
+                    run.packet(&Decoded { offset: p.offset, words, packet: p.packet()? }, Some(p.header))?;
+                    run.report.packets += 1;
+                }
+                Some(ib)
+            }
+            None => {
+                let mut packets = Some(Vec::new());
+                for item in Decoder::new(&words) {
+                    let decoded = item.map_err(|e| CpFaultKind::Decode(e).at(e.offset()))?;
+                    let header = match Header::decode(decoded.words[0]) {
+                        Ok(Header::Type3(h)) => Some(h),
+                        _ => None,
+                    };
+                    run.packet(&decoded, header)?;
+                    run.report.packets += 1;
+                    packets = packets.and_then(|mut kept: Vec<DecodedPacket>| {
+                        kept.push(DecodedPacket::keep(&decoded)?);
+                        Some(kept)
+                    });
+                }
+                packets.map(|packets| DecodedIb { va: ib_va, words, packets })
+            }
+        };
         // The enclosing AQL packet completes only when every dispatch has finished.
         run.flush()?;
+        self.decoded = decoded;
         Ok(run.report)
+    }
+}
+
+impl DecodedIb {
+    /// This IB brought up to `words` at `va`: the packets whose dwords changed decoded again;
+    /// `None` when `words` is another IB (another address or length) or a changed packet no
+    /// longer decodes to one kept packet of its length.
+    fn refreshed(mut self, va: u64, words: &[u32]) -> Option<Self> {
+        if self.va != va || self.words.len() != words.len() {
+            return None;
+        }
+        for p in &mut self.packets {
+            let (now, then) = (&words[p.offset..p.offset + p.len], &mut self.words[p.offset..p.offset + p.len]);
+            if now == then {
+                continue;
+            }
+            let decoded = Decoder::new(now).next()?.ok()?;
+            if decoded.words.len() != p.len {
+                return None;
+            }
+            let offset = p.offset;
+            *p = DecodedPacket::keep(&Decoded { offset, ..decoded })?;
+            then.copy_from_slice(now);
+        }
+        Some(self)
     }
 }
 
@@ -171,10 +291,11 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    fn packet(&mut self, decoded: &Decoded<'_>) -> Result<(), CpFault> {
+    /// Executes one packet; `header` is its type-3 header (`None` for other packet types).
+    fn packet(&mut self, decoded: &Decoded<'_>, header: Option<Type3Header>) -> Result<(), CpFault> {
         let offset = decoded.offset;
         let at = |kind: CpFaultKind| kind.at(offset);
-        if let Ok(Header::Type3(h)) = Header::decode(decoded.words[0])
+        if let Some(h) = header
             && h.flags().predicate
         {
             return Err(at(CpFaultKind::Predicated { opcode: h.opcode }));

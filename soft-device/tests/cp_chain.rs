@@ -433,3 +433,67 @@ fn one_vendor_packet_replays_the_chain_like_the_ordinary_path_on_every_target() 
         }
     }
 }
+
+/// One command processor executing IBs written in turn at one address of one memory: a replay.
+struct Replayer {
+    memory: SimMemory,
+    cp: CommandProcessor,
+    va: u64,
+}
+
+impl Replayer {
+    fn new(ch: &Chain, dwords: usize) -> Self {
+        let mut memory = ch.device.memory().clone();
+        let va = memory.allocate(u64::try_from(4 * dwords).unwrap()).unwrap().va;
+        Self { memory, cp: CommandProcessor::new(ch.device.target().family()), va }
+    }
+
+    /// Writes `words` at the IB's address and executes them; the outputs' bytes after.
+    fn run(&mut self, ch: &Chain, words: &[u32]) -> (Result<IbReport, CpFault>, Vec<Vec<u8>>) {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        self.memory.write(self.va, &bytes).unwrap();
+        let mut clock = soft_device::clock::GpuClock::new();
+        let size = u32::try_from(words.len()).unwrap();
+        let report = self.cp.execute_ib(&mut self.memory, ch.device.soft_kernels(), self.va, size, &mut clock);
+        (report, [ch.y, ch.c, ch.d].iter().map(|a| read(&self.memory, a.va, a.size)).collect())
+    }
+}
+
+#[test]
+fn a_replayed_ib_follows_every_rewrite_of_its_dwords() {
+    // The command processor keeps the last IB decoded and reuses the packets whose dwords did
+    // not change: each run here must give what a fresh command processor on a fresh copy of
+    // the memory gives for the same dwords (report, fault and bytes).
+    for target in Target::ALL {
+        let ch = chain(target);
+        let words = ch.ib(WAITS);
+        let fresh = |words: &[u32]| {
+            let (memory, report) = ch.run(words);
+            (report, [ch.y, ch.c, ch.d].iter().map(|a| read(&memory, a.va, a.size)).collect::<Vec<_>>())
+        };
+        // Dispatch 1 (axpy) over half the grid: same length, a patched dimension (a fault: its
+        // kernarg's hidden arguments say the whole grid).
+        let half = patch_dispatch(&words, 1, |d| d.dim_x /= 2);
+        assert_eq!(half.len(), words.len());
+        // The first program address off by one: same length, a fault at dispatch 0.
+        let wrong = patch_reg(&words, target, "COMPUTE_PGM_LO", 0, |v| v[0] += 1);
+        // One more user-data value: another length.
+        let longer = patch_reg(&words, target, "COMPUTE_PGM_LO", 0, |v| v.push(0));
+        let mut replay = Replayer::new(&ch, words.len() + 8);
+        for (step, ib) in
+            [&words, &words, &half, &half, &words, &wrong, &words, &longer, &words].into_iter().enumerate()
+        {
+            let (report, bytes) = replay.run(&ch, ib);
+            let (expected, expected_bytes) = fresh(ib);
+            let debug = |r: &Result<IbReport, CpFault>| r.as_ref().map_err(|f| format!("{f:?}")).cloned();
+            assert_eq!(debug(&report), debug(&expected), "{target} step {step}");
+            if expected.is_ok() {
+                assert_eq!(bytes, expected_bytes, "{target} step {step}");
+            }
+        }
+        // The halved dimension reaches the dispatch, where the hidden arguments written for the
+        // whole grid disagree with it: a replay that reused the stale packet would not fault.
+        let f = fresh(&half).0.unwrap_err();
+        assert!(matches!(&f.kind, CpFaultKind::HiddenArg(m) if m.grid[0] == GRID / 2), "{target}: {f}");
+    }
+}
