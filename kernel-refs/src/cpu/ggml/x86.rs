@@ -5,7 +5,10 @@
 //! each rounded on its own), then added as a work-item adds it: `acc = acc + w * x`, a multiply
 //! and an add, each rounded (no fused multiply-add, as in the kernels' generic products).
 //!
-//! A block's `f16` fields are converted by `vcvtph2ps`, exact for every binary16 value as
+//! A quant of four or five bits is converted to its `f32` (with Q4_0's and Q5_0's offsets) by
+//! one permute from a table of the exact small integers (`vpermps`, `vpermt2ps`), its fifth bit
+//! put in the index by a bitwise select; Q6_K's quants are assembled and converted by integer
+//! operations. A block's `f16` fields are converted by `vcvtph2ps`, exact for every binary16 value as
 //! [`crate::cpu::f16_to_f32`] is (a NaN comes back quiet with its payload); integers below 2^24
 //! convert to `f32` exactly by `vcvtdq2ps`, as `f32::from` does.
 
@@ -15,8 +18,9 @@
 use std::arch::x86_64::{
     __m512, __m512i, _MM_HINT_T0, _mm_prefetch, _mm512_add_epi32, _mm512_add_ps, _mm512_and_si512,
     _mm512_cvtepi8_epi32, _mm512_cvtepi32_epi16, _mm512_cvtepi32_ps, _mm512_cvtepu8_epi32, _mm512_cvtph_ps,
-    _mm512_mul_ps, _mm512_or_si512, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps, _mm512_slli_epi32,
-    _mm512_sllv_epi32, _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_sub_ps,
+    _mm512_mul_ps, _mm512_or_si512, _mm512_permutex2var_ps, _mm512_permutexvar_ps, _mm512_set1_epi32, _mm512_set1_ps,
+    _mm512_setr_ps, _mm512_setzero_ps, _mm512_slli_epi32, _mm512_sllv_epi32, _mm512_srli_epi32, _mm512_srlv_epi32,
+    _mm512_sub_ps, _mm512_ternarylogic_epi32,
 };
 
 use super::BlockFormat;
@@ -158,24 +162,54 @@ fn bits(v: __m512i, shift: u32, mask: i32) -> __m512i {
     _mm512_and_si512(_mm512_srlv_epi32(v, shift), _mm512_set1_epi32(mask))
 }
 
-/// The fifth bit of value `j` of a Q5 block, `((qh >> j) & 1) << 4`.
+/// The floats `first, first + 1, ..., first + 31` (exact: small integers) as two registers, the
+/// table of [`lookup16`] (the first) and [`lookup32`] (both).
 #[inline]
 #[target_feature(enable = "avx512f,avx2,fma,f16c")]
-fn fifth(qh: __m512i, j: usize) -> __m512i {
-    let j = i32::try_from(j).unwrap_or(0);
-    let bit = _mm512_and_si512(_mm512_srlv_epi32(qh, _mm512_set1_epi32(j)), _mm512_set1_epi32(1));
-    _mm512_sllv_epi32(bit, _mm512_set1_epi32(4))
+fn table(first: f32) -> (__m512, __m512) {
+    let low = _mm512_add_ps(
+        _mm512_set1_ps(first),
+        _mm512_setr_ps(0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0),
+    );
+    (low, _mm512_add_ps(low, _mm512_set1_ps(16.0)))
 }
 
-/// The 4-bit quant of value `j` of a 32-value block from its 16 quant bytes at `qs`.
+/// Entry `i & 15` of `table` in each lane (`vpermps`: only the low four bits of `i` count):
+/// `first + (i & 15)` as `f32` for a [`table`] of `first`.
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+fn lookup16(i: __m512i, table: (__m512, __m512)) -> __m512 {
+    _mm512_permutexvar_ps(i, table.0)
+}
+
+/// Entry `(i & 15) + 16 * bit 4 of high` of the 32-entry `table` in each lane: bits 0-3 of `i`
+/// and bit 4 of `high` make the index (one `vpternlogd` select, then `vpermt2ps`, which reads
+/// only the low five bits).
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+fn lookup32(i: __m512i, high: __m512i, table: (__m512, __m512)) -> __m512 {
+    // Bit by bit `bit 4 ? high : i` (truth table 0xD8: c ? b : a).
+    let index = _mm512_ternarylogic_epi32::<0xD8>(i, high, _mm512_set1_epi32(16));
+    _mm512_permutex2var_ps(table.0, index, table.1)
+}
+
+/// `v` with its bit `bit` moved to bit 4 (the other bits moved alike).
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+fn bit_to_4(v: __m512i, bit: usize) -> __m512i {
+    if bit >= 4 {
+        _mm512_srlv_epi32(v, _mm512_set1_epi32(i32::try_from(bit - 4).unwrap_or(0)))
+    } else {
+        _mm512_sllv_epi32(v, _mm512_set1_epi32(i32::try_from(4 - bit).unwrap_or(0)))
+    }
+}
+
+/// The byte holding the 4-bit quant of value `j` of a 32-value block (16 quant bytes at `qs`),
+/// shifted so that the quant is its low four bits (the bits above are not cleared).
 #[inline]
 #[target_feature(enable = "avx512f,avx2,fma,f16c")]
 fn nibble(block: &[u8], qs: usize, j: usize) -> __m512i {
-    if j < 16 {
-        _mm512_and_si512(column(block, qs + j), _mm512_set1_epi32(15))
-    } else {
-        _mm512_srli_epi32::<4>(column(block, qs + j - 16))
-    }
+    if j < 16 { column(block, qs + j) } else { _mm512_srli_epi32::<4>(column(block, qs + j - 16)) }
 }
 
 impl Lanes for Q4_0 {
@@ -184,10 +218,10 @@ impl Lanes for Q4_0 {
         #[allow(unsafe_code)]
         // SAFETY: called only from `sums`, compiled for the features these intrinsics need.
         unsafe {
-            let d = half(b, 0);
+            let (d, values) = (half(b, 0), table(-8.0));
             for j in 0..32 {
-                let q = _mm512_add_epi32(nibble(b, 2, j), _mm512_set1_epi32(-8));
-                add(j, _mm512_mul_ps(float(q), d));
+                // f(q - 8), exactly.
+                add(j, _mm512_mul_ps(lookup16(nibble(b, 2, j), values), d));
             }
         }
     }
@@ -199,10 +233,10 @@ impl Lanes for Q5_0 {
         #[allow(unsafe_code)]
         // SAFETY: as for `Q4_0`.
         unsafe {
-            let (d, qh) = (half(b, 0), word(b, 2));
+            let (d, qh, values) = (half(b, 0), word(b, 2), table(-16.0));
             for j in 0..32 {
-                let q = _mm512_add_epi32(_mm512_or_si512(nibble(b, 6, j), fifth(qh, j)), _mm512_set1_epi32(-16));
-                add(j, _mm512_mul_ps(float(q), d));
+                // f(q - 16), exactly: the nibble and bit j of qh as its fifth bit.
+                add(j, _mm512_mul_ps(lookup32(nibble(b, 6, j), bit_to_4(qh, j), values), d));
             }
         }
     }
@@ -214,10 +248,10 @@ impl Lanes for Q5_1 {
         #[allow(unsafe_code)]
         // SAFETY: as for `Q4_0`.
         unsafe {
-            let (d, m, qh) = (half(b, 0), half(b, 2), word(b, 4));
+            let (d, m, qh, values) = (half(b, 0), half(b, 2), word(b, 4), table(0.0));
             for j in 0..32 {
-                let q = _mm512_or_si512(nibble(b, 8, j), fifth(qh, j));
-                add(j, _mm512_add_ps(_mm512_mul_ps(float(q), d), m));
+                let q = lookup32(nibble(b, 8, j), bit_to_4(qh, j), values);
+                add(j, _mm512_add_ps(_mm512_mul_ps(q, d), m));
             }
         }
     }
@@ -249,11 +283,11 @@ impl Lanes for Q4K {
         unsafe {
             let (sc, m) = scale_min_k4(b, c);
             let (d1, m1) = (_mm512_mul_ps(half(b, 0), float(sc)), _mm512_mul_ps(half(b, 2), float(m)));
-            let shift = u32::try_from(4 * (c % 2)).unwrap_or(0);
-            let qs = 16 + 32 * (c / 2);
+            let (qs, values) = (16 + 32 * (c / 2), table(0.0));
             for j in 0..32 {
-                let q = bits(column(b, qs + j), shift, 15);
-                add(j, _mm512_sub_ps(_mm512_mul_ps(d1, float(q)), m1));
+                let byte = column(b, qs + j);
+                let q = if c.is_multiple_of(2) { byte } else { _mm512_srli_epi32::<4>(byte) };
+                add(j, _mm512_sub_ps(_mm512_mul_ps(d1, lookup16(q, values)), m1));
             }
         }
     }
@@ -267,13 +301,13 @@ impl Lanes for Q5K {
         unsafe {
             let (sc, m) = scale_min_k4(b, c);
             let (d1, m1) = (_mm512_mul_ps(half(b, 0), float(sc)), _mm512_mul_ps(half(b, 2), float(m)));
-            let shift = u32::try_from(4 * (c % 2)).unwrap_or(0);
-            let c_bit = u32::try_from(c).unwrap_or(0);
-            let qs = 48 + 32 * (c / 2);
+            let (qs, values) = (48 + 32 * (c / 2), table(0.0));
             for j in 0..32 {
-                let high = _mm512_slli_epi32::<4>(bits(column(b, 16 + j), c_bit, 1));
-                let q = _mm512_add_epi32(bits(column(b, qs + j), shift, 15), high);
-                add(j, _mm512_sub_ps(_mm512_mul_ps(d1, float(q)), m1));
+                let byte = column(b, qs + j);
+                let low = if c.is_multiple_of(2) { byte } else { _mm512_srli_epi32::<4>(byte) };
+                // Bit c of qh[j] adds 16: it is the index's fifth bit.
+                let q = lookup32(low, bit_to_4(column(b, 16 + j), c), values);
+                add(j, _mm512_sub_ps(_mm512_mul_ps(d1, q), m1));
             }
         }
     }
