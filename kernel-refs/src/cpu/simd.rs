@@ -111,3 +111,28 @@ pub(crate) fn available_for_tests() -> Vec<Isa> {
     }
     isas
 }
+
+/// Asks the caches for the lines of `bytes[at..at + len]` (those inside `bytes`), ahead of the
+/// vector paths' reads: a hint that changes no value.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "sse")]
+pub(crate) fn prefetch(bytes: &[u8], at: usize, len: usize) {
+    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+    let end = bytes.len().min(at.saturating_add(len));
+    for offset in (at..end).step_by(64) {
+        _mm_prefetch::<_MM_HINT_T0>(bytes[offset..].as_ptr().cast());
+    }
+}
+
+/// The `x` values the vector paths' property tests draw: mostly small numbers, sometimes any
+/// bit pattern (NaN, infinities, subnormals) or `-0.0`.
+#[cfg(test)]
+pub(crate) fn test_value() -> impl proptest::strategy::Strategy<Value = f32> {
+    use proptest::prelude::*;
+    prop_oneof![
+        8 => -4.0f32..4.0,
+        1 => any::<u32>().prop_map(f32::from_bits),
+        1 => Just(-0.0f32),
+    ]
+}

@@ -16,16 +16,15 @@
 #![allow(clippy::needless_range_loop)]
 
 use std::arch::x86_64::{
-    __m512, __m512i, _MM_HINT_T0, _mm_prefetch, _mm512_add_epi32, _mm512_add_ps, _mm512_and_si512,
-    _mm512_cvtepi8_epi32, _mm512_cvtepi32_epi16, _mm512_cvtepi32_ps, _mm512_cvtepu8_epi32, _mm512_cvtph_ps,
-    _mm512_mul_ps, _mm512_or_si512, _mm512_permutex2var_ps, _mm512_permutexvar_ps, _mm512_set1_epi32, _mm512_set1_ps,
-    _mm512_setr_ps, _mm512_setzero_ps, _mm512_slli_epi32, _mm512_sllv_epi32, _mm512_srli_epi32, _mm512_srlv_epi32,
-    _mm512_sub_ps, _mm512_ternarylogic_epi32,
+    __m512, __m512i, _mm512_add_epi32, _mm512_add_ps, _mm512_and_si512, _mm512_cvtepi8_epi32, _mm512_cvtepi32_epi16,
+    _mm512_cvtepi32_ps, _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_mul_ps, _mm512_or_si512, _mm512_permutex2var_ps,
+    _mm512_permutexvar_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setr_ps, _mm512_setzero_ps, _mm512_slli_epi32,
+    _mm512_sllv_epi32, _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_sub_ps, _mm512_ternarylogic_epi32,
 };
 
 use super::BlockFormat;
 use super::formats::{Format, Q4_0, Q4K, Q5_0, Q5_1, Q5K, Q6K};
-use crate::cpu::simd::Isa;
+use crate::cpu::simd::{Isa, prefetch};
 
 /// Rows of a group: the `f32` lanes of a 512-bit register.
 pub(super) const ROWS: usize = 16;
@@ -275,14 +274,21 @@ fn scale_min_k4(b: &[u8], s: usize) -> (__m512i, __m512i) {
     }
 }
 
+/// Sub-block `c`'s `d1 = d * sc` and `m1 = dmin * m` of every row of a Q4_K or Q5_K block.
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+fn k4_scales(b: &[u8], c: usize) -> (__m512, __m512) {
+    let (sc, m) = scale_min_k4(b, c);
+    (_mm512_mul_ps(half(b, 0), float(sc)), _mm512_mul_ps(half(b, 2), float(m)))
+}
+
 impl Lanes for Q4K {
     #[inline(always)]
     fn chunk(b: &[u8], c: usize, add: &mut impl FnMut(usize, __m512)) {
         #[allow(unsafe_code)]
         // SAFETY: as for `Q4_0`.
         unsafe {
-            let (sc, m) = scale_min_k4(b, c);
-            let (d1, m1) = (_mm512_mul_ps(half(b, 0), float(sc)), _mm512_mul_ps(half(b, 2), float(m)));
+            let (d1, m1) = k4_scales(b, c);
             let (qs, values) = (16 + 32 * (c / 2), table(0.0));
             for j in 0..32 {
                 let byte = column(b, qs + j);
@@ -299,8 +305,7 @@ impl Lanes for Q5K {
         #[allow(unsafe_code)]
         // SAFETY: as for `Q4_0`.
         unsafe {
-            let (sc, m) = scale_min_k4(b, c);
-            let (d1, m1) = (_mm512_mul_ps(half(b, 0), float(sc)), _mm512_mul_ps(half(b, 2), float(m)));
+            let (d1, m1) = k4_scales(b, c);
             let (qs, values) = (48 + 32 * (c / 2), table(0.0));
             for j in 0..32 {
                 let byte = column(b, qs + j);
@@ -337,17 +342,6 @@ impl Lanes for Q6K {
 
 /// Bytes ahead of the block being added that are prefetched.
 const AHEAD: usize = 4096;
-
-/// Asks the caches for the lines of `bytes[at..at + len]` (those inside `bytes`), ahead of their
-/// reads: a hint that changes no value.
-#[inline]
-#[target_feature(enable = "sse")]
-fn prefetch(bytes: &[u8], at: usize, len: usize) {
-    let end = bytes.len().min(at.saturating_add(len));
-    for offset in (at..end).step_by(64) {
-        _mm_prefetch::<_MM_HINT_T0>(bytes[offset..].as_ptr().cast());
-    }
-}
 
 /// The 16 rows of one packed group of format `F` times `xs`: work-item `c % 32` adds chunk `c`
 /// (value by value, `acc = acc + w * x`), then the LDS tree.
@@ -422,14 +416,6 @@ mod tests {
         (fast.iter().map(key).collect(), scalar.iter().map(key).collect())
     }
 
-    fn value() -> impl Strategy<Value = f32> {
-        prop_oneof![
-            8 => -4.0f32..4.0,
-            1 => any::<u32>().prop_map(f32::from_bits),
-            1 => Just(-0.0f32),
-        ]
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
 
@@ -440,7 +426,7 @@ mod tests {
             blocks in 1usize..5,
             special in any::<bool>(),
             bytes in proptest::collection::vec(any::<u8>(), 1..600),
-            xs in proptest::collection::vec(value(), 1..300),
+            xs in proptest::collection::vec(crate::cpu::simd::test_value(), 1..300),
         ) {
             if !available() {
                 return Ok(());

@@ -263,14 +263,6 @@ mod tests {
         crate::cpu::simd::available_for_tests().into_iter().map(Some).chain([Isa::widest()]).collect()
     }
 
-    fn value() -> impl Strategy<Value = f32> {
-        prop_oneof![
-            8 => -4.0f32..4.0,
-            1 => any::<u32>().prop_map(f32::from_bits),
-            1 => Just(-0.0f32),
-        ]
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -280,7 +272,7 @@ mod tests {
             rows in 1usize..90,
             blocks_per_row in 1usize..80,
             bytes in proptest::collection::vec(any::<u8>(), 1..400),
-            xs in proptest::collection::vec(value(), 1..200),
+            xs in proptest::collection::vec(crate::cpu::simd::test_value(), 1..200),
         ) {
             compare(if q8 { Kind::Q8_0 } else { Kind::Q4_1 }, rows, blocks_per_row, &bytes, &xs);
         }

@@ -21,15 +21,14 @@
 #![allow(clippy::needless_range_loop)]
 
 use std::arch::x86_64::{
-    __m128i, __m256, __m256i, __m512, __m512i, _MM_HINT_T0, _mm_prefetch, _mm256_add_ps, _mm256_and_si256,
-    _mm256_cvtepi8_epi32, _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm256_cvtph_ps, _mm256_fmadd_ps,
-    _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_ps, _mm256_srli_epi32, _mm512_add_ps, _mm512_cvtepi8_epi32,
-    _mm512_cvtepi32_ps, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_permutexvar_ps, _mm512_set1_ps, _mm512_setr_ps,
-    _mm512_setzero_ps, _mm512_srli_epi32,
+    __m128i, __m256, __m256i, __m512, __m512i, _mm256_add_ps, _mm256_and_si256, _mm256_cvtepi8_epi32,
+    _mm256_cvtepi32_ps, _mm256_cvtepu8_epi32, _mm256_cvtph_ps, _mm256_fmadd_ps, _mm256_set1_epi32, _mm256_set1_ps,
+    _mm256_setzero_ps, _mm256_srli_epi32, _mm512_add_ps, _mm512_cvtepi8_epi32, _mm512_cvtepi32_ps, _mm512_cvtph_ps,
+    _mm512_fmadd_ps, _mm512_permutexvar_ps, _mm512_set1_ps, _mm512_setr_ps, _mm512_setzero_ps, _mm512_srli_epi32,
 };
 
 use super::{Kind, LANES};
-use crate::cpu::simd::Isa;
+use crate::cpu::simd::{Isa, prefetch};
 
 /// Rows per register.
 pub(super) const fn rows_per_register(isa: Isa) -> usize {
@@ -99,17 +98,6 @@ const BLOCKS: usize = 4;
 
 /// Blocks ahead of the ones being added whose bytes the vector paths prefetch.
 const AHEAD: usize = 8;
-
-/// Asks the caches for the lines of `bytes[at..at + len]` (those inside `bytes`), ahead of their
-/// reads: a hint that changes no value.
-#[inline]
-#[target_feature(enable = "sse")]
-fn prefetch(bytes: &[u8], at: usize, len: usize) {
-    let end = bytes.len().min(at.saturating_add(len));
-    for offset in (at..end).step_by(64) {
-        _mm_prefetch::<_MM_HINT_T0>(bytes[offset..].as_ptr().cast());
-    }
-}
 
 /// The 32 `x` values of block `b`.
 #[inline(always)]
