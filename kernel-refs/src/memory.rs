@@ -608,6 +608,33 @@ mod tests {
     }
 
     #[test]
+    fn a_form_padded_within_the_slack_counts_as_its_range() {
+        // A whole-allocation matrix laid out with FORM_SLACK bytes of padding (the 16-row Q4_1
+        // layout) is kept and derived once; one byte more than the slack is not kept.
+        let forms = DerivedForms::new();
+        let allocation = [7u8; 256];
+        let calls = std::cell::Cell::new(0);
+        let padded = |extra: usize| {
+            let calls = &calls;
+            move |bytes: &[u8]| {
+                calls.set(calls.get() + 1);
+                let mut v = bytes.to_vec();
+                v.resize(bytes.len() + extra, 0);
+                v
+            }
+        };
+        for _ in 0..3 {
+            let form = forms.get_or_derive(&allocation, 0, 256, 1, &padded(FORM_SLACK)).unwrap();
+            assert_eq!(form.len(), 256 + FORM_SLACK);
+        }
+        assert_eq!(calls.get(), 1, "kept after the first derivation");
+        for _ in 0..2 {
+            forms.get_or_derive(&allocation, 0, 256, 2, &padded(FORM_SLACK + 1)).unwrap();
+        }
+        assert_eq!(calls.get(), 3, "a form past the slack is derived every time");
+    }
+
+    #[test]
     fn allocations_are_checked() {
         let mut m = memory();
         assert_eq!(m.allocate(0, 4), Err(AllocateError::NullAddress));

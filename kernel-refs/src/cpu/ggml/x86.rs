@@ -22,6 +22,8 @@ use std::arch::x86_64::{
     _mm512_sllv_epi32, _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_sub_ps, _mm512_ternarylogic_epi32,
 };
 
+use rayon::prelude::*;
+
 use super::BlockFormat;
 use super::formats::{Format, Q4_0, Q4K, Q5_0, Q5_1, Q5K, Q6K};
 use crate::cpu::simd::{Isa, prefetch};
@@ -61,13 +63,14 @@ pub(super) fn key(format: BlockFormat, row_bytes: usize) -> u64 {
 /// The matrix `w` (whole rows of `row_bytes`, blocks of `block_bytes`) laid out for this path:
 /// rows in groups of [`ROWS`], each group keeping its place and its bytes, ordered block by
 /// block, and within a block byte `k` of every row of the group (row order), for each `k`. Rows
-/// after the last whole group are left as they are.
+/// after the last whole group are left as they are. Groups are laid out on the machine's cores.
 pub(super) fn pack(w: &[u8], row_bytes: usize, block_bytes: usize) -> Vec<u8> {
     let mut packed = w.to_vec();
     if row_bytes == 0 || block_bytes == 0 {
         return packed;
     }
-    for (from, to) in w.chunks_exact(ROWS * row_bytes).zip(packed.chunks_exact_mut(ROWS * row_bytes)) {
+    let groups = w.par_chunks_exact(ROWS * row_bytes).zip(packed.par_chunks_exact_mut(ROWS * row_bytes));
+    groups.for_each(|(from, to)| {
         for (b, to) in to.chunks_exact_mut(ROWS * block_bytes).enumerate() {
             for r in 0..ROWS {
                 let block = &from[r * row_bytes + b * block_bytes..][..block_bytes];
@@ -76,7 +79,7 @@ pub(super) fn pack(w: &[u8], row_bytes: usize, block_bytes: usize) -> Vec<u8> {
                 }
             }
         }
-    }
+    });
     packed
 }
 
