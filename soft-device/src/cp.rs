@@ -7,6 +7,10 @@
 //! decoded last time whose dwords are unchanged and decodes only the others (its patched
 //! dispatch dimensions); its dwords are still read and compared on every execution, so what runs
 //! is always what decoding them gives, and an IB that faulted is decoded whole the next time.
+//! A kept `SET_SH_REG` is classified when it is decoded: one that would execute without a fault
+//! (not predicated, no `INDEX` or `VMID_SHIFT`, every register accepted) writes its values
+//! without being classified again; the register classes are the family's, fixed. Every
+//! `DISPATCH_DIRECT` is checked against the register file and its kernel at every execution.
 //! Modelled:
 //! - `SET_SH_REG` into a register file: the dispatch registers (`COMPUTE_PGM_*`,
 //!   `COMPUTE_NUM_THREAD_*`, `COMPUTE_USER_DATA_*`). A register absent on the family, a
@@ -81,6 +85,18 @@ pub struct IbReport {
     pub acquires: Vec<Acquire>,
 }
 
+impl IbReport {
+    /// An empty report with room for `dispatches` dispatches.
+    fn with_capacity(dispatches: usize) -> Self {
+        Self {
+            dispatches: Vec::with_capacity(dispatches),
+            dispatch_offsets: Vec::with_capacity(dispatches),
+            execution_order: Vec::with_capacity(dispatches),
+            ..Self::default()
+        }
+    }
+}
+
 /// A dispatch decoded but not yet executed: it waits for its group's wait.
 #[derive(Clone, Copy, Debug)]
 struct Pending {
@@ -96,6 +112,8 @@ pub struct CommandProcessor {
     regs: ShRegisters,
     /// The last IB executed, decoded: a replayed body is decoded once.
     decoded: Option<DecodedIb>,
+    /// The dwords of the IB being executed, read into storage kept across IBs.
+    scratch: Vec<u32>,
 }
 
 /// An IB as last executed: its address, its dwords, and each packet decoded. A later IB at the
@@ -107,6 +125,8 @@ struct DecodedIb {
     va: u64,
     words: Vec<u32>,
     packets: Vec<DecodedPacket>,
+    /// How many of the packets are `DISPATCH_DIRECT`.
+    dispatches: usize,
 }
 
 /// One packet of a [`DecodedIb`]: where it sits and what it is.
@@ -118,13 +138,28 @@ struct DecodedPacket {
     /// The typed packet where it borrows nothing from the IB; else parsed again from `body` when
     /// it executes (`SET_SH_REG`, `WRITE_DATA`, `NOP`: a bounds check and a copy of the fields).
     typed: Option<Packet<'static>>,
+    /// For a `SET_SH_REG` that executes without a fault (not predicated, no `INDEX` or
+    /// `VMID_SHIFT`, every register one the register file accepts): its first register's dword.
+    /// Its values (`body[1..]`) then go to the register file as they are.
+    accepted_sh: Option<u32>,
     body: Box<[u32]>,
 }
 
 impl DecodedPacket {
-    /// `decoded` (a type-3 packet at `offset` of its IB), kept.
-    fn keep(decoded: &Decoded<'_>) -> Option<Self> {
+    /// `decoded` (a type-3 packet at `offset` of its IB), kept; `regs` classifies its registers.
+    fn keep(decoded: &Decoded<'_>, regs: &ShRegisters) -> Option<Self> {
         let Ok(Header::Type3(header)) = Header::decode(*decoded.words.first()?) else { return None };
+        let accepted_sh = match decoded.packet {
+            Packet::SetShReg(p)
+                if !header.flags().predicate
+                    && p.control.index() == 0
+                    && p.control.vmid_shift() == 0
+                    && regs.accepts(p.first_dword(), p.values.len()) =>
+            {
+                Some(p.first_dword())
+            }
+            _ => None,
+        };
         let typed = match decoded.packet {
             Packet::DispatchDirect(p) => Some(Packet::DispatchDirect(p)),
             Packet::AcquireMem(p) => Some(Packet::AcquireMem(p)),
@@ -141,6 +176,7 @@ impl DecodedPacket {
             len: decoded.words.len(),
             header,
             typed,
+            accepted_sh,
             body: decoded.words.get(1..)?.into(),
         })
     }
@@ -170,7 +206,7 @@ impl CommandProcessor {
     /// A command processor of `family` with an empty register file.
     #[must_use]
     pub fn new(family: Family) -> Self {
-        Self { family, regs: ShRegisters::new(family), decoded: None }
+        Self { family, regs: ShRegisters::new(family), decoded: None, scratch: Vec::new() }
     }
 
     /// The family.
@@ -192,26 +228,37 @@ impl CommandProcessor {
         size_dwords: u32,
         clock: &mut GpuClock,
     ) -> Result<IbReport, CpFault> {
-        let words = read_ib(memory, ib_va, size_dwords).map_err(|kind| kind.at(0))?;
+        let mut words = std::mem::take(&mut self.scratch);
+        read_ib(memory, ib_va, size_dwords, &mut words).map_err(|kind| kind.at(0))?;
         // Taken: an IB that faults is not kept.
-        let kept = self.decoded.take().and_then(|ib| ib.refreshed(ib_va, &words));
+        let kept = self.decoded.take().and_then(|ib| ib.refreshed(ib_va, &words, &self.regs));
+        // A replayed IB reports as many dispatches as it ran last time.
+        let dispatches = kept.as_ref().map_or(0, |ib| ib.dispatches);
         let mut run = Run {
             family: self.family,
             regs: &mut self.regs,
             memory,
             objects,
             clock,
-            pending: Vec::new(),
+            pending: Vec::with_capacity(dispatches),
+            done: Vec::with_capacity(dispatches),
             visibility: Visibility::new(self.family),
-            report: IbReport::default(),
+            report: IbReport::with_capacity(dispatches),
         };
         let decoded = match kept {
             Some(ib) => {
                 for p in &ib.packets {
+                    run.report.packets += 1;
+                    if let Some(first) = p.accepted_sh {
+                        // What `Run::packet` does for it, checked when it was kept.
+                        run.regs.write_accepted(first, &p.body[1..]);
+                        continue;
+                    }
                     let words = &ib.words[p.offset..p.offset + p.len];
                     run.packet(&Decoded { offset: p.offset, words, packet: p.packet()? }, Some(p.header))?;
-                    run.report.packets += 1;
                 }
+                // The dwords read stay for the next IB.
+                self.scratch = words;
                 Some(ib)
             }
             None => {
@@ -225,11 +272,15 @@ impl CommandProcessor {
                     run.packet(&decoded, header)?;
                     run.report.packets += 1;
                     packets = packets.and_then(|mut kept: Vec<DecodedPacket>| {
-                        kept.push(DecodedPacket::keep(&decoded)?);
+                        kept.push(DecodedPacket::keep(&decoded, run.regs)?);
                         Some(kept)
                     });
                 }
-                packets.map(|packets| DecodedIb { va: ib_va, words, packets })
+                packets.map(|packets| {
+                    let dispatches =
+                        packets.iter().filter(|p| matches!(p.typed, Some(Packet::DispatchDirect(_)))).count();
+                    DecodedIb { va: ib_va, words, packets, dispatches }
+                })
             }
         };
         // The enclosing AQL packet completes only when every dispatch has finished.
@@ -243,7 +294,7 @@ impl DecodedIb {
     /// This IB brought up to `words` at `va`: the packets whose dwords changed decoded again;
     /// `None` when `words` is another IB (another address or length) or a changed packet no
     /// longer decodes to one kept packet of its length.
-    fn refreshed(mut self, va: u64, words: &[u32]) -> Option<Self> {
+    fn refreshed(mut self, va: u64, words: &[u32], regs: &ShRegisters) -> Option<Self> {
         if self.va != va || self.words.len() != words.len() {
             return None;
         }
@@ -257,15 +308,15 @@ impl DecodedIb {
                 return None;
             }
             let offset = p.offset;
-            *p = DecodedPacket::keep(&Decoded { offset, ..decoded })?;
+            *p = DecodedPacket::keep(&Decoded { offset, ..decoded }, regs)?;
             then.copy_from_slice(now);
         }
         Some(self)
     }
 }
 
-/// The IB's dwords, checked for alignment, size and mapping.
-fn read_ib(memory: &SimMemory, ib_va: u64, size_dwords: u32) -> Result<Vec<u32>, CpFaultKind> {
+/// The IB's dwords into `words`, checked for alignment, size and mapping.
+fn read_ib(memory: &SimMemory, ib_va: u64, size_dwords: u32, words: &mut Vec<u32>) -> Result<(), CpFaultKind> {
     if !ib_va.is_multiple_of(4) {
         return Err(CpFaultKind::IbMisaligned { va: ib_va });
     }
@@ -273,9 +324,13 @@ fn read_ib(memory: &SimMemory, ib_va: u64, size_dwords: u32) -> Result<Vec<u32>,
         return Err(CpFaultKind::IbSize { size_dwords, limit: CommandProcessor::IB_DWORDS_MAX });
     }
     // CAST: at most 2^20 dwords, lossless.
-    let mut bytes = vec![0u8; usize::try_from(size_dwords).unwrap_or(0) * 4];
-    memory.read(ib_va, &mut bytes).map_err(CpFaultKind::IbUnmapped)?;
-    Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    words.resize(usize::try_from(size_dwords).unwrap_or(0), 0);
+    memory.read(ib_va, zerocopy::IntoBytes::as_mut_bytes(&mut words[..])).map_err(CpFaultKind::IbUnmapped)?;
+    // The bytes are little-endian dwords.
+    for word in words.iter_mut() {
+        *word = u32::from_le(*word);
+    }
+    Ok(())
 }
 
 /// The state of one IB execution.
@@ -286,6 +341,8 @@ struct Run<'a> {
     objects: &'a SoftKernels,
     clock: &'a mut GpuClock,
     pending: Vec<Pending>,
+    /// The group being flushed, executed: storage kept across the IB's groups.
+    done: Vec<(usize, ExecutedDispatch)>,
     visibility: Visibility,
     report: IbReport,
 }
@@ -348,29 +405,32 @@ impl Run<'_> {
 
     /// Runs the pending group in reverse order, then checks it for conflicts and stale reads.
     fn flush(&mut self) -> Result<(), CpFault> {
-        let group = std::mem::take(&mut self.pending);
-        let mut executed: Vec<Option<ExecutedDispatch>> = vec![None; group.len()];
-        for (slot, p) in executed.iter_mut().zip(&group).rev() {
+        let mut done = std::mem::take(&mut self.done);
+        done.clear();
+        for p in self.pending.iter().rev() {
             self.report.execution_order.push(p.offset);
-            let done = exec::execute_checked(self.memory, self.objects, &p.decoded.dispatch)
+            let executed = exec::execute_checked(self.memory, self.objects, &p.decoded.dispatch)
                 .map_err(|e| self.exec_fault(p, e).at(p.offset))?;
-            *slot = Some(done);
+            done.push((p.offset, executed));
         }
-        let done: Vec<(usize, ExecutedDispatch)> =
-            group.iter().zip(executed).filter_map(|(p, e)| Some((p.offset, e?))).collect();
-        let refs: Vec<(usize, &ExecutedDispatch)> = done.iter().map(|(o, e)| (*o, e)).collect();
-        if let Some(conflict) = hazard::conflict_in_group(&refs) {
+        self.pending.clear();
+        // In IB order.
+        done.reverse();
+        if let Some(conflict) = hazard::conflict_in_group(&done) {
             let offset = conflict.second_offset;
             return Err(CpFaultKind::Hazard(conflict).at(offset));
         }
-        for &(offset, e) in &refs {
-            self.visibility.check_reads(offset, e).map_err(|s| CpFaultKind::Visibility(s).at(offset))?;
+        for (offset, e) in &done {
+            self.visibility
+                .check_reads(*offset, e, &self.report.dispatches)
+                .map_err(|s| CpFaultKind::Visibility(s).at(*offset))?;
         }
-        for (offset, e) in done {
-            self.visibility.record_writes(offset, &e);
+        for (offset, e) in done.drain(..) {
+            self.visibility.record_writes(offset, &e, self.report.dispatches.len());
             self.report.dispatch_offsets.push(offset);
             self.report.dispatches.push(e);
         }
+        self.done = done;
         Ok(())
     }
 

@@ -18,6 +18,8 @@ use pm4_encoding::Family;
 use pm4_encoding::packet::GcrCntl;
 use tape_core::AllocationId;
 
+use std::borrow::Borrow;
+
 use crate::exec::ExecutedDispatch;
 
 pub use pm4_encoding::policy::{consumer_acquire_gcr, invalidates_consumer_caches};
@@ -67,8 +69,9 @@ pub struct Conflict {
 /// Work: a sort and a sweep over all declared ranges; only when a conflict
 /// exists are the pairs searched for the first one.
 #[must_use]
-pub fn conflict_in_group(group: &[(usize, &ExecutedDispatch)]) -> Option<Conflict> {
-    if !has_conflict(group) {
+pub fn conflict_in_group<D: Borrow<ExecutedDispatch>>(group: &[(usize, D)]) -> Option<Conflict> {
+    // One dispatch conflicts with nothing.
+    if group.len() < 2 || !has_conflict(group) {
         return None;
     }
     first_conflict(group)
@@ -113,9 +116,9 @@ impl TopTwo {
 /// Whether two dispatches of `group` conflict: every declared range sorted by allocation and
 /// start, then one sweep per allocation that keeps the furthest-reaching earlier ranges (of
 /// two different dispatches, all accesses and writes apart).
-fn has_conflict(group: &[(usize, &ExecutedDispatch)]) -> bool {
+fn has_conflict<D: Borrow<ExecutedDispatch>>(group: &[(usize, D)]) -> bool {
     let mut all: Vec<(Range, usize)> =
-        group.iter().enumerate().flat_map(|(i, (_, d))| ranges(d).map(move |r| (r, i))).collect();
+        group.iter().enumerate().flat_map(|(i, (_, d))| ranges(d.borrow()).map(move |r| (r, i))).collect();
     all.sort_unstable_by_key(|(r, _)| (r.allocation, r.start));
     let mut current = None;
     let (mut any, mut writes) = (TopTwo::default(), TopTwo::default());
@@ -137,9 +140,11 @@ fn has_conflict(group: &[(usize, &ExecutedDispatch)]) -> bool {
 }
 
 /// [`conflict_in_group`]'s pair search.
-fn first_conflict(group: &[(usize, &ExecutedDispatch)]) -> Option<Conflict> {
-    for (i, &(first_offset, first)) in group.iter().enumerate() {
-        for &(second_offset, second) in &group[i + 1..] {
+fn first_conflict<D: Borrow<ExecutedDispatch>>(group: &[(usize, D)]) -> Option<Conflict> {
+    for (i, (first_offset, first)) in group.iter().enumerate() {
+        let (first_offset, first) = (*first_offset, first.borrow());
+        for (second_offset, second) in &group[i + 1..] {
+            let (second_offset, second) = (*second_offset, second.borrow());
             for a in ranges(first) {
                 if let Some(b) = ranges(second).find(|b| overlap(&a, b) && (a.writes || b.writes)) {
                     return Some(Conflict {
@@ -176,7 +181,8 @@ pub struct StaleRead {
 struct DirtyWrite {
     range: Range,
     offset: usize,
-    kernel: String,
+    /// The writer's index among the IB's finished dispatches (it names the kernel).
+    dispatch: usize,
 }
 
 /// Which finished writes a consumer's caches may still hold stale copies of.
@@ -204,16 +210,25 @@ impl Visibility {
         invalidates
     }
 
-    /// Checks the reads of `dispatch` (at IB dword `offset`) against the finished writes.
+    /// Checks the reads of `dispatch` (at IB dword `offset`) against the finished writes;
+    /// `finished` are the IB's finished dispatches, as [`Visibility::record_writes`] counted them.
     ///
     /// # Errors
     /// [`StaleRead`] naming the first writer whose range the dispatch reads.
-    pub fn check_reads(&self, offset: usize, dispatch: &ExecutedDispatch) -> Result<(), StaleRead> {
+    pub fn check_reads(
+        &self,
+        offset: usize,
+        dispatch: &ExecutedDispatch,
+        finished: &[ExecutedDispatch],
+    ) -> Result<(), StaleRead> {
+        if self.dirty.is_empty() {
+            return Ok(());
+        }
         for read in ranges(dispatch).filter(|r| r.reads) {
             if let Some(w) = self.dirty.iter().find(|w| overlap(&w.range, &read)) {
                 return Err(StaleRead {
                     writer_offset: w.offset,
-                    writer_kernel: w.kernel.clone(),
+                    writer_kernel: finished.get(w.dispatch).map(|d| d.kernel.clone()).unwrap_or_default(),
                     reader_offset: offset,
                     reader_kernel: dispatch.kernel.clone(),
                     allocation: read.allocation,
@@ -223,10 +238,11 @@ impl Visibility {
         Ok(())
     }
 
-    /// Records the writes of a dispatch (at IB dword `offset`) whose group has finished.
-    pub fn record_writes(&mut self, offset: usize, dispatch: &ExecutedDispatch) {
+    /// Records the writes of a dispatch (at IB dword `offset`) whose group has finished, the
+    /// `index`-th of the IB's finished dispatches.
+    pub fn record_writes(&mut self, offset: usize, dispatch: &ExecutedDispatch, index: usize) {
         for range in ranges(dispatch).filter(|r| r.writes) {
-            self.dirty.push(DirtyWrite { range, offset, kernel: dispatch.kernel.clone() });
+            self.dirty.push(DirtyWrite { range, offset, dispatch: index });
         }
     }
 }
@@ -306,13 +322,18 @@ mod tests {
             let mut v = Visibility::new(family);
             let w = dispatch("w", &[(1, 0, 16, Access::Write)]);
             let r = dispatch("r", &[(1, 0, 4, Access::ReadWrite)]);
-            v.record_writes(4, &w);
-            assert_eq!(v.check_reads(40, &r).unwrap_err().writer_offset, 4);
+            let finished = [w.clone()];
+            v.record_writes(4, &w, 0);
+            let stale = v.check_reads(40, &r, &finished).unwrap_err();
+            assert_eq!(
+                (stale.writer_offset, stale.writer_kernel.as_str(), stale.reader_kernel.as_str()),
+                (4, "w", "r")
+            );
             // Scalar-only invalidation is not enough.
             assert!(!v.acquire(GcrCntl::from_raw(0).with_glk_inv(1)));
-            assert!(v.check_reads(40, &r).is_err());
+            assert!(v.check_reads(40, &r, &finished).is_err());
             assert!(v.acquire(consumer_acquire_gcr(family).with_gl2_wb(1)));
-            assert_eq!(v.check_reads(40, &r), Ok(()));
+            assert_eq!(v.check_reads(40, &r, &finished), Ok(()));
         }
     }
 }

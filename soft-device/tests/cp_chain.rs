@@ -242,21 +242,26 @@ fn missing_cache_invalidate_before_a_consumer_is_a_visibility_fault() {
     for target in Target::ALL {
         let ch = chain(target);
         let words = ch.ib(WAITS);
-        // Drop the consumer acquire before axpy (the second ACQUIRE_MEM), keep the wait.
-        let mut seen = 0;
-        let mutated = rewrite(&words, |p, w| match p {
-            Packet::AcquireMem(_) => {
-                seen += 1;
-                (seen == 2).then(|| emit(&Nop::new(&vec![0; w.len() - 1]).unwrap()))
-            }
-            _ => None,
-        });
-        let f = fault(&ch, &mutated);
-        let (fill, axpy) = (dispatch_offset(&mutated, 0), dispatch_offset(&mutated, 1));
-        assert!(
-            matches!(&f.kind, CpFaultKind::Visibility(s) if s.writer_offset == fill && s.reader_offset == axpy && s.allocation == ch.y.id),
-            "{target}: {f}"
-        );
+        // Drop the consumer acquire before axpy (the second ACQUIRE_MEM: axpy reads fill's y),
+        // or before scale (the third: scale reads axpy's y, fill's write made visible before
+        // axpy), keep the waits. The fault names the writer among the IB's finished dispatches.
+        for (acquire, writer, reader, names) in [(2, 0, 1, ("fill", "axpy")), (3, 1, 2, ("axpy", "scale"))] {
+            let mut seen = 0;
+            let mutated = rewrite(&words, |p, w| match p {
+                Packet::AcquireMem(_) => {
+                    seen += 1;
+                    (seen == acquire).then(|| emit(&Nop::new(&vec![0; w.len() - 1]).unwrap()))
+                }
+                _ => None,
+            });
+            let f = fault(&ch, &mutated);
+            let (writer, reader) = (dispatch_offset(&mutated, writer), dispatch_offset(&mutated, reader));
+            assert!(
+                matches!(&f.kind, CpFaultKind::Visibility(s) if (s.writer_offset, s.reader_offset) == (writer, reader)
+                    && (s.writer_kernel.as_str(), s.reader_kernel.as_str()) == names && s.allocation == ch.y.id),
+                "{target}: {f}"
+            );
+        }
     }
 }
 
@@ -479,9 +484,26 @@ fn a_replayed_ib_follows_every_rewrite_of_its_dwords() {
         let wrong = patch_reg(&words, target, "COMPUTE_PGM_LO", 0, |v| v[0] += 1);
         // One more user-data value: another length.
         let longer = patch_reg(&words, target, "COMPUTE_PGM_LO", 0, |v| v.push(0));
+        // The program address's SET_SH_REG moved, same length, to a queue-owned register (a
+        // fault), and the same packet predicated (a fault): a replay must classify the rewritten
+        // packet again, not write its values where the kept one went.
+        let pgm_lo = pm4_encoding::regs::by_name(target.family(), "COMPUTE_PGM_LO").unwrap().dword;
+        let owned = target.family().facts().compute.queue_owned[0].dword;
+        let moved = rewrite(&words, |p, _| match p {
+            Packet::SetShReg(s) if s.first_dword() == pgm_lo => Some(emit(&SetShReg::new(owned, s.values).unwrap())),
+            _ => None,
+        });
+        assert_eq!(moved.len(), words.len());
+        let predicated = rewrite(&words, |p, w| match p {
+            // Bit 0 of a type-3 header is PREDICATE (reference §4, "Header").
+            Packet::SetShReg(s) if s.first_dword() == pgm_lo => Some([&[w[0] | 1], &w[1..]].concat()),
+            _ => None,
+        });
         let mut replay = Replayer::new(&ch, words.len() + 8);
-        for (step, ib) in
-            [&words, &words, &half, &half, &words, &wrong, &words, &longer, &words].into_iter().enumerate()
+        for (step, ib) in [&words, &words, &half, &half, &words, &wrong, &words, &longer, &words, &moved, &words]
+            .into_iter()
+            .chain([&predicated, &words])
+            .enumerate()
         {
             let (report, bytes) = replay.run(&ch, ib);
             let (expected, expected_bytes) = fresh(ib);
@@ -495,5 +517,9 @@ fn a_replayed_ib_follows_every_rewrite_of_its_dwords() {
         // whole grid disagree with it: a replay that reused the stale packet would not fault.
         let f = fresh(&half).0.unwrap_err();
         assert!(matches!(&f.kind, CpFaultKind::HiddenArg(m) if m.grid[0] == GRID / 2), "{target}: {f}");
+        let f = fresh(&moved).0.unwrap_err();
+        assert!(matches!(&f.kind, CpFaultKind::QueueOwnedRegister { dword, .. } if *dword == owned), "{target}: {f}");
+        let f = fresh(&predicated).0.unwrap_err();
+        assert!(matches!(&f.kind, CpFaultKind::Predicated { .. }), "{target}: {f}");
     }
 }

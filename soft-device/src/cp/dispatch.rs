@@ -80,9 +80,27 @@ impl ShRegisters {
         }
     }
 
+    /// Whether [`ShRegisters::write`] accepts each of the `n` dwords from `first`.
+    pub(super) fn accepts(&self, first: u32, n: usize) -> bool {
+        let Some(start) = first.checked_sub(SH_REG_BASE).and_then(|i| usize::try_from(i).ok()) else { return false };
+        start
+            .checked_add(n)
+            .and_then(|end| self.classes.get(start..end))
+            .is_some_and(|classes| classes.iter().all(|c| matches!(c, Class::Accepted)))
+    }
+
+    /// Writes `values` from `first`, dwords [`ShRegisters::accepts`] said it accepts: as many
+    /// [`ShRegisters::write`]s, each `Ok`.
+    pub(super) fn write_accepted(&mut self, first: u32, values: &[u32]) {
+        let slots = self.values.get_mut(index(first)..).unwrap_or_default();
+        for (slot, &value) in slots.iter_mut().zip(values) {
+            *slot = Some(value);
+        }
+    }
+
     /// The value of `register`, one of the family's compute registers.
     fn get(&self, register: RegisterInfo) -> Result<u32, CpFaultKind> {
-        self.values[index(register.dword)].ok_or(CpFaultKind::RegisterNotSet { name: register.name })
+        self.values[index(register.dword)].ok_or_else(|| CpFaultKind::RegisterNotSet { name: register.name })
     }
 
     fn user_data(&self, n: u8) -> Result<u32, CpFaultKind> {
@@ -118,7 +136,7 @@ pub(super) fn decode(
     let (pgm_lo, pgm_hi) = (regs.get(compute.pgm_lo)?, regs.get(compute.pgm_hi)?);
     // Reference §2 usage notes: PGM_LO = entry >> 8, PGM_HI = entry >> 40.
     let entry_va = (u64::from(pgm_hi) << 40) | (u64::from(pgm_lo) << 8);
-    let slot = objects.by_entry(entry_va).ok_or(CpFaultKind::UnknownEntry { pgm_lo, pgm_hi, entry_va })?;
+    let slot = objects.by_entry(entry_va).ok_or_else(|| CpFaultKind::UnknownEntry { pgm_lo, pgm_hi, entry_va })?;
     let kernel = || slot.loaded.name.clone();
     let descriptor = &slot.kernel.descriptor;
     let layout = UserSgprLayout::new(descriptor, family);
