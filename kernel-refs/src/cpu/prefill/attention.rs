@@ -222,23 +222,35 @@ impl AttentionRows {
         Ok(())
     }
 
-    /// The key cache as `[kv head][block][d]` of [`POSITIONS`] positions each, zero past the last
-    /// position: a block's dot products then read contiguous memory.
-    fn transpose_keys(&self, ks: &[f32], kv_heads: usize) -> Vec<[f32; POSITIONS]> {
+    /// The key cache as `[kv head][block][d]` of [`POSITIONS`] positions each: a block's dot
+    /// products then read contiguous memory. The lanes past the last position hold unspecified
+    /// values (their scores are computed and dropped, each lane on its own). The blocks are
+    /// transposed on the machine's cores when the cache is large enough to be worth it, into
+    /// storage each calling thread keeps ([`KEYS`]: no zero fill, no fresh pages at each call).
+    fn transpose_keys(&self, ks: &[f32], kv_heads: usize) -> Keys {
         let head_dim = self.head_dim;
-        let mut keys = vec![[0.0f32; POSITIONS]; kv_heads * self.blocks * head_dim];
+        let mut keys = KEYS.with(|k| std::mem::take(&mut *k.borrow_mut()));
+        keys.resize(kv_heads * self.blocks * head_dim, [0.0; POSITIONS]);
         if head_dim == 0 {
-            return keys;
+            return Keys(keys);
         }
-        for (j, row) in ks.chunks_exact(self.kv_width).enumerate() {
-            for (kvh, key) in row.chunks_exact(head_dim).enumerate() {
-                let block = &mut keys[(kvh * self.blocks + j / POSITIONS) * head_dim..][..head_dim];
+        let positions = ks.len() / self.kv_width;
+        // Chunk `c`: kv head `c / blocks`, block `c % blocks`, `head_dim` slots.
+        let fill = |(c, block): (usize, &mut [[f32; POSITIONS]])| {
+            let (kvh, b) = (c / self.blocks, c % self.blocks);
+            for j in b * POSITIONS..((b + 1) * POSITIONS).min(positions) {
+                let key = &ks[j * self.kv_width + kvh * head_dim..][..head_dim];
                 for (slot, &v) in block.iter_mut().zip(key) {
                     slot[j % POSITIONS] = v;
                 }
             }
+        };
+        if ks.len() < ATTN_PARALLEL_WORK_MIN {
+            keys.chunks_mut(head_dim).enumerate().for_each(fill);
+        } else {
+            keys.par_chunks_mut(head_dim).enumerate().with_min_len(TRANSPOSE_CHUNKS_MIN).for_each(fill);
         }
-        keys
+        Keys(keys)
     }
 
     /// Positions work-group `g` attends.
@@ -370,6 +382,41 @@ impl AttentionRows {
     }
 }
 
+/// `(kv head, block)` chunks of [`AttentionRows::transpose_keys`] a thread takes at least.
+const TRANSPOSE_CHUNKS_MIN: usize = 8;
+
+thread_local! {
+    /// The storage of the transposed keys of the calling thread's last attention, kept for its
+    /// next one ([`Keys`] gives it back).
+    static KEYS: std::cell::RefCell<Vec<[f32; POSITIONS]>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The transposed keys of one attention, `[kv head][block][d]`; dropped, their storage goes back
+/// to the thread's [`KEYS`].
+struct Keys(Vec<[f32; POSITIONS]>);
+
+impl std::ops::Deref for Keys {
+    type Target = [[f32; POSITIONS]];
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl Drop for Keys {
+    fn drop(&mut self) {
+        let keys = std::mem::take(&mut self.0);
+        if size_of_val(keys.as_slice()) > KEYS_KEPT_BYTES_MAX {
+            return;
+        }
+        // A thread being torn down keeps nothing.
+        let _ = KEYS.try_with(|k| *k.borrow_mut() = keys);
+    }
+}
+
+/// The largest transposed keys a thread keeps for its next attention (a layer's key cache of
+/// 16 MiB: 4,096 positions of 1,024 floats).
+const KEYS_KEPT_BYTES_MAX: usize = 16 << 20;
+
 /// Blocks of [`POSITIONS`] whose dot products [`AttentionRows::scores`] computes together.
 const SCORE_BLOCKS: usize = 4;
 
@@ -445,9 +492,18 @@ mod tests {
                 f32::from(u16::try_from(state % 4001).unwrap_or(0)) / 1000.0 - 2.0
             }
         };
-        for (n, heads, kv_heads, head_dim) in
-            [(1, 1, 1, 1), (15, 3, 1, 8), (16, 9, 3, 64), (17, 4, 2, 5), (300, 9, 3, 64), (70, 6, 6, 0)]
-        {
+        // A cache of 700 positions is transposed on several threads; the shapes after it reuse
+        // its storage, whose lanes past their last position hold its values (NaN among them).
+        for (n, heads, kv_heads, head_dim) in [
+            (1, 1, 1, 1),
+            (700, 9, 3, 64),
+            (15, 3, 1, 8),
+            (16, 9, 3, 64),
+            (17, 4, 2, 5),
+            (300, 9, 3, 64),
+            (70, 6, 6, 0),
+            (33, 2, 1, 64),
+        ] {
             let kv_width = kv_heads * head_dim;
             let qs: Vec<f32> = (0..heads * head_dim).map(|_| next()).collect();
             let ks: Vec<f32> = (0..n * kv_width).map(|_| next()).collect();
