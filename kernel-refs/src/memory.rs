@@ -9,8 +9,9 @@
 //! backend-neutral `hal::MemoryFault` for the accesses of its callers (copies, host stores); the
 //! soft device reports those, and keeps this one for what its kernels' references do.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Why an access faulted.
@@ -95,6 +96,31 @@ pub trait DeviceMemory {
     fn derived(&self, address: u64, len: usize, key: u64, derive: &dyn Fn(&[u8]) -> Vec<u8>) -> Option<Arc<[u8]>> {
         let _ = (address, len, key, derive);
         None
+    }
+
+    /// Runs `use_form` on a form of the first `rows` rows of `row_bytes` bytes at `address` (a
+    /// key cache laid out for a CPU reference's vector path), kept by the address space across
+    /// the writes of its allocation, and returns `true`; `false` when the address space keeps no
+    /// such forms (the provided method) or cannot lend the range: nothing ran, the caller reads.
+    ///
+    /// The form is `f32` values that `update` builds row by row: `update(form, rows, bytes)`
+    /// brings `form` up to date for the rows `rows` (a range from the first row not yet derived,
+    /// or written since it was, to `rows`), `bytes` being theirs; the form's values for the rows
+    /// before it are those of their bytes as they are now. A write of any byte of a row makes the
+    /// row and every later one derived again. What the form holds for rows past `rows` is
+    /// unspecified. `key` names the derivation as [`DeviceMemory::derived`]'s does. The form is
+    /// one read access of the range, checked as a view is.
+    fn with_row_form(
+        &self,
+        address: u64,
+        row_bytes: usize,
+        rows: usize,
+        key: u64,
+        update: &RowUpdate<'_>,
+        use_form: &mut dyn FnMut(&[f32]),
+    ) -> bool {
+        let _ = (address, row_bytes, rows, key, update, use_form);
+        false
     }
 
     /// Reads `out.len()` little-endian `u32` values starting at `address` (one access).
@@ -189,9 +215,45 @@ pub trait DeviceMemory {
 /// The forms of an allocation take at most as many bytes as the allocation and [`FORM_SLACK`]
 /// more for each (a form may pad its range, as the vector layouts do; one that would pass that
 /// forgets the others first). A clone keeps no forms.
+///
+/// Row forms ([`DeviceMemory::with_row_form`]) outlive writes: the allocation keeps a journal of
+/// the ranges written since the oldest row form was brought up to date (at most
+/// [`JOURNAL_WRITES`]; past that, every row form is derived again whole), and a row form
+/// derives again only its rows from the first one written. They have a budget of their own:
+/// together they hold at most as many rows' bytes as the allocation has.
 #[derive(Default)]
 pub struct DerivedForms {
     forms: Mutex<Vec<Form>>,
+    rows: Mutex<RowForms>,
+}
+
+/// How a row form is brought up to date ([`DeviceMemory::with_row_form`]): `(form, rows,
+/// their bytes)`.
+pub type RowUpdate<'a> = dyn Fn(&mut Vec<f32>, Range<usize>, &[u8]) + 'a;
+
+/// Writes an allocation's journal holds for its row forms.
+pub const JOURNAL_WRITES: usize = 4096;
+
+/// The row forms of one allocation and the journal of its writes.
+#[derive(Default)]
+struct RowForms {
+    forms: Vec<RowForm>,
+    /// Writes of the allocation counted since it was made (or since it had no row form).
+    writes: u64,
+    /// `(offset, len)` of the last writes, the newest last.
+    journal: VecDeque<(usize, usize)>,
+}
+
+/// One kept row form.
+struct RowForm {
+    offset: usize,
+    row_bytes: usize,
+    key: u64,
+    values: Vec<f32>,
+    /// Rows whose values the form holds for their bytes as they are at `synced`.
+    valid: usize,
+    /// [`RowForms::writes`] when the form was last brought up to date.
+    synced: u64,
 }
 
 /// Bytes a form may take beyond its range and still count as its range's size.
@@ -244,6 +306,90 @@ impl DerivedForms {
     /// Forgets every form (the allocation's bytes are about to change).
     pub fn clear(&mut self) {
         self.forms.get_mut().unwrap_or_else(PoisonError::into_inner).clear();
+        *self.rows.get_mut().unwrap_or_else(PoisonError::into_inner) = RowForms::default();
+    }
+
+    /// The `len` bytes at `offset` of the allocation are about to change: the forms are
+    /// forgotten, the row forms keep their rows before the first one written.
+    pub fn written(&mut self, offset: usize, len: usize) {
+        self.forms.get_mut().unwrap_or_else(PoisonError::into_inner).clear();
+        let rows = self.rows.get_mut().unwrap_or_else(PoisonError::into_inner);
+        rows.writes += 1;
+        if rows.forms.is_empty() {
+            rows.journal.clear();
+            return;
+        }
+        if rows.journal.len() == JOURNAL_WRITES {
+            rows.journal.pop_front();
+        }
+        rows.journal.push_back((offset, len));
+    }
+
+    /// Runs `use_form` on the row form under `key` of the `rows` rows of `row_bytes` bytes at
+    /// `offset` of `allocation` ([`DeviceMemory::with_row_form`]), brought up to date by
+    /// `update`; `false` when the range is not inside `allocation` or the form would pass the
+    /// budget.
+    pub fn with_row_form(
+        &self,
+        allocation: &[u8],
+        (offset, row_bytes, rows): (usize, usize, usize),
+        key: u64,
+        update: &RowUpdate<'_>,
+        use_form: &mut dyn FnMut(&[f32]),
+    ) -> bool {
+        let Some(len) = row_bytes.checked_mul(rows) else { return false };
+        if row_bytes == 0 || rows == 0 || offset.checked_add(len).is_none_or(|end| end > allocation.len()) {
+            return false;
+        }
+        let mut state = self.rows.lock().unwrap_or_else(PoisonError::into_inner);
+        let RowForms { forms, writes, journal } = &mut *state;
+        let at = forms.iter().position(|f| f.offset == offset && f.row_bytes == row_bytes && f.key == key);
+        let form = match at {
+            Some(i) => &mut forms[i],
+            None => {
+                forms.push(RowForm { offset, row_bytes, key, values: Vec::new(), valid: 0, synced: *writes });
+                let last = forms.len() - 1;
+                &mut forms[last]
+            }
+        };
+        // The writes since the form was brought up to date, or all of it derived again.
+        let unseen = *writes - form.synced;
+        if usize::try_from(unseen).map_or(true, |n| n > journal.len()) {
+            form.valid = 0;
+        } else {
+            let newest = journal.len() - usize::try_from(unseen).unwrap_or(0);
+            for &(at, n) in journal.range(newest..) {
+                let end = form.offset + form.valid * row_bytes;
+                if at < end && form.offset < at + n {
+                    form.valid = form.valid.min(at.saturating_sub(form.offset) / row_bytes);
+                }
+            }
+        }
+        form.synced = *writes;
+        if form.valid < rows {
+            let first = form.valid;
+            update(&mut form.values, first..rows, &allocation[offset + first * row_bytes..offset + len]);
+            form.valid = rows;
+        }
+        // Each row form counts as the rows it holds; a form past the budget is used once and not
+        // kept.
+        let kept: usize = forms.iter().map(|f| f.valid.saturating_mul(f.row_bytes)).sum();
+        let i = at.unwrap_or(forms.len() - 1);
+        use_form(&forms[i].values);
+        if kept > allocation.len() {
+            forms.swap_remove(i);
+        }
+        if forms.is_empty() {
+            journal.clear();
+        } else {
+            // Entries every form has seen are dropped.
+            let oldest = forms.iter().map(|f| f.synced).min().unwrap_or(*writes);
+            let seen = usize::try_from(*writes - oldest).unwrap_or(usize::MAX);
+            while journal.len() > seen {
+                journal.pop_front();
+            }
+        }
+        true
     }
 
     /// How many forms are kept.
@@ -474,6 +620,20 @@ impl DeviceMemory for HostMemory {
         a.derived.get_or_derive(&a.bytes, offset, len, key, derive)
     }
 
+    fn with_row_form(
+        &self,
+        address: u64,
+        row_bytes: usize,
+        rows: usize,
+        key: u64,
+        update: &RowUpdate<'_>,
+        use_form: &mut dyn FnMut(&[f32]),
+    ) -> bool {
+        let Some(len) = row_bytes.checked_mul(rows) else { return false };
+        let Ok((_, a, offset)) = locate_entry(&self.allocations, Allocation::size, address, len) else { return false };
+        a.derived.with_row_form(&a.bytes, (offset, row_bytes, rows), key, update, use_form)
+    }
+
     fn writable(&self, address: u64, len: usize) -> bool {
         len == 0 || self.locate(address, len).is_ok()
     }
@@ -484,7 +644,7 @@ impl DeviceMemory for HostMemory {
         }
         let (base, offset) = self.locate(address, data.len())?;
         if let Some(a) = self.allocations.get_mut(&base) {
-            a.derived.clear();
+            a.derived.written(offset, data.len());
             a.bytes[offset..offset + data.len()].copy_from_slice(data);
         }
         Ok(())
@@ -647,5 +807,129 @@ mod tests {
         m.allocate(0x0ff0, 0x10).unwrap();
         m.allocate(0x1018, 1).unwrap();
         assert_eq!(m.allocations().collect::<Vec<_>>(), [(0x0ff0, 16), (0x1000, 16), (0x1010, 8), (0x1018, 1)]);
+    }
+
+    /// A row form of `row_bytes`-byte rows whose value for row `r` is the sum of its bytes; the
+    /// rows it was asked to derive are recorded.
+    struct Sums {
+        row_bytes: usize,
+        derived: std::cell::RefCell<Vec<Range<usize>>>,
+    }
+
+    impl Sums {
+        fn update(&self, form: &mut Vec<f32>, rows: Range<usize>, bytes: &[u8]) {
+            self.derived.borrow_mut().push(rows.clone());
+            if form.len() < rows.end {
+                form.resize(rows.end, 0.0);
+            }
+            for (r, row) in rows.zip(bytes.chunks_exact(self.row_bytes)) {
+                form[r] = row.iter().map(|&b| f32::from(b)).sum();
+            }
+        }
+
+        /// The form of the first `rows` rows at `address`, brought up to date.
+        fn form(&self, memory: &HostMemory, address: u64, rows: usize) -> Vec<f32> {
+            let mut got = Vec::new();
+            let update = |f: &mut Vec<f32>, r: Range<usize>, b: &[u8]| self.update(f, r, b);
+            assert!(memory.with_row_form(address, self.row_bytes, rows, 7, &update, &mut |f| got = f[..rows].to_vec()));
+            got
+        }
+
+        /// What the form holds for the bytes as they are now.
+        fn fresh(&self, memory: &HostMemory, address: u64, rows: usize) -> Vec<f32> {
+            let mut bytes = vec![0; rows * self.row_bytes];
+            memory.read(address, &mut bytes).unwrap();
+            bytes.chunks_exact(self.row_bytes).map(|row| row.iter().map(|&b| f32::from(b)).sum()).collect()
+        }
+    }
+
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)]
+    fn a_row_form_derives_again_only_from_the_first_row_written() {
+        let mut m = HostMemory::new();
+        m.allocate(0x1000, 64 * 8).unwrap();
+        let sums = Sums { row_bytes: 8, derived: Default::default() };
+        let derived = |expected: &[Range<usize>]| {
+            assert_eq!(sums.derived.borrow().as_slice(), expected);
+            sums.derived.borrow_mut().clear();
+        };
+        // A cache at row 2 of the allocation.
+        let at = 0x1000 + 16;
+        assert_eq!(sums.form(&m, at, 10), sums.fresh(&m, at, 10));
+        derived(&[0..10]);
+        // A decode step: the next row written, the form asked for one more.
+        m.write(at + 10 * 8, &[3; 8]).unwrap();
+        assert_eq!(sums.form(&m, at, 11), sums.fresh(&m, at, 11));
+        derived(&[10..11]);
+        // Fewer rows, no write: nothing derived.
+        assert_eq!(sums.form(&m, at, 4), sums.fresh(&m, at, 4));
+        derived(&[]);
+        // One byte of row 3 (the last byte of the row), and bytes outside the form's rows.
+        m.write(at + 3 * 8 + 7, &[9]).unwrap();
+        m.write(0x1000, &[1; 16]).unwrap();
+        m.write(at + 40 * 8, &[1; 8]).unwrap();
+        assert_eq!(sums.form(&m, at, 11), sums.fresh(&m, at, 11));
+        derived(&[3..11]);
+        // A write across the form's first row from before it.
+        m.write(at - 4, &[5; 8]).unwrap();
+        assert_eq!(sums.form(&m, at, 11), sums.fresh(&m, at, 11));
+        derived(&[0..11]);
+        // More writes than the journal holds: derived whole.
+        for i in 0..=JOURNAL_WRITES {
+            m.write(0x1000 + 63 * 8, &[u8::try_from(i % 256).unwrap()]).unwrap();
+        }
+        assert_eq!(sums.form(&m, at, 11), sums.fresh(&m, at, 11));
+        derived(&[0..11]);
+        // A clone keeps no forms.
+        let copy = m.clone();
+        assert_eq!(sums.form(&copy, at, 2), sums.fresh(&copy, at, 2));
+        derived(&[0..2]);
+    }
+
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)]
+    fn row_forms_are_refused_past_their_allocation_and_not_kept_past_the_budget() {
+        let mut m = HostMemory::new();
+        m.allocate(0x1000, 64).unwrap();
+        let sums = Sums { row_bytes: 8, derived: Default::default() };
+        let update = |f: &mut Vec<f32>, r: Range<usize>, b: &[u8]| sums.update(f, r, b);
+        for (address, rows) in [(0x1000, 9), (0x1008, 8), (0x0ff8, 1), (0x1000, 0)] {
+            assert!(!m.with_row_form(address, 8, rows, 7, &update, &mut |_| panic!("used")), "{address:#x} {rows}");
+        }
+        assert!(!m.with_row_form(0x1000, usize::MAX, 2, 7, &update, &mut |_| panic!("used")));
+        // Two forms of all 8 rows hold twice the allocation's bytes: the second is used, then
+        // forgotten, and derived whole each time.
+        for key in [1, 2, 2] {
+            assert!(m.with_row_form(0x1000, 8, 8, key, &update, &mut |f| assert_eq!(f.len(), 8)));
+        }
+        assert_eq!(sums.derived.borrow().as_slice(), [0..8, 0..8, 0..8]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn row_forms_follow_any_writes(
+            ops in proptest::collection::vec((0usize..4, 0usize..96, 1usize..20, proptest::num::u8::ANY), 1..60),
+        ) {
+            let mut m = HostMemory::new();
+            m.allocate(0x1000, 96).unwrap();
+            let (a, b) = (Sums { row_bytes: 8, derived: Default::default() }, Sums { row_bytes: 5, derived: Default::default() });
+            for (op, at, n, byte) in ops {
+                match op {
+                    0 | 1 => {
+                        let len = n.min(96 - at).max(1);
+                        let at = at.min(95);
+                        m.write(0x1000 + at as u64, &vec![byte; len.min(96 - at)]).unwrap();
+                    }
+                    2 => {
+                        let rows = n.min(12);
+                        proptest::prop_assert_eq!(a.form(&m, 0x1000, rows), a.fresh(&m, 0x1000, rows));
+                    }
+                    _ => {
+                        let rows = n.min(16);
+                        proptest::prop_assert_eq!(b.form(&m, 0x1010, rows), b.fresh(&m, 0x1010, rows));
+                    }
+                }
+            }
+        }
     }
 }

@@ -446,6 +446,70 @@ fn window_data(c: &Attn, positions: usize, seed: u64, raw: bool) -> (Vec<f32>, V
     (q, k, v)
 }
 
+/// `(out, scores)` of `cpu` on the kernarg `k` over a copy of `memory` that keeps no forms
+/// (every cache read through [`Recorder`]), at `out`, `scores`.
+fn run_plain(
+    cpu: CpuReference,
+    k: &[u8],
+    heads: usize,
+    memory: &HostMemory,
+    (out, scores): (u64, u64),
+    lens: (usize, usize),
+) -> (Vec<u32>, Vec<u32>) {
+    let mut copy = memory.clone();
+    cpu(&launch_1d(k, u32_of(heads * 64), 64), &mut Recorder::new(&mut copy)).unwrap();
+    (read_bits(&copy, out, lens.0), read_bits(&copy, scores, lens.1))
+}
+
+#[test]
+fn decode_over_a_kept_key_cache_is_decode_over_the_read_one() {
+    // `attention` and `attention_window` read the key cache transposed as the address space
+    // keeps it across writes (`DeviceMemory::with_row_form`); a copy of the memory keeps no
+    // forms, so there they read and transpose it. A decode writes each next row, then attends;
+    // then a new sequence writes rows from 0 again, a row is rewritten in the middle, and one
+    // float of a row. Every step must give the bits of the read cache.
+    for (heads, kv_heads, head_dim, raw) in [(9, 3, 64, false), (4, 1, 256, true), (6, 2, 17, true)] {
+        let positions = 70;
+        let c = Attn { first: 0, n: positions, heads, kv_heads, head_dim, stride: positions };
+        let (q, k, v) = window_data(&c, positions, u64::from(u32_of(heads * head_dim)), raw);
+        let mut memory = attention_memory(&q, &k, &v, c.width(), c.heads * c.stride);
+        let mut rng = Rng(u64::from(u32_of(head_dim)));
+        let row_bytes = 4 * c.kv_width() as u64;
+        let mut write_row = |memory: &mut HostMemory, j: usize| {
+            for cache in [K, V] {
+                let row: Vec<u8> = data(&mut rng, c.kv_width(), raw).iter().flat_map(|x| x.to_le_bytes()).collect();
+                memory.write(cache + j as u64 * row_bytes, &row).unwrap();
+            }
+        };
+        let mut steps: Vec<(usize, Option<usize>)> = (1..=40).map(|n| (n, Some(n - 1))).collect();
+        steps.extend([(5, Some(0)), (6, Some(5)), (30, Some(17)), (30, None), (33, Some(32))]);
+        for (step, (n, written)) in steps.into_iter().enumerate() {
+            if let Some(j) = written {
+                write_row(&mut memory, j);
+            }
+            if step == 43 {
+                // One float of row 2 of the key cache.
+                memory.write(K + 2 * row_bytes + 8, &7.5f32.to_le_bytes()).unwrap();
+            }
+            let lens = (c.width(), c.heads * c.stride);
+            let k = attention_kernarg(&c, (K, V), n, 0.125);
+            let plain = run_plain(cpu::attention, &k, heads, &memory, (SINGLE, SINGLE_SCORES), lens);
+            run(cpu::attention, &launch_1d(&k, u32_of(heads * 64), 64), &mut memory);
+            let kept = (read_bits(&memory, SINGLE, lens.0), read_bits(&memory, SINGLE_SCORES, lens.1));
+            assert_eq!(kept, plain, "attention {c:?} step {step} n {n}");
+            // The sliding window from position 0 and from a later one.
+            for first in [0, n / 2] {
+                let w = Attn { first, n, stride: positions, ..c };
+                let k = window_kernarg(&w, Q, (Y, SCORES), 0.125);
+                let plain = run_plain(cpu::attention_window, &k, heads, &memory, (Y, SCORES), lens);
+                run(cpu::attention_window, &launch_1d(&k, u32_of(heads * 64), 64), &mut memory);
+                let kept = (read_bits(&memory, Y, lens.0), read_bits(&memory, SCORES, lens.1));
+                assert_eq!(kept, plain, "attention_window {w:?} step {step}");
+            }
+        }
+    }
+}
+
 #[test]
 fn attention_window_from_position_0_is_attention_bit_for_bit() {
     // Scores rows longer than n: their columns past n stay untouched in both.

@@ -404,6 +404,23 @@ impl<M: DeviceMemory + ?Sized> DeviceMemory for EffectGuard<'_, M> {
         self.inner.derived(address, len, key, derive)
     }
 
+    /// Forms only a range a declared readable effect covers, as [`Self::view`] lends.
+    fn with_row_form(
+        &self,
+        address: u64,
+        row_bytes: usize,
+        rows: usize,
+        key: u64,
+        update: &kernel_refs::memory::RowUpdate<'_>,
+        use_form: &mut dyn FnMut(&[f32]),
+    ) -> bool {
+        let Some(len) = row_bytes.checked_mul(rows).and_then(|n| u64::try_from(n).ok()) else { return false };
+        if len == 0 || !self.allowed(address, len, Access::Read) {
+            return false;
+        }
+        self.inner.with_row_form(address, row_bytes, rows, key, update, use_form)
+    }
+
     fn write(&mut self, address: u64, data: &[u8]) -> Result<(), model::MemoryFault> {
         self.check(address, data.len(), Access::Write)?;
         self.inner.write(address, data)

@@ -130,7 +130,7 @@ impl Region {
 
     /// Copies `data` to `offset` (inside the region).
     fn write(&mut self, offset: usize, data: &[u8]) {
-        self.derived.clear();
+        self.derived.written(offset, data.len());
         match &mut self.backing {
             Backing::Owned(bytes) => bytes[offset..offset + data.len()].copy_from_slice(data),
             Backing::External(memory) => memory.write(len_u64_of(offset), data),
@@ -540,6 +540,28 @@ impl DeviceMemory for SimMemory {
         match &region.backing {
             Backing::Owned(bytes) => region.derived.get_or_derive(bytes, offset, len, key, derive),
             Backing::External(_) => None,
+        }
+    }
+
+    /// Row forms of memory the sim owns are kept with it; memory shared with a host has none.
+    fn with_row_form(
+        &self,
+        address: u64,
+        row_bytes: usize,
+        rows: usize,
+        key: u64,
+        update: &kernel_refs::memory::RowUpdate<'_>,
+        use_form: &mut dyn FnMut(&[f32]),
+    ) -> bool {
+        let Some(len) = row_bytes.checked_mul(rows) else { return false };
+        let Ok((_, region, offset)) = model::locate_entry(&self.regions, Region::size, address, len) else {
+            return false;
+        };
+        match &region.backing {
+            Backing::Owned(bytes) => {
+                region.derived.with_row_form(bytes, (offset, row_bytes, rows), key, update, use_form)
+            }
+            Backing::External(_) => false,
         }
     }
 

@@ -14,7 +14,7 @@ use super::elementwise::Map;
 use super::exp::expf;
 use super::llama::softmax;
 use super::prefill::single_query;
-use super::{Grid, KernelError, READ_CHUNK_ELEMENTS, lend_f32s, load_f32_vec, store, store_pieces, widen, widen_usize};
+use super::{Grid, KernelError, READ_CHUNK_ELEMENTS, load_f32_vec, store, store_pieces, widen, widen_usize};
 use crate::launch::{ArgRead, Launch};
 use crate::memory::DeviceMemory;
 use kernels::signature::{self, ArgDecl};
@@ -351,12 +351,9 @@ pub fn attention_window(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> R
     if head_dim == 0 {
         return window.store_uniform_scores(memory, scores, scores_stride, (0..active_heads).map(|_| count));
     }
-    let kv_width = u64::from(kv_heads) * u64::from(head_dim);
     let qs = load_f32_vec(memory, &Q, q, 0, u64::from(active_heads) * u64::from(head_dim))?;
-    let ks = lend_f32s(memory, &K_CACHE, k_cache, u64::from(first) * kv_width, u64::from(count) * kv_width)?;
-    let vs = lend_f32s(memory, &V_CACHE, v_cache, u64::from(first) * kv_width, u64::from(count) * kv_width)?;
-    // The window's rows of the caches were read, so count * kv_width fits the host.
-    let rows = window.attend(&qs, &ks, &vs, widen(active_heads), widen(count));
+    let caches = super::llama::Caches { k: (&K_CACHE, k_cache), v: (&V_CACHE, v_cache), first: u64::from(first) };
+    let rows = window.attend_cached(memory, &caches, &qs, widen(active_heads), widen(count))?;
     for (h, p_bits) in (0u64..).zip(rows.0.chunks_exact(widen(count))) {
         store(memory, &SCORES, scores, h * u64::from(scores_stride), p_bits)?;
     }
@@ -381,6 +378,21 @@ impl Window {
         let shape = (heads, widen(self.kv_heads), widen(self.head_dim), widen(self.group));
         let rows = single_query(qs, ks, vs, count, shape, self.scale);
         (rows.scores, rows.out)
+    }
+
+    /// [`Window::attend`] over `count` positions of the caches in memory
+    /// ([`super::llama::Caches::attend`]).
+    fn attend_cached(
+        &self,
+        memory: &dyn DeviceMemory,
+        caches: &super::llama::Caches<'_>,
+        qs: &[f32],
+        heads: usize,
+        count: usize,
+    ) -> Result<(Vec<u32>, Vec<u32>), KernelError> {
+        let shape = (heads, widen(self.kv_heads), widen(self.head_dim), widen(self.group));
+        let rows = caches.attend(memory, qs, count, shape, self.scale)?;
+        Ok((rows.scores, rows.out))
     }
 
     /// Every work-group's scores when `head_dim` is 0: no products, so every score is

@@ -181,22 +181,81 @@ pub fn attention(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Result<(
             return Err(KernelError::StridedLoopWraps { arg, count, limit: ATTN_COUNT_MAX });
         }
     }
-    let cache_len = u64::from(n) * u64::from(kv_heads) * u64::from(head_dim);
     let qs = load_f32_vec(memory, &Q, q, 0, u64::from(active_heads) * u64::from(head_dim))?;
-    let ks = lend_f32s(memory, &K_CACHE, k_cache, 0, cache_len)?;
-    let vs = lend_f32s(memory, &V_CACHE, v_cache, 0, cache_len)?;
-    // Every element of the caches was read, so n * kv_heads * head_dim fits the host. The
-    // heads are computed as the batched kernel's last row (the same operations in the same
+    // The heads are computed as the batched kernel's last row (the same operations in the same
     // order: see `prefill::attention_rows`), 16 positions' dot products at a time.
     let shape = (widen(active_heads), widen(kv_heads), widen(head_dim), widen(heads / kv_heads));
-    let rows = super::prefill::single_query(&qs, &ks, &vs, widen(n), shape, scale);
-    drop((ks, vs));
+    let caches = Caches { k: (&K_CACHE, k_cache), v: (&V_CACHE, v_cache), first: 0 };
+    let rows = caches.attend(memory, &qs, widen(n), shape, scale)?;
     for (h, p_bits) in (0u64..).zip(rows.scores.chunks_exact(widen(n))) {
         store(memory, &SCORES, scores, h * u64::from(scores_stride), p_bits)?;
     }
     // The heads' out rows are contiguous.
     let heads = (0..widen(active_heads)).map(|h| h * widen(head_dim)..(h + 1) * widen(head_dim));
     store_pieces(memory, &OUT, (out, 0), &rows.out, heads)
+}
+
+/// The key of the transposed key cache the attention kernels keep with the cache
+/// ([`DeviceMemory::with_row_form`]; the layout is `prefill::transpose_rows`', whose width is
+/// the row's).
+const TRANSPOSED_KEYS_FORM: u64 = 0x6b65_7973_5f74_0001;
+
+/// The key and value caches of a single-query attention launch: each argument's declaration and
+/// address, and the first position (row) the launch reads.
+pub(super) struct Caches<'a> {
+    pub(super) k: (&'a ArgDecl, u64),
+    pub(super) v: (&'a ArgDecl, u64),
+    pub(super) first: u64,
+}
+
+impl Caches<'_> {
+    /// The work-groups of one query (`qs`, `shape` as `prefill::single_query`'s) over the `n`
+    /// positions from `first`. A launch from position 0 reads the key cache transposed as the
+    /// address space keeps it when it can ([`DeviceMemory::with_row_form`]): a decode step then
+    /// transposes only the rows written since the last one, its own. Else, and when the address
+    /// space keeps no forms, both caches are read and the keys transposed here. The bits are the
+    /// same either way; the key cache is read before the value cache either way, so a fault is
+    /// reported on the same argument.
+    pub(super) fn attend(
+        &self,
+        memory: &dyn DeviceMemory,
+        qs: &[f32],
+        n: usize,
+        shape: (usize, usize, usize, usize),
+        scale: f32,
+    ) -> Result<super::prefill::BatchRows, KernelError> {
+        let kv_width = shape.1 * shape.2;
+        let (first, count) = (self.first * len_u64(kv_width), len_u64(n) * len_u64(kv_width));
+        let mut formed = None;
+        let kept = self.first == 0
+            && kv_width.checked_mul(4).is_some_and(|row_bytes| {
+                memory.with_row_form(
+                    self.k.1,
+                    row_bytes,
+                    n,
+                    TRANSPOSED_KEYS_FORM,
+                    &|keys, rows, bytes| super::prefill::transpose_rows(keys, rows, bytes, kv_width),
+                    &mut |keys| {
+                        formed = Some(
+                            lend_f32s(memory, self.v.0, self.v.1, first, count)
+                                .map(|vs| super::prefill::single_query_transposed(qs, keys, &vs, n, shape, scale)),
+                        );
+                    },
+                )
+            });
+        if let (true, Some(rows)) = (kept, formed) {
+            return rows;
+        }
+        let ks = lend_f32s(memory, self.k.0, self.k.1, first, count)?;
+        let vs = lend_f32s(memory, self.v.0, self.v.1, first, count)?;
+        // Every element of the caches was read, so their counts fit the host.
+        Ok(super::prefill::single_query(qs, &ks, &vs, n, shape, scale))
+    }
+}
+
+/// `v` as a `u64` (a `usize` has at most 64 bits).
+fn len_u64(v: usize) -> u64 {
+    u64::try_from(v).unwrap_or(u64::MAX)
 }
 
 /// Replaces `s` by `p[j] = exp(s[j] - max)` as `attention` computes it (per-work-item maxima

@@ -54,7 +54,7 @@ use kernels::signature::{self, ArgDecl, Signature};
 
 mod attention;
 pub use attention::attention_rows;
-pub(crate) use attention::single_query;
+pub(crate) use attention::{BatchRows, single_query, single_query_transposed, transpose_rows};
 mod matmul;
 pub(super) use matmul::matmul_ggml;
 pub use matmul::{matmul_q4_1, matmul_q8_0};

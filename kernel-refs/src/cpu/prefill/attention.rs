@@ -102,7 +102,7 @@ pub fn attention_rows(launch: &Launch<'_>, memory: &mut dyn DeviceMemory) -> Res
     if head_dim == 0 {
         return shape.store_uniform_scores(memory, scores, stride, active);
     }
-    let keys = shape.transpose_keys(&ks, widen(kv_heads));
+    let keys = shape.transpose_keys(&ks);
     drop(ks);
     let mut first = 0usize;
     while first < active {
@@ -145,24 +145,52 @@ fn single_query_on(
     ks: &[f32],
     vs: &[f32],
     n: usize,
-    (heads, kv_heads, head_dim, group): (usize, usize, usize, usize),
+    shape: (usize, usize, usize, usize),
     scale: f32,
 ) -> BatchRows {
-    let shape = AttentionRows {
-        isa,
-        pos0: n.saturating_sub(1),
-        heads,
-        head_dim,
-        kv_width: kv_heads * head_dim,
-        group: group.max(1),
-        blocks: n.div_ceil(POSITIONS),
-        scale,
-    };
-    let keys = shape.transpose_keys(ks, kv_heads);
-    shape.attend_batch(0..heads, qs, &keys, vs)
+    let rows = AttentionRows::single_query(isa, n, shape, scale);
+    let keys = rows.transpose_keys(ks);
+    rows.attend_batch(0..shape.0, qs, &keys, vs)
+}
+
+/// [`single_query`] over the key cache already transposed: `keys` holds at least the
+/// [`POSITIONS`]-position blocks covering `j < n`, as [`transpose_rows`] lays them out (what it
+/// holds past `n` does not matter).
+pub(crate) fn single_query_transposed(
+    qs: &[f32],
+    keys: &[f32],
+    vs: &[f32],
+    n: usize,
+    shape: (usize, usize, usize, usize),
+    scale: f32,
+) -> BatchRows {
+    let rows = AttentionRows::single_query(Isa::widest(), n, shape, scale);
+    rows.attend_batch(0..shape.0, qs, keys.as_chunks::<POSITIONS>().0, vs)
+}
+
+/// Brings `keys`, the transposed key cache of `kv_width` floats a position (`[block][kv_width]`
+/// of [`POSITIONS`] lanes, a lane a position), up to date for the positions `rows`, whose cache
+/// rows are `bytes` (little-endian `f32`): the layout [`single_query_transposed`] reads. The
+/// storage grows to the blocks covering `rows.end` and never shrinks.
+pub(crate) fn transpose_rows(keys: &mut Vec<f32>, rows: std::ops::Range<usize>, bytes: &[u8], kv_width: usize) {
+    let floats = rows.end.div_ceil(POSITIONS) * kv_width * POSITIONS;
+    if keys.len() < floats {
+        keys.resize(floats, 0.0);
+    }
+    let blocks = keys.as_chunks_mut::<POSITIONS>().0;
+    for (j, row) in rows.zip(bytes.chunks_exact(kv_width * 4)) {
+        let block = &mut blocks[j / POSITIONS * kv_width..][..kv_width];
+        for (slot, v) in block.iter_mut().zip(row.as_chunks::<4>().0) {
+            slot[j % POSITIONS] = f32::from_le_bytes(*v);
+        }
+    }
 }
 
 /// The validated shape of an `attention_rows` launch, as host counts.
+///
+/// The work-groups read the key cache transposed, `[block][kv_width]` of [`POSITIONS`] lanes (a
+/// lane a position): block `b` of kv head `kvh` is the `head_dim` entries from
+/// `b * kv_width + kvh * head_dim`, so that a later position only adds to the last block.
 #[derive(Clone, Copy)]
 struct AttentionRows {
     /// The instruction set the work-groups' loops are compiled for.
@@ -179,6 +207,25 @@ struct AttentionRows {
 }
 
 impl AttentionRows {
+    /// The shape of one query over `n` cached positions (row 0 with `pos0 = n - 1`).
+    fn single_query(
+        isa: Option<Isa>,
+        n: usize,
+        (heads, kv_heads, head_dim, group): (usize, usize, usize, usize),
+        scale: f32,
+    ) -> Self {
+        Self {
+            isa,
+            pos0: n.saturating_sub(1),
+            heads,
+            head_dim,
+            kv_width: kv_heads * head_dim,
+            group: group.max(1),
+            blocks: n.div_ceil(POSITIONS),
+            scale,
+        }
+    }
+
     /// The end of the batch of work-groups from `first`: at most [`ATTN_BATCH`] of them and
     /// [`ATTN_BATCH_SCORES`] scores, at least one.
     fn batch_end(&self, first: usize, active: usize) -> usize {
@@ -222,33 +269,29 @@ impl AttentionRows {
         Ok(())
     }
 
-    /// The key cache as `[kv head][block][d]` of [`POSITIONS`] positions each: a block's dot
-    /// products then read contiguous memory. The lanes past the last position hold unspecified
-    /// values (their scores are computed and dropped, each lane on its own). The blocks are
-    /// transposed on the machine's cores when the cache is large enough to be worth it, into
-    /// storage each calling thread keeps ([`KEYS`]: no zero fill, no fresh pages at each call).
-    fn transpose_keys(&self, ks: &[f32], kv_heads: usize) -> Keys {
-        let head_dim = self.head_dim;
+    /// The key cache transposed (see [`AttentionRows`]): a block's dot products then read
+    /// contiguous memory. The lanes past the last position hold unspecified values (their
+    /// scores are computed and dropped, each lane on its own). The blocks are transposed on the
+    /// machine's cores when the cache is large enough to be worth it, into storage each calling
+    /// thread keeps ([`KEYS`]: no zero fill, no fresh pages at each call).
+    fn transpose_keys(&self, ks: &[f32]) -> Keys {
+        let kv_width = self.kv_width;
         let mut keys = KEYS.with(|k| std::mem::take(&mut *k.borrow_mut()));
-        keys.resize(kv_heads * self.blocks * head_dim, [0.0; POSITIONS]);
-        if head_dim == 0 {
+        keys.resize(self.blocks * kv_width, [0.0; POSITIONS]);
+        if kv_width == 0 {
             return Keys(keys);
         }
-        let positions = ks.len() / self.kv_width;
-        // Chunk `c`: kv head `c / blocks`, block `c % blocks`, `head_dim` slots.
-        let fill = |(c, block): (usize, &mut [[f32; POSITIONS]])| {
-            let (kvh, b) = (c / self.blocks, c % self.blocks);
-            for j in b * POSITIONS..((b + 1) * POSITIONS).min(positions) {
-                let key = &ks[j * self.kv_width + kvh * head_dim..][..head_dim];
-                for (slot, &v) in block.iter_mut().zip(key) {
+        let fill = |(b, block): (usize, &mut [[f32; POSITIONS]])| {
+            for (j, row) in ks.chunks_exact(kv_width).enumerate().skip(b * POSITIONS).take(POSITIONS) {
+                for (slot, &v) in block.iter_mut().zip(row) {
                     slot[j % POSITIONS] = v;
                 }
             }
         };
         if ks.len() < ATTN_PARALLEL_WORK_MIN {
-            keys.chunks_mut(head_dim).enumerate().for_each(fill);
+            keys.chunks_mut(kv_width).enumerate().for_each(fill);
         } else {
-            keys.par_chunks_mut(head_dim).enumerate().with_min_len(TRANSPOSE_CHUNKS_MIN).for_each(fill);
+            keys.par_chunks_mut(kv_width).enumerate().with_min_len(TRANSPOSE_BLOCKS_MIN).for_each(fill);
         }
         Keys(keys)
     }
@@ -314,7 +357,7 @@ impl AttentionRows {
         let count = p_bits.len();
         let kv_offset = g % self.heads / self.group * self.head_dim;
         let qh = &qs[g * self.head_dim..][..self.head_dim];
-        self.scores(qh, &keys[kv_offset * self.blocks..], count, &mut scratch.s);
+        self.scores(qh, &keys[kv_offset..], count, &mut scratch.s);
         let p = &mut scratch.s[..count];
         let total = softmax(p);
         for (bits, &v) in p_bits.iter_mut().zip(p.iter()) {
@@ -349,8 +392,9 @@ impl AttentionRows {
     }
 
     /// `s[j] = (sum_d q[d] * k[j][d], d ascending) * scale` for `j < count` (and past it, to a
-    /// whole block), from the kv head's transposed keys (`[block][d]`): [`SCORE_BLOCKS`] blocks'
-    /// independent sums at a time, then the rest one by one.
+    /// whole block), from the kv head's transposed keys (block `b` at `b * kv_width`, its
+    /// `head_dim` entries in order): [`SCORE_BLOCKS`] blocks' independent sums at a time, then
+    /// the rest one by one.
     #[inline(always)]
     fn scores(&self, qh: &[f32], keys: &[[f32; POSITIONS]], count: usize, s: &mut Vec<f32>) {
         let (blocks, head_dim) = (count.div_ceil(POSITIONS), self.head_dim);
@@ -360,7 +404,7 @@ impl AttentionRows {
             let mut acc = [[0.0f32; POSITIONS]; SCORE_BLOCKS];
             for (d, &qd) in qh.iter().enumerate() {
                 for (i, a) in acc.iter_mut().enumerate() {
-                    for (x, &kv) in a.iter_mut().zip(&keys[(b + i) * head_dim + d]) {
+                    for (x, &kv) in a.iter_mut().zip(&keys[(b + i) * self.kv_width + d]) {
                         *x += qd * kv;
                     }
                 }
@@ -372,7 +416,7 @@ impl AttentionRows {
         }
         for b in b..blocks {
             let mut acc = [0.0f32; POSITIONS];
-            for (&qd, k) in qh.iter().zip(&keys[b * head_dim..][..head_dim]) {
+            for (&qd, k) in qh.iter().zip(&keys[b * self.kv_width..][..head_dim]) {
                 for (a, &kv) in acc.iter_mut().zip(k) {
                     *a += qd * kv;
                 }
@@ -382,8 +426,8 @@ impl AttentionRows {
     }
 }
 
-/// `(kv head, block)` chunks of [`AttentionRows::transpose_keys`] a thread takes at least.
-const TRANSPOSE_CHUNKS_MIN: usize = 8;
+/// Blocks of [`AttentionRows::transpose_keys`] a thread takes at least.
+const TRANSPOSE_BLOCKS_MIN: usize = 4;
 
 thread_local! {
     /// The storage of the transposed keys of the calling thread's last attention, kept for its
@@ -391,8 +435,8 @@ thread_local! {
     static KEYS: std::cell::RefCell<Vec<[f32; POSITIONS]>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The transposed keys of one attention, `[kv head][block][d]`; dropped, their storage goes back
-/// to the thread's [`KEYS`].
+/// The transposed keys of one attention (see [`AttentionRows`]); dropped, their storage goes
+/// back to the thread's [`KEYS`].
 struct Keys(Vec<[f32; POSITIONS]>);
 
 impl std::ops::Deref for Keys {
