@@ -7,8 +7,8 @@
 //!
 //! A quant of four or five bits is converted to its `f32` (with Q4_0's and Q5_0's offsets) by
 //! one permute from a table of the exact small integers (`vpermps`, `vpermt2ps`), its fifth bit
-//! put in the index by a bitwise select; Q6_K's quants are assembled and converted by integer
-//! operations. A block's `f16` fields are converted by `vcvtph2ps`, exact for every binary16 value as
+//! put in the index by a bitwise select; Q6_K's quant as the sum of its low four bits less 32 and
+//! 16 times its high two, each converted by one permute (an exact sum of small integers). A block's `f16` fields are converted by `vcvtph2ps`, exact for every binary16 value as
 //! [`crate::cpu::f16_to_f32`] is (a NaN comes back quiet with its payload); integers below 2^24
 //! convert to `f32` exactly by `vcvtdq2ps`, as `f32::from` does.
 
@@ -16,8 +16,8 @@
 #![allow(clippy::needless_range_loop)]
 
 use std::arch::x86_64::{
-    __m512, __m512i, _mm512_add_epi32, _mm512_add_ps, _mm512_and_si512, _mm512_cvtepi8_epi32, _mm512_cvtepi32_epi16,
-    _mm512_cvtepi32_ps, _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_mul_ps, _mm512_or_si512, _mm512_permutex2var_ps,
+    __m512, __m512i, _mm512_add_ps, _mm512_and_si512, _mm512_cvtepi8_epi32, _mm512_cvtepi32_epi16, _mm512_cvtepi32_ps,
+    _mm512_cvtepu8_epi32, _mm512_cvtph_ps, _mm512_mul_ps, _mm512_or_si512, _mm512_permutex2var_ps,
     _mm512_permutexvar_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setr_ps, _mm512_setzero_ps, _mm512_slli_epi32,
     _mm512_sllv_epi32, _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_sub_ps, _mm512_ternarylogic_epi32,
 };
@@ -154,14 +154,6 @@ fn word(block: &[u8], k: usize) -> __m512i {
 #[target_feature(enable = "avx512f,avx2,fma,f16c")]
 fn float(v: __m512i) -> __m512 {
     _mm512_cvtepi32_ps(v)
-}
-
-/// `(v >> shift) & mask` lane by lane.
-#[inline]
-#[target_feature(enable = "avx512f,avx2,fma,f16c")]
-fn bits(v: __m512i, shift: u32, mask: i32) -> __m512i {
-    let shift = _mm512_set1_epi32(i32::try_from(shift).unwrap_or(0));
-    _mm512_and_si512(_mm512_srlv_epi32(v, shift), _mm512_set1_epi32(mask))
 }
 
 /// The floats `first, first + 1, ..., first + 31` (exact: small integers) as two registers, the
@@ -331,13 +323,20 @@ impl Lanes for Q6K {
             let d = half(b, 208);
             let sc = 192 + 8 * g + 2 * s;
             let ds = [_mm512_mul_ps(d, float(signed_column(b, sc))), _mm512_mul_ps(d, float(signed_column(b, sc + 1)))];
-            let (shift_l, shift_h) = (u32::try_from(4 * (s / 2)).unwrap_or(0), u32::try_from(2 * s).unwrap_or(0));
+            let (shift_l, shift_h) =
+                (_mm512_set1_epi32(i32::from(s >= 2) * 4), _mm512_set1_epi32(2 * i32::try_from(s).unwrap_or(0)));
             let (ql, qh) = (64 * g + 32 * (s % 2), 128 + 32 * g);
+            // `(low - 32)` and `16 * high` as `f32` by one `vpermps` each (only the low four
+            // bits of an index count: `high`'s table repeats every four entries).
+            let lows = table(-32.0);
+            let highs = _mm512_setr_ps(
+                0.0, 16.0, 32.0, 48.0, 0.0, 16.0, 32.0, 48.0, 0.0, 16.0, 32.0, 48.0, 0.0, 16.0, 32.0, 48.0,
+            );
             for j in 0..32 {
-                let low = bits(column(b, ql + j), shift_l, 15);
-                let high = _mm512_slli_epi32::<4>(bits(column(b, qh + j), shift_h, 3));
-                let q = _mm512_add_epi32(_mm512_or_si512(low, high), _mm512_set1_epi32(-32));
-                add(j, _mm512_mul_ps(ds[j / 16], float(q)));
+                let low = lookup16(_mm512_srlv_epi32(column(b, ql + j), shift_l), lows);
+                let high = _mm512_permutexvar_ps(_mm512_srlv_epi32(column(b, qh + j), shift_h), highs);
+                // f(q - 32) exactly: a sum of small integers.
+                add(j, _mm512_mul_ps(ds[j / 16], _mm512_add_ps(low, high)));
             }
         }
     }
