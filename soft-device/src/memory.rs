@@ -99,8 +99,9 @@ struct Region {
     id: AllocationId,
     kind: RegionKind,
     backing: Backing,
-    /// Forms derived from the bytes ([`DeviceMemory::derived`]): host memory of the sim's own,
-    /// not counted against the address space's budget, forgotten at every write.
+    /// Forms derived from the bytes ([`DeviceMemory::derived`], [`DeviceMemory::with_row_form`]):
+    /// host memory of the sim's own, not counted against the address space's budget; a form is
+    /// forgotten at every write, a row form keeps its rows before the first one written.
     derived: DerivedForms,
 }
 
