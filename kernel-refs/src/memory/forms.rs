@@ -1,5 +1,5 @@
-//! The forms an allocation keeps with its bytes ([`DeviceMemory::derived`](super::DeviceMemory::derived),
-//! [`DeviceMemory::with_row_form`](super::DeviceMemory::with_row_form)): what this crate's [`HostMemory`](super::HostMemory) and the
+//! The forms an allocation keeps with its bytes ([`DeviceMemory::derived`],
+//! [`DeviceMemory::with_row_form`]): what this crate's [`HostMemory`] and the
 //! soft device's address space hold for the CPU references' vector paths.
 
 use std::collections::VecDeque;
@@ -7,14 +7,17 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// The derived forms ([`DeviceMemory::derived`](super::DeviceMemory::derived)) one allocation keeps, for the address spaces
-/// that keep them: this crate's [`HostMemory`](super::HostMemory) and the soft device's.
+#[cfg(doc)]
+use super::{DeviceMemory, HostMemory};
+
+/// The derived forms ([`DeviceMemory::derived`]) one allocation keeps, for the address spaces
+/// that keep them: this crate's [`HostMemory`] and the soft device's.
 ///
 /// The forms of an allocation take at most as many bytes as the allocation and [`FORM_SLACK`]
 /// more for each (a form may pad its range, as the vector layouts do; one that would pass that
 /// forgets the others first). A clone keeps no forms.
 ///
-/// Row forms ([`DeviceMemory::with_row_form`](super::DeviceMemory::with_row_form)) outlive writes: the allocation keeps a journal of
+/// Row forms ([`DeviceMemory::with_row_form`]) outlive writes: the allocation keeps a journal of
 /// the ranges written since the oldest row form was brought up to date (at most
 /// [`JOURNAL_WRITES`]; past that, every row form is derived again whole), and a row form
 /// derives again only its rows from the first one written. They have a budget of their own:
@@ -25,7 +28,7 @@ pub struct DerivedForms {
     rows: Mutex<RowForms>,
 }
 
-/// How a row form is brought up to date ([`DeviceMemory::with_row_form`](super::DeviceMemory::with_row_form)): `(form, rows,
+/// How a row form is brought up to date ([`DeviceMemory::with_row_form`]): `(form, rows,
 /// their bytes)`.
 pub type RowUpdate<'a> = dyn Fn(&mut Vec<f32>, Range<usize>, &[u8]) + 'a;
 
@@ -124,9 +127,9 @@ impl DerivedForms {
     }
 
     /// Runs `use_form` on the row form under `key` of the `rows` rows of `row_bytes` bytes at
-    /// `offset` of `allocation` ([`DeviceMemory::with_row_form`](super::DeviceMemory::with_row_form)), brought up to date by
-    /// `update`; `false` when the range is not inside `allocation` or the form would pass the
-    /// budget.
+    /// `offset` of `allocation` ([`DeviceMemory::with_row_form`]), brought up to date by
+    /// `update`, and returns `true`; `false` (nothing ran) when the range is empty or not inside
+    /// `allocation`. A form past the budget is used, then not kept.
     pub fn with_row_form(
         &self,
         allocation: &[u8],
