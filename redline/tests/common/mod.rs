@@ -1,6 +1,8 @@
 //! Helpers shared by the daemon's command-line tests. Each test binary uses part of them.
 #![allow(dead_code)]
 
+pub(crate) mod bundles;
+
 use std::process::{Command, Output};
 
 /// Runs the `redline` binary with `args`, the replay route's environment variables removed
